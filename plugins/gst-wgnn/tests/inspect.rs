@@ -1,0 +1,49 @@
+//! The plugin built by cargo loads in GStreamer's own tools, with a private
+//! registry so that a stale cache cannot hide a broken plugin.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn plugin_dir() -> PathBuf {
+    // target/<profile>/deps/inspect-<hash> -> target/<profile>
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("libgstwgnn.so").exists(),
+        "libgstwgnn.so not found in {}: build the workspace first",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn gst_inspect_loads_the_plugin() {
+    let registry = std::env::temp_dir().join(format!("wgnn-registry-{}.bin", std::process::id()));
+    let _ = std::fs::remove_file(&registry);
+    let out = Command::new("gst-inspect-1.0")
+        .arg("wgnn")
+        .env("GST_PLUGIN_PATH", plugin_dir())
+        .env("GST_REGISTRY", &registry)
+        .env("GST_REGISTRY_FORK", "no")
+        .output()
+        .expect("gst-inspect-1.0 must be installed (gstreamer1.0-tools)");
+    let _ = std::fs::remove_file(&registry);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "gst-inspect-1.0 wgnn failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("libgstwgnn.so"), "{stdout}");
+    assert!(stdout.contains(env!("CARGO_PKG_VERSION")), "{stdout}");
+}
+
+#[test]
+fn static_registration_makes_the_plugin_visible() {
+    gst::init().unwrap();
+    gstwgnn::plugin_register_static().unwrap();
+    let plugin = gst::Registry::get()
+        .find_plugin("wgnn")
+        .expect("plugin wgnn registered");
+    assert_eq!(plugin.version(), env!("CARGO_PKG_VERSION"));
+}

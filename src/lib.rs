@@ -1,0 +1,11 @@
+//! wgnn: neural networks on live video, on the GPU through wgpu, inside GStreamer.
+//!
+//! Modules depend on each other in one direction only (see docs/ARCHITECTURE.md):
+//! `gpu` -> `video`, `ml` -> `models` -> `gst` -> binaries.
+
+pub mod error;
+pub mod gpu;
+#[cfg(feature = "gst")]
+pub mod gst;
+
+pub use error::{Error, Result};
