@@ -1,0 +1,188 @@
+//! The CPU back end: straightforward, multi-threaded Rust kernels. It is the
+//! reference the GPU kernels are tested against, so clarity beats speed here:
+//! every spatial op works in NCHW (inputs in NHWC are transposed first).
+
+mod conv;
+mod elementwise;
+mod layout;
+mod linalg;
+mod pool;
+mod resample;
+
+use std::sync::Arc;
+
+use super::graph_ir::{GraphIr, OperandKind};
+use super::ops::Op;
+use super::tensor::Tensor;
+use super::types::{DataType, OperandDescriptor};
+
+/// Values of one operand. float16 is held as f32 rounded to f16 precision.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Values {
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    U8(Vec<u8>),
+}
+
+impl Values {
+    pub fn from_bytes(dt: DataType, bytes: &[u8]) -> Values {
+        match dt {
+            DataType::Float32 => Values::F32(bytemuck::pod_collect_to_vec(bytes)),
+            DataType::Float16 => Values::F32(
+                bytes
+                    .chunks_exact(2)
+                    .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                    .collect(),
+            ),
+            DataType::Int32 => Values::I32(bytemuck::pod_collect_to_vec(bytes)),
+            DataType::Uint8 => Values::U8(bytes.to_vec()),
+        }
+    }
+
+    pub fn to_bytes(&self, dt: DataType) -> Vec<u8> {
+        match (self, dt) {
+            (Values::F32(v), DataType::Float16) => v
+                .iter()
+                .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                .collect(),
+            (Values::F32(v), _) => bytemuck::cast_slice(v).to_vec(),
+            (Values::I32(v), _) => bytemuck::cast_slice(v).to_vec(),
+            (Values::U8(v), _) => v.clone(),
+        }
+    }
+
+    pub fn f32(&self) -> &[f32] {
+        match self {
+            Values::F32(v) => v,
+            other => panic!("expected float values, got {other:?}"),
+        }
+    }
+}
+
+/// A graph compiled for the CPU: the (fused) node list itself.
+#[derive(Clone)]
+pub(crate) struct CpuPlan {
+    ir: Arc<GraphIr>,
+}
+
+impl CpuPlan {
+    pub fn new(ir: Arc<GraphIr>) -> CpuPlan {
+        CpuPlan { ir }
+    }
+
+    /// Runs on the context's worker: reads the input tensors' bytes, writes
+    /// the outputs'. Tensors destroyed while the dispatch was queued are
+    /// skipped (the dispatch has nothing left to compute into).
+    pub fn run_on_tensors(&self, inputs: &[Tensor], outputs: &[Tensor]) {
+        let mut values = Vec::with_capacity(inputs.len());
+        for t in inputs {
+            let bytes = t.cpu_bytes().unwrap().lock().unwrap();
+            if bytes.len() != t.byte_length() {
+                log::warn!("dispatch skipped: {t} was destroyed before the dispatch ran");
+                return;
+            }
+            values.push(Values::from_bytes(t.data_type(), &bytes));
+        }
+        let results = self.run(values);
+        for (t, v) in outputs.iter().zip(results) {
+            let mut dst = t.cpu_bytes().unwrap().lock().unwrap();
+            if dst.len() == t.byte_length() {
+                *dst = v.to_bytes(t.data_type());
+            }
+        }
+    }
+
+    /// Runs the graph on values given in the graph's input order.
+    pub fn run(&self, inputs: Vec<Values>) -> Vec<Values> {
+        let ir = &self.ir;
+        let mut vals: Vec<Option<Arc<Values>>> = vec![None; ir.operands.len()];
+        for ((_, id), v) in ir.inputs.iter().zip(inputs) {
+            vals[*id] = Some(Arc::new(v));
+        }
+        for (id, info) in ir.operands.iter().enumerate() {
+            if let OperandKind::Constant(bytes) = &info.kind {
+                vals[id] = Some(Arc::new(Values::from_bytes(info.desc.data_type, bytes)));
+            }
+        }
+        let last_uses = ir.last_uses();
+        for (index, node) in ir.nodes.iter().enumerate() {
+            let args: Vec<(&Values, &OperandDescriptor)> = node
+                .inputs
+                .iter()
+                .map(|&i| {
+                    (
+                        vals[i].as_deref().expect("operand computed before use"),
+                        ir.desc(i),
+                    )
+                })
+                .collect();
+            let out_descs: Vec<&OperandDescriptor> =
+                node.outputs.iter().map(|&o| ir.desc(o)).collect();
+            let mut outs = execute(&node.op, &args, &out_descs);
+            for (v, d) in outs.iter_mut().zip(&out_descs) {
+                if let Values::F32(x) = v {
+                    for a in &node.activations {
+                        x.iter_mut().for_each(|e| *e = a.apply(*e));
+                    }
+                    if d.data_type == DataType::Float16 {
+                        x.iter_mut()
+                            .for_each(|e| *e = half::f16::from_f32(*e).to_f32());
+                    }
+                }
+            }
+            for (&o, v) in node.outputs.iter().zip(outs) {
+                vals[o] = Some(Arc::new(v));
+            }
+            // Free what no later node reads.
+            for &i in &node.inputs {
+                if last_uses[i] == Some(index)
+                    && !matches!(ir.operands[i].kind, OperandKind::Constant(_))
+                {
+                    vals[i] = None;
+                }
+            }
+        }
+        ir.outputs
+            .iter()
+            .map(|(_, id)| Arc::unwrap_or_clone(vals[*id].clone().expect("graph output computed")))
+            .collect()
+    }
+}
+
+fn execute(
+    op: &Op,
+    args: &[(&Values, &OperandDescriptor)],
+    outs: &[&OperandDescriptor],
+) -> Vec<Values> {
+    let out = outs[0];
+    let one = |v: Values| vec![v];
+    match op {
+        Op::Conv2d(o) => one(conv::conv2d(args, out, o)),
+        Op::ConvTranspose2d(o) => one(conv::conv_transpose2d(args, out, o)),
+        Op::Pool2d(kind, o) => one(pool::pool2d(*kind, args[0], out, o)),
+        Op::ReduceMean { axes, .. } => one(pool::reduce_mean(args[0], out, axes)),
+        Op::Resample2d(o) => one(resample::resample2d(args[0], out, o)),
+        Op::Concat { axis } => one(layout::concat(args, out, *axis)),
+        Op::Reshape => one(args[0].0.clone()),
+        Op::Transpose { permutation } => one(layout::transpose(args[0], permutation)),
+        Op::Slice {
+            starts, strides, ..
+        } => one(layout::slice(args[0], out, starts, strides)),
+        Op::Pad {
+            beginning,
+            mode,
+            value,
+            ..
+        } => one(layout::pad(args[0], out, beginning, *mode, *value)),
+        Op::Split { sizes, axis } => layout::split(args[0], sizes, *axis),
+        Op::Binary(b) => one(elementwise::binary(*b, args[0], args[1], out)),
+        Op::Unary(a) => one(Values::F32(
+            args[0].0.f32().iter().map(|&x| a.apply(x)).collect(),
+        )),
+        Op::Prelu => one(elementwise::prelu(args[0], args[1], out)),
+        Op::Softmax { axis } => one(elementwise::softmax(args[0], *axis)),
+        Op::Matmul => one(linalg::matmul(args[0], args[1], out)),
+        Op::Gemm(o) => one(linalg::gemm(args, out, o)),
+        Op::Cast => one(elementwise::cast(args[0].0, out.data_type)),
+    }
+}

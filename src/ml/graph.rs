@@ -1,0 +1,185 @@
+//! `Graph` (WebNN `MLGraph`): a built graph, compiled once for its context.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::context::{Backend, Context};
+use super::cpu::CpuPlan;
+use super::graph_ir::GraphIr;
+use super::tensor::Tensor;
+use super::types::OperandDescriptor;
+use super::wgsl::GpuPlan;
+use super::{fuse, Profile};
+use crate::error::{Error, Result};
+
+pub(crate) enum Plan {
+    Gpu(GpuPlan),
+    Cpu(CpuPlan),
+}
+
+pub(crate) struct GraphInner {
+    pub context: u64,
+    pub ir: Arc<GraphIr>,
+    pub plan: Plan,
+    destroyed: AtomicBool,
+}
+
+/// WebNN `MLGraph`.
+#[derive(Clone)]
+pub struct Graph {
+    pub(crate) inner: Arc<GraphInner>,
+}
+
+impl Graph {
+    pub(crate) fn build(context: &Context, ir: GraphIr) -> Result<Graph> {
+        context.alive("build")?;
+        let ir = Arc::new(fuse::fuse_activations(ir));
+        let plan = match &context.inner.backend {
+            Backend::Gpu(gpu) => Plan::Gpu(GpuPlan::compile(gpu, &ir)?),
+            Backend::Cpu(_) => Plan::Cpu(CpuPlan::new(ir.clone())),
+        };
+        Ok(Graph {
+            inner: Arc::new(GraphInner {
+                context: context.id(),
+                ir,
+                plan,
+                destroyed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Names and descriptors of the graph's inputs, in declaration order.
+    pub fn inputs(&self) -> Vec<(String, OperandDescriptor)> {
+        let ir = &self.inner.ir;
+        ir.inputs
+            .iter()
+            .map(|(n, id)| (n.clone(), ir.desc(*id).clone()))
+            .collect()
+    }
+
+    /// Names and descriptors of the graph's outputs.
+    pub fn outputs(&self) -> Vec<(String, OperandDescriptor)> {
+        let ir = &self.inner.ir;
+        ir.outputs
+            .iter()
+            .map(|(n, id)| (n.clone(), ir.desc(*id).clone()))
+            .collect()
+    }
+
+    /// Number of operator nodes after fusion (for tests and benchmarks).
+    pub fn node_count(&self) -> usize {
+        self.inner.ir.nodes.len()
+    }
+
+    /// WebNN `MLGraph.destroy()`: releases weights and intermediates now.
+    pub fn destroy(&self) {
+        self.inner.destroyed.store(true, Ordering::Release);
+        if let Plan::Gpu(plan) = &self.inner.plan {
+            plan.destroy();
+        }
+    }
+
+    /// Checks names, descriptors and states of the tensors of a dispatch, and
+    /// returns them in the graph's input and output order.
+    fn bind<'t>(
+        &self,
+        context: &Context,
+        inputs: &[(&str, &'t Tensor)],
+        outputs: &[(&str, &'t Tensor)],
+    ) -> Result<(Vec<&'t Tensor>, Vec<&'t Tensor>)> {
+        if self.inner.destroyed.load(Ordering::Acquire) {
+            return Err(Error::invalid("dispatch: the graph has been destroyed"));
+        }
+        if self.inner.context != context.id() {
+            return Err(Error::invalid(
+                "dispatch: the graph was built for another context",
+            ));
+        }
+        let ir = &self.inner.ir;
+        let pick = |kind: &str,
+                    declared: &[(String, usize)],
+                    given: &[(&str, &'t Tensor)]|
+         -> Result<Vec<&'t Tensor>> {
+            for (name, _) in given {
+                if !declared.iter().any(|(n, _)| n == name) {
+                    let known: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(Error::invalid(format!(
+                        "dispatch: unknown {kind} '{name}' (the graph's {kind}s are {known:?})"
+                    )));
+                }
+            }
+            declared
+                .iter()
+                .map(|(name, id)| {
+                    let mut matching = given.iter().filter(|(n, _)| n == name);
+                    let (_, t) = matching.next().ok_or_else(|| {
+                        Error::invalid(format!("dispatch: no tensor given for {kind} '{name}'"))
+                    })?;
+                    if matching.next().is_some() {
+                        return Err(Error::invalid(format!(
+                            "dispatch: {kind} '{name}' given twice"
+                        )));
+                    }
+                    let want = ir.desc(*id);
+                    if t.descriptor().operand() != *want {
+                        return Err(Error::invalid(format!(
+                            "dispatch: {kind} '{name}' is {want}, but {t} was given"
+                        )));
+                    }
+                    t.usable(context.id(), &format!("dispatch {kind} '{name}'"))?;
+                    Ok(*t)
+                })
+                .collect()
+        };
+        let ins = pick("input", &ir.inputs, inputs)?;
+        let outs = pick("output", &ir.outputs, outputs)?;
+        for (i, o) in outs.iter().enumerate() {
+            if ins.iter().any(|t| Arc::ptr_eq(&t.inner, &o.inner))
+                || outs[..i].iter().any(|t| Arc::ptr_eq(&t.inner, &o.inner))
+            {
+                return Err(Error::invalid(format!(
+                    "dispatch: {o} is used as an output and also as another input or output"
+                )));
+            }
+        }
+        Ok((ins, outs))
+    }
+
+    pub(crate) fn dispatch(
+        &self,
+        context: &Context,
+        inputs: &[(&str, &Tensor)],
+        outputs: &[(&str, &Tensor)],
+    ) -> Result<()> {
+        let (ins, outs) = self.bind(context, inputs, outputs)?;
+        match &self.inner.plan {
+            Plan::Gpu(plan) => plan.dispatch(&ins, &outs, None),
+            Plan::Cpu(plan) => {
+                let plan = plan.clone();
+                let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
+                let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
+                context.cpu_queue(Box::new(move || plan.run_on_tensors(&ins, &outs)))
+            }
+        }
+    }
+
+    /// Dispatches once with GPU timestamps around every kernel and waits for
+    /// the times. Needs a GPU context whose adapter has TIMESTAMP_QUERY.
+    pub fn profile(
+        &self,
+        context: &Context,
+        inputs: &[(&str, &Tensor)],
+        outputs: &[(&str, &Tensor)],
+    ) -> Result<Profile> {
+        context.alive("profile")?;
+        let (ins, outs) = self.bind(context, inputs, outputs)?;
+        match &self.inner.plan {
+            Plan::Gpu(plan) => {
+                let mut profile = Profile::default();
+                plan.dispatch(&ins, &outs, Some(&mut profile))?;
+                Ok(profile)
+            }
+            Plan::Cpu(_) => Err(Error::invalid("profile: GPU timestamps need a GPU context")),
+        }
+    }
+}

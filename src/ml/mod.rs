@@ -1,0 +1,34 @@
+//! The WebNN graph API on wgpu, plus a CPU context that runs the same graphs.
+//!
+//! Names map one-to-one to WebNN's: [`Context`] = `MLContext`, [`Tensor`] =
+//! `MLTensor`, [`GraphBuilder`] = `MLGraphBuilder`, [`Graph`] = `MLGraph`,
+//! [`Operand`] = `MLOperand`. See the MLTensor explainer for the timeline
+//! semantics: writes, dispatches and reads are queued in call order and the
+//! caller never waits except on a read's result.
+
+mod builder;
+mod context;
+mod cpu;
+mod fuse;
+mod graph;
+mod graph_ir;
+pub mod ops;
+mod shape;
+mod tensor;
+mod types;
+mod wgsl;
+
+pub use builder::{GraphBuilder, Operand};
+pub use context::{Context, ReadHandle};
+pub use graph::Graph;
+pub use ops::*;
+pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
+pub use types::{DataType, OperandDescriptor};
+
+/// GPU times of one profiled dispatch ([`Graph::profile`]), in milliseconds.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// (kernel label, ms) in execution order.
+    pub kernels: Vec<(String, f64)>,
+    pub total_ms: f64,
+}

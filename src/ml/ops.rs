@@ -1,0 +1,348 @@
+//! Operators and their options, named and defined as in WebNN
+//! (<https://www.w3.org/TR/webnn/>). A graph is a list of [`Node`]s, each one
+//! [`Op`] applied to operands; both back ends (WGSL and CPU) execute these.
+
+/// WebNN `MLInputOperandLayout`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum InputLayout {
+    #[default]
+    Nchw,
+    Nhwc,
+}
+
+/// WebNN `MLConv2dFilterOperandLayout`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Conv2dFilterLayout {
+    #[default]
+    Oihw,
+    Hwio,
+    Ohwi,
+    Ihwo,
+}
+
+/// WebNN `MLConvTranspose2dFilterOperandLayout`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ConvTranspose2dFilterLayout {
+    #[default]
+    Iohw,
+    Hwoi,
+    Ohwi,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conv2dOptions {
+    /// [beginning height, ending height, beginning width, ending width].
+    pub padding: [usize; 4],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    pub groups: usize,
+    pub input_layout: InputLayout,
+    pub filter_layout: Conv2dFilterLayout,
+}
+
+impl Conv2dOptions {
+    pub fn new() -> Self {
+        Conv2dOptions {
+            padding: [0; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+            groups: 1,
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConvTranspose2dOptions {
+    pub padding: [usize; 4],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    pub output_padding: [usize; 2],
+    /// Explicit output [height, width]; overrides output_padding.
+    pub output_sizes: Option<[usize; 2]>,
+    pub groups: usize,
+    pub input_layout: InputLayout,
+    pub filter_layout: ConvTranspose2dFilterLayout,
+}
+
+impl ConvTranspose2dOptions {
+    pub fn new() -> Self {
+        ConvTranspose2dOptions {
+            padding: [0; 4],
+            strides: [1, 1],
+            dilations: [1, 1],
+            output_padding: [0, 0],
+            groups: 1,
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RoundingType {
+    #[default]
+    Floor,
+    Ceil,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pool2dOptions {
+    /// [height, width]; `None` means the whole spatial extent (global pooling).
+    pub window_dimensions: Option<[usize; 2]>,
+    pub padding: [usize; 4],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    pub layout: InputLayout,
+    pub rounding_type: RoundingType,
+    pub output_sizes: Option<[usize; 2]>,
+}
+
+impl Pool2dOptions {
+    pub fn new() -> Self {
+        Pool2dOptions {
+            strides: [1, 1],
+            dilations: [1, 1],
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    #[default]
+    Average,
+    Max,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum InterpolationMode {
+    #[default]
+    NearestNeighbor,
+    Linear,
+}
+
+/// How output coordinates map to input coordinates in `resample2d`. WebNN
+/// specifies `HalfPixel`; TFLite and TF also need the other two
+/// (`align_corners`, and the legacy asymmetric mapping of neither flag).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CoordinateTransform {
+    #[default]
+    HalfPixel,
+    AlignCorners,
+    Asymmetric,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resample2dOptions {
+    pub mode: InterpolationMode,
+    /// Scales along `axes`; ignored when `sizes` is given.
+    pub scales: [f32; 2],
+    pub sizes: Option<[usize; 2]>,
+    /// The two (spatial) axes resampled; WebNN's default is [2, 3] (NCHW).
+    pub axes: [usize; 2],
+    pub coordinate_transform: CoordinateTransform,
+}
+
+impl Default for Resample2dOptions {
+    fn default() -> Self {
+        Resample2dOptions {
+            mode: InterpolationMode::NearestNeighbor,
+            scales: [1.0, 1.0],
+            sizes: None,
+            axes: [2, 3],
+            coordinate_transform: CoordinateTransform::HalfPixel,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PaddingMode {
+    #[default]
+    Constant,
+    Edge,
+    Reflection,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Max => "max",
+            BinaryOp::Min => "min",
+        }
+    }
+}
+
+/// Element-wise unary functions. These are also what gets fused into the
+/// producing conv/matmul/element-wise kernel (its epilogue).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Activation {
+    Relu,
+    Clamp {
+        min: f32,
+        max: f32,
+    },
+    Sigmoid,
+    Tanh,
+    LeakyRelu {
+        alpha: f32,
+    },
+    HardSwish,
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
+    /// y = x * a + b (used to fuse scalar mul/add constants).
+    Linear {
+        alpha: f32,
+        beta: f32,
+    },
+}
+
+impl Activation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Clamp { .. } => "clamp",
+            Activation::Sigmoid => "sigmoid",
+            Activation::Tanh => "tanh",
+            Activation::LeakyRelu { .. } => "leakyRelu",
+            Activation::HardSwish => "hardSwish",
+            Activation::HardSigmoid { .. } => "hardSigmoid",
+            Activation::Linear { .. } => "linear",
+        }
+    }
+
+    /// The reference definition, used by the CPU back end.
+    pub fn apply(&self, x: f32) -> f32 {
+        match *self {
+            Activation::Relu => x.max(0.0),
+            Activation::Clamp { min, max } => x.max(min).min(max),
+            Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Activation::Tanh => x.tanh(),
+            Activation::LeakyRelu { alpha } => {
+                if x >= 0.0 {
+                    x
+                } else {
+                    alpha * x
+                }
+            }
+            Activation::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+            Activation::HardSigmoid { alpha, beta } => (alpha * x + beta).clamp(0.0, 1.0),
+            Activation::Linear { alpha, beta } => x * alpha + beta,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmOptions {
+    pub alpha: f32,
+    pub beta: f32,
+    pub a_transpose: bool,
+    pub b_transpose: bool,
+}
+
+impl Default for GemmOptions {
+    fn default() -> Self {
+        GemmOptions {
+            alpha: 1.0,
+            beta: 1.0,
+            a_transpose: false,
+            b_transpose: false,
+        }
+    }
+}
+
+/// One operator with its resolved options. Operands are referred to by the
+/// node's `inputs` list, in the order given for each variant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// inputs: [input, filter, bias?]
+    Conv2d(Conv2dOptions),
+    /// inputs: [input, filter, bias?]
+    ConvTranspose2d(ConvTranspose2dOptions),
+    /// inputs: [input]
+    Pool2d(PoolKind, Pool2dOptions),
+    /// inputs: [input]; axes sorted, unique.
+    ReduceMean {
+        axes: Vec<usize>,
+        keep_dimensions: bool,
+    },
+    /// inputs: [input]
+    Resample2d(Resample2dOptions),
+    /// inputs: all concatenated operands
+    Concat { axis: usize },
+    /// inputs: [input]; output shape is the node's output descriptor.
+    Reshape,
+    /// inputs: [input]
+    Transpose { permutation: Vec<usize> },
+    /// inputs: [input]
+    Slice {
+        starts: Vec<usize>,
+        sizes: Vec<usize>,
+        strides: Vec<usize>,
+    },
+    /// inputs: [input]
+    Pad {
+        beginning: Vec<usize>,
+        ending: Vec<usize>,
+        mode: PaddingMode,
+        value: f32,
+    },
+    /// inputs: [input]; one output per size.
+    Split { sizes: Vec<usize>, axis: usize },
+    /// inputs: [a, b], broadcast numpy-style.
+    Binary(BinaryOp),
+    /// inputs: [input]
+    Unary(Activation),
+    /// inputs: [input, slope], slope broadcast to input.
+    Prelu,
+    /// inputs: [input]
+    Softmax { axis: usize },
+    /// inputs: [a, b], batched over leading dimensions with broadcasting.
+    Matmul,
+    /// inputs: [a, b, c?]
+    Gemm(GemmOptions),
+    /// inputs: [input]; output type is the node's output descriptor.
+    Cast,
+}
+
+impl Op {
+    /// WebNN's name for the operator, used in error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Conv2d(_) => "conv2d",
+            Op::ConvTranspose2d(_) => "convTranspose2d",
+            Op::Pool2d(PoolKind::Average, _) => "averagePool2d",
+            Op::Pool2d(PoolKind::Max, _) => "maxPool2d",
+            Op::ReduceMean { .. } => "reduceMean",
+            Op::Resample2d(_) => "resample2d",
+            Op::Concat { .. } => "concat",
+            Op::Reshape => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Slice { .. } => "slice",
+            Op::Pad { .. } => "pad",
+            Op::Split { .. } => "split",
+            Op::Binary(b) => b.name(),
+            Op::Unary(a) => a.name(),
+            Op::Prelu => "prelu",
+            Op::Softmax { .. } => "softmax",
+            Op::Matmul => "matmul",
+            Op::Gemm(_) => "gemm",
+            Op::Cast => "cast",
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! binary (add, sub, mul, div, max, min), unary activations and cast.
+
+use super::lower::{grid, Kernel, Lowering};
+use crate::error::Result;
+use crate::ml::graph_ir::Node;
+use crate::ml::ops::{BinaryOp, Op};
+use crate::ml::types::{strides, DataType};
+
+const WG: u32 = 256;
+
+pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> {
+    let (a, b, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let out = l.ir.desc(y).clone();
+    let dt = out.data_type;
+    let rank = out.rank();
+    let bstrides = |id| {
+        let d = l.ir.desc(id);
+        let s = strides(&d.shape);
+        let off = rank - d.rank();
+        (0..rank)
+            .map(|k| {
+                if k < off || d.shape[k - off] == 1 {
+                    0
+                } else {
+                    s[k - off] as u32
+                }
+            })
+            .collect::<Vec<u32>>()
+    };
+    let mut params = vec![out.element_count() as u32, rank as u32];
+    params.extend(out.shape.iter().map(|&d| d as u32));
+    params.extend(bstrides(a));
+    params.extend(bstrides(b));
+    let int = dt == DataType::Int32;
+    let expr = match (op, int) {
+        (BinaryOp::Add, _) => "x + y",
+        (BinaryOp::Sub, _) => "x - y",
+        (BinaryOp::Mul, _) => "x * y",
+        (BinaryOp::Div, false) => "x / y",
+        // Division by zero gives 0, as on the CPU context.
+        (BinaryOp::Div, true) => "select(x / y, 0, y == 0)",
+        (BinaryOp::Max, _) => "max(x, y)",
+        (BinaryOp::Min, _) => "min(x, y)",
+    };
+    let helpers = if int {
+        format!("alias C = i32;\nfn binop(x: C, y: C) -> C {{ return {expr}; }}\nfn finish(v: C) -> T {{ return v; }}\n")
+    } else {
+        format!("alias C = f32;\nfn binop(x: C, y: C) -> C {{ return {expr}; }}\nfn finish(v: C) -> T {{ return T(act(v)); }}\n")
+    };
+    let source = helpers + include_str!("binary.wgsl");
+    l.kernel(Kernel {
+        label: op.name().into(),
+        source: &source,
+        output_type: dt,
+        input_type: dt,
+        activations: &node.activations,
+        params,
+        inputs: vec![a, b],
+        outputs: vec![y],
+        workgroups: grid(out.element_count(), WG),
+        workgroup_size: WG,
+    })
+}
+
+pub(super) fn unary(l: &mut Lowering, node: &Node) -> Result<()> {
+    let Op::Unary(act) = node.op else {
+        unreachable!()
+    };
+    let acts: Vec<_> = std::iter::once(act)
+        .chain(node.activations.iter().copied())
+        .collect();
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    let n = l.ir.desc(y).element_count();
+    let dt = l.ir.desc(y).data_type;
+    l.kernel(Kernel {
+        label: act.name().into(),
+        source: include_str!("unary.wgsl"),
+        output_type: dt,
+        input_type: dt,
+        activations: &acts,
+        params: vec![n as u32],
+        inputs: vec![x],
+        outputs: vec![y],
+        workgroups: grid(n, WG),
+        workgroup_size: WG,
+    })
+}
+
+pub(super) fn cast(l: &mut Lowering, node: &Node) -> Result<()> {
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    let from = l.ir.desc(x).data_type;
+    let to = l.ir.desc(y).data_type;
+    let n = l.ir.desc(y).element_count();
+    use DataType::*;
+    // `load` gives the value as f32 (floats), i32 or u32 (uint8).
+    let load = match from {
+        Float32 | Float16 => "fn load(j: u32) -> f32 { return f32(x[j]); }",
+        Int32 => "fn load(j: u32) -> i32 { return x[j]; }",
+        Uint8 => "fn load(j: u32) -> u32 { return (x[j / 4u] >> (8u * (j % 4u))) & 255u; }",
+    };
+    let convert = match (from, to) {
+        (Float32 | Float16, Float32 | Float16) => "T(v)",
+        (Float32 | Float16, Int32) => "i32(clamp(trunc(v), -2147483648.0, 2147483520.0))",
+        (Float32 | Float16, Uint8) => "u32(clamp(trunc(v), 0.0, 255.0))",
+        (Int32, Float32 | Float16) => "T(f32(v))",
+        (Int32, Int32) => "v",
+        (Int32, Uint8) => "u32(clamp(v, 0, 255))",
+        (Uint8, Float32 | Float16) => "T(f32(v))",
+        (Uint8, Int32) => "i32(v)",
+        (Uint8, Uint8) => "v",
+    };
+    let (store, threads) = if to == Uint8 {
+        (
+            format!(
+                "fn store(t: u32, n: u32) {{\n    var word = 0u;\n    for (var k = 0u; k < 4u; k++) {{\n        \
+                 let j = 4u * t + k;\n        if j < n {{ let v = load(j); word |= ({convert}) << (8u * k); }}\n    }}\n    \
+                 y[t] = word;\n}}\n"
+            ),
+            n.div_ceil(4),
+        )
+    } else {
+        (
+            format!("fn store(t: u32, n: u32) {{ let v = load(t); y[t] = {convert}; }}\n"),
+            n,
+        )
+    };
+    let source = format!("{load}\n{store}\n{}", include_str!("cast.wgsl"));
+    l.kernel(Kernel {
+        label: "cast".into(),
+        source: &source,
+        output_type: to,
+        input_type: from,
+        activations: &[],
+        params: vec![n as u32, threads as u32],
+        inputs: vec![x],
+        outputs: vec![y],
+        workgroups: grid(threads, WG),
+        workgroup_size: WG,
+    })
+}

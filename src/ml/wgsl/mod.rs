@@ -1,0 +1,227 @@
+//! The GPU back end: every op is a WGSL compute kernel (each `.wgsl` beside
+//! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
+//! shader compilation; a dispatch only encodes one command buffer and submits.
+
+mod elementwise;
+mod lower;
+
+use std::sync::Mutex;
+
+use lower::{Lowering, Slot, Step};
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::ml::graph_ir::{GraphIr, Node, OperandKind};
+use crate::ml::ops::Op;
+use crate::ml::tensor::Tensor;
+use crate::ml::Profile;
+
+pub(crate) struct GpuPlan {
+    gpu: Gpu,
+    steps: Vec<Step>,
+    inputs: Vec<Slot>,
+    outputs: Vec<Slot>,
+    buffers: Mutex<Vec<wgpu::Buffer>>,
+}
+
+fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
+    match &node.op {
+        Op::Binary(op) => elementwise::binary(l, node, *op),
+        Op::Unary(_) => elementwise::unary(l, node),
+        Op::Cast => elementwise::cast(l, node),
+        Op::Reshape => {
+            l.copy(node.inputs[0], node.outputs[0]);
+            Ok(())
+        }
+        other => Err(Error::invalid(format!(
+            "{} is not available on the GPU context yet",
+            other.name()
+        ))),
+    }
+}
+
+impl GpuPlan {
+    pub fn compile(gpu: &Gpu, ir: &GraphIr) -> Result<GpuPlan> {
+        let mut l = Lowering::new(gpu, ir);
+        for (id, info) in ir.operands.iter().enumerate() {
+            if let OperandKind::Constant(bytes) = &info.kind {
+                l.constant(id, bytes)?;
+            }
+        }
+        for (_, id) in ir.inputs.iter().chain(&ir.outputs) {
+            l.pin(*id)?;
+        }
+        let last_uses = ir.last_uses();
+        let pinned = |id: usize| {
+            !matches!(ir.operands[id].kind, OperandKind::Computed)
+                || ir.outputs.iter().any(|(_, o)| *o == id)
+        };
+        for (index, node) in ir.nodes.iter().enumerate() {
+            for &o in &node.outputs {
+                l.allocate(o)?;
+            }
+            lower_node(&mut l, node).map_err(|e| match e {
+                Error::Invalid(m) => {
+                    Error::invalid(format!("{} (node {index}): {m}", node.op.name()))
+                }
+                other => other,
+            })?;
+            for &i in &node.inputs {
+                if last_uses[i] == Some(index) && !pinned(i) {
+                    l.release(i);
+                }
+            }
+            // Outputs nobody reads (a split's unused part) are free at once.
+            for &o in &node.outputs {
+                if last_uses[o].is_none() && !pinned(o) {
+                    l.release(o);
+                }
+            }
+        }
+        let inputs = ir
+            .inputs
+            .iter()
+            .map(|(_, id)| l.slot(*id).clone())
+            .collect();
+        let outputs = ir
+            .outputs
+            .iter()
+            .map(|(_, id)| l.slot(*id).clone())
+            .collect();
+        Ok(GpuPlan {
+            gpu: gpu.clone(),
+            steps: l.steps,
+            inputs,
+            outputs,
+            buffers: Mutex::new(l.buffers),
+        })
+    }
+
+    pub fn destroy(&self) {
+        for b in self.buffers.lock().unwrap().drain(..) {
+            b.destroy();
+        }
+    }
+
+    /// Encodes copy-in, every kernel, copy-out into one command buffer and
+    /// submits it. With `profile`, each kernel gets its own timestamped pass
+    /// and the call waits for the times.
+    pub fn dispatch(
+        &self,
+        inputs: &[&Tensor],
+        outputs: &[&Tensor],
+        profile: Option<&mut Profile>,
+    ) -> Result<()> {
+        let gpu = &self.gpu;
+        let kernels = self
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Kernel { .. }))
+            .count() as u32;
+        let timing = match &profile {
+            Some(_) if !gpu.has(wgpu::Features::TIMESTAMP_QUERY) => {
+                return Err(Error::invalid(format!(
+                    "profile: this GPU ({}) has no TIMESTAMP_QUERY feature",
+                    gpu.info().name
+                )))
+            }
+            Some(_) if kernels > 0 => {
+                Some(gpu.device().create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("wgnn profile"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: kernels * 2,
+                }))
+            }
+            _ => None,
+        };
+        let mut encoder = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgnn dispatch"),
+            });
+        for (t, slot) in inputs.iter().zip(&self.inputs) {
+            encoder.copy_buffer_to_buffer(t.gpu_buffer().unwrap(), 0, &slot.buffer, 0, slot.size);
+        }
+        let mut labels = Vec::new();
+        let mut pass: Option<wgpu::ComputePass<'static>> = None;
+        for step in &self.steps {
+            match step {
+                Step::Copy { src, dst } => {
+                    drop(pass.take());
+                    encoder.copy_buffer_to_buffer(
+                        &src.buffer,
+                        0,
+                        &dst.buffer,
+                        0,
+                        src.size.min(dst.size),
+                    );
+                }
+                Step::Kernel {
+                    label,
+                    pipeline,
+                    bind_group,
+                    workgroups,
+                } => {
+                    if let Some(qs) = &timing {
+                        drop(pass.take());
+                        let i = labels.len() as u32;
+                        labels.push(label.clone());
+                        pass = Some(
+                            encoder
+                                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                                    label: Some(label),
+                                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                                        query_set: qs,
+                                        beginning_of_pass_write_index: Some(2 * i),
+                                        end_of_pass_write_index: Some(2 * i + 1),
+                                    }),
+                                })
+                                .forget_lifetime(),
+                        );
+                    } else if pass.is_none() {
+                        pass = Some(
+                            encoder
+                                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                                    label: Some("wgnn graph"),
+                                    timestamp_writes: None,
+                                })
+                                .forget_lifetime(),
+                        );
+                    }
+                    let p = pass.as_mut().unwrap();
+                    p.set_pipeline(pipeline);
+                    p.set_bind_group(0, bind_group, &[]);
+                    p.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+                }
+            }
+        }
+        drop(pass);
+        for (t, slot) in outputs.iter().zip(&self.outputs) {
+            encoder.copy_buffer_to_buffer(&slot.buffer, 0, t.gpu_buffer().unwrap(), 0, slot.size);
+        }
+        let resolve = timing.as_ref().map(|qs| {
+            let size = kernels as u64 * 16;
+            let buffer = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn timestamps"),
+                size,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(qs, 0..kernels * 2, &buffer, 0);
+            buffer
+        });
+        gpu.scoped("dispatch", || gpu.queue().submit([encoder.finish()]))?;
+        if let (Some(profile), Some(buffer)) = (profile, resolve) {
+            let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
+            let ticks: &[u64] = bytemuck::cast_slice(&bytes);
+            let period = gpu.queue().get_timestamp_period() as f64;
+            profile.kernels = labels
+                .into_iter()
+                .zip(ticks.chunks_exact(2))
+                .map(|(l, t)| (l, t[1].saturating_sub(t[0]) as f64 * period / 1e6))
+                .collect();
+            profile.total_ms = profile.kernels.iter().map(|(_, ms)| ms).sum();
+        }
+        Ok(())
+    }
+}

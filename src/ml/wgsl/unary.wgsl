@@ -1,0 +1,13 @@
+// Element-wise activation chain: y = act(x). params: [n]
+
+@group(0) @binding(1) var<storage, read> x: array<TI>;
+@group(0) @binding(2) var<storage, read_write> y: array<T>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if i >= params[0] {
+        return;
+    }
+    y[i] = T(act(f32(x[i])));
+}
