@@ -110,6 +110,11 @@ impl Gpu {
         })
     }
 
+    /// Identifies the device: two handles with the same id share one device.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     pub fn instance(&self) -> &wgpu::Instance {
         &self.inner.instance
     }

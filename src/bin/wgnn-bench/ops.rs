@@ -1,0 +1,193 @@
+//! `wgnn-bench ops`: GPU time per operator (timestamp queries), median of
+//! many dispatches, with the arithmetic or memory rate it implies.
+
+use wgnn::gpu::Gpu;
+use wgnn::ml::*;
+
+pub struct OpCase {
+    pub name: String,
+    pub shape: String,
+    /// Floating-point operations of one run (0 for data movement).
+    pub flops: f64,
+    /// Bytes read and written by one run (minimum traffic).
+    pub bytes: f64,
+    build: Box<dyn Fn(&GraphBuilder, &Operand) -> wgnn::Result<Operand>>,
+    input: OperandDescriptor,
+}
+
+pub struct OpResult {
+    pub name: String,
+    pub shape: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub gflops: Option<f64>,
+    pub gbps: f64,
+}
+
+fn random(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s as f32 / u32::MAX as f32) - 0.5
+        })
+        .collect()
+}
+
+fn constant(b: &GraphBuilder, dt: DataType, shape: &[usize], seed: u32) -> wgnn::Result<Operand> {
+    let n: usize = shape.iter().product();
+    let v = random(n, seed);
+    match dt {
+        DataType::Float16 => {
+            let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x * 0.1)).collect();
+            b.constant(OperandDescriptor::new(dt, shape), bytemuck::cast_slice(&h))
+        }
+        _ => b.constant(OperandDescriptor::new(dt, shape), bytemuck::cast_slice(&v)),
+    }
+}
+
+/// conv2d in NHWC/OHWI (TFLite's layout) or NCHW/OIHW.
+#[allow(clippy::too_many_arguments)]
+fn conv(dt: DataType, nhwc: bool, h: usize, w: usize, ic: usize, oc: usize, k: usize, stride: usize, groups: usize, tag: &str) -> OpCase {
+    let pad = k / 2;
+    let oh = (h + 2 * pad - k) / stride + 1;
+    let ow = (w + 2 * pad - k) / stride + 1;
+    let input = if nhwc {
+        OperandDescriptor::new(dt, [1, h, w, ic])
+    } else {
+        OperandDescriptor::new(dt, [1, ic, h, w])
+    };
+    let flops = 2.0 * (oh * ow * oc * (ic / groups) * k * k) as f64;
+    let es = dt.byte_size() as f64;
+    let bytes = es * ((h * w * ic) + (oh * ow * oc) + (oc * (ic / groups) * k * k)) as f64;
+    OpCase {
+        name: format!("conv2d {k}x{k}{} {tag}", if stride > 1 { " s2" } else { "" }),
+        shape: format!(
+            "{}x{}x{ic}->{oc} {} {}",
+            h,
+            w,
+            if nhwc { "nhwc" } else { "nchw" },
+            dt
+        ),
+        flops,
+        bytes,
+        input,
+        build: Box::new(move |b, x| {
+            let mut o = Conv2dOptions::new();
+            o.padding = [pad; 4];
+            o.strides = [stride; 2];
+            o.groups = groups;
+            let filter = if nhwc {
+                o.input_layout = InputLayout::Nhwc;
+                o.filter_layout = Conv2dFilterLayout::Ohwi;
+                constant(b, dt, &[oc, k, k, ic / groups], 1)?
+            } else {
+                constant(b, dt, &[oc, ic / groups, k, k], 1)?
+            };
+            let bias = constant(b, dt, &[oc], 2)?;
+            b.conv2d(x, &filter, Some(&bias), o)
+        }),
+    }
+}
+
+fn elementwise(h: usize, w: usize, c: usize) -> OpCase {
+    let n = h * w * c;
+    OpCase {
+        name: "add + relu".into(),
+        shape: format!("{h}x{w}x{c} float32"),
+        flops: 0.0,
+        bytes: 12.0 * n as f64,
+        input: OperandDescriptor::f32([1, h, w, c]),
+        build: Box::new(move |b, x| {
+            let other = constant(b, DataType::Float32, &[1, h, w, c], 3)?;
+            let s = b.add(x, &other)?;
+            b.relu(&s)
+        }),
+    }
+}
+
+fn resample(h: usize, w: usize, c: usize) -> OpCase {
+    OpCase {
+        name: "resample2d linear x2".into(),
+        shape: format!("{h}x{w}x{c} nhwc float32"),
+        flops: 0.0,
+        bytes: 4.0 * (h * w * c + 4 * h * w * c) as f64,
+        input: OperandDescriptor::f32([1, h, w, c]),
+        build: Box::new(|b, x| {
+            b.resample2d(
+                x,
+                Resample2dOptions {
+                    mode: InterpolationMode::Linear,
+                    scales: [2.0, 2.0],
+                    axes: [1, 2],
+                    ..Default::default()
+                },
+            )
+        }),
+    }
+}
+
+/// The benchmark's cases; `quick` shrinks every shape so that the table can
+/// be produced on a software adapter in seconds.
+pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
+    let s = |n: usize| if quick { (n / 16).max(3) } else { n };
+    let f32 = DataType::Float32;
+    let mut v = vec![
+        conv(f32, false, s(512), s(512), 64, 64, 3, 1, 1, "64->64"),
+        conv(f32, true, s(512), s(512), 64, 64, 3, 1, 1, "64->64"),
+        // selfie segmentation (MobileNetV3-like, NHWC, 256x256 input)
+        conv(f32, true, s(256), s(256), 3, 16, 3, 2, 1, "selfie stem"),
+        conv(f32, true, s(128), s(128), 16, 16, 3, 1, 16, "selfie depthwise"),
+        conv(f32, true, s(64), s(64), 16, 72, 1, 1, 1, "selfie 1x1 expand"),
+        conv(f32, true, s(32), s(32), 96, 96, 5, 1, 96, "selfie depthwise 5x5"),
+        // ESRGAN-slim (NHWC, 64 channels) at 960x540
+        conv(f32, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"),
+        conv(f32, true, s(540), s(960), 3, 64, 3, 1, 1, "esrgan head"),
+        elementwise(s(1080), s(1920), 4),
+        resample(s(128), s(128), 16),
+    ];
+    if f16 {
+        v.push(conv(DataType::Float16, false, s(512), s(512), 64, 64, 3, 1, 1, "64->64"));
+        v.push(conv(DataType::Float16, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"));
+    }
+    v
+}
+
+pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult> {
+    let ctx = Context::gpu(gpu);
+    let b = GraphBuilder::new(&ctx);
+    let x = b.input("x", case.input.clone())?;
+    let y = (case.build)(&b, &x)?;
+    let out_desc = y.descriptor().clone();
+    let graph = b.build(&[("y", &y)])?;
+    let input = ctx.create_tensor(TensorDescriptor::new(case.input.data_type, case.input.shape.clone()).writable())?;
+    let output = ctx.create_tensor(TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()))?;
+    let n = case.input.element_count();
+    let data: Vec<u8> = match case.input.data_type {
+        DataType::Float16 => random(n, 7)
+            .iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+            .collect(),
+        _ => bytemuck::cast_slice(&random(n, 7)).to_vec(),
+    };
+    ctx.write_tensor(&input, &data)?;
+    let mut times = Vec::with_capacity(iterations);
+    for i in 0..iterations + 2 {
+        let p = graph.profile(&ctx, &[("x", &input)], &[("y", &output)])?;
+        if i >= 2 {
+            times.push(p.total_ms);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    Ok(OpResult {
+        name: case.name.clone(),
+        shape: case.shape.clone(),
+        median_ms: median,
+        min_ms: times[0],
+        gflops: (case.flops > 0.0).then(|| case.flops / median / 1e6),
+        gbps: case.bytes / median / 1e6,
+    })
+}
