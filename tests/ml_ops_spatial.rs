@@ -420,6 +420,36 @@ fn conv_cases() -> Vec<ConvCase> {
             filter: Ihwo,
             ..BASE
         },
+        // Larger than one 64 x 64 tile of the implicit-GEMM kernel in both
+        // pixels and channels, with a reduction (180) not a multiple of 16.
+        ConvCase {
+            name: "nhwc ohwi 3x3 same, several gemm tiles",
+            input: [1, 20, 9, 11],
+            out_channels: 70,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "nchw oihw 2 groups of 8 channels, batch 2, stride [2, 1], dilation [1, 2]",
+            input: [2, 6, 9, 7],
+            out_channels: 16,
+            groups: 2,
+            strides: [2, 1],
+            dilations: [1, 2],
+            pad: Pad::Explicit([0, 2, 1, 3]),
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
+        ConvCase {
+            name: "nhwc hwio 1x1 batch 3 wide",
+            input: [3, 24, 5, 3],
+            out_channels: 66,
+            kernel: [1, 1],
+            pad: Pad::Valid,
+            filter: Hwio,
+            ..BASE
+        },
         ConvCase {
             name: "nhwc oihw grouped asymmetric stride",
             input: [1, 4, 8, 7],
@@ -444,7 +474,7 @@ fn conv2d_matches_cpu() {
 #[test]
 fn conv2d_float16_matches_cpu() {
     let cases = conv_cases();
-    for i in [0, 3, 4, 9, 12] {
+    for i in [0, 3, 4, 9, 12, 17] {
         check_conv(cases[i], DataType::Float16, 100 + i as u64);
     }
 }
@@ -467,6 +497,27 @@ fn conv2d_known_values() {
                 .unwrap()
         },
         &[38., 48., 68., 78.],
+    );
+    // Four output channels (the tiled kernel's path): channel k is
+    // (k + 1) times the filter above, with bias k.
+    known(
+        "conv2d 4 channels",
+        &[known_conv_input()],
+        &|b, ins| {
+            let f: Vec<f32> = (1..=4)
+                .flat_map(|k| [1., 2., 3., 4.].map(|v| v * k as f32))
+                .collect();
+            let f = b.constant_f32(&[4, 1, 2, 2], &f).unwrap();
+            let bias = b.constant_f32(&[4], &[0., 1., 2., 3.]).unwrap();
+            b.conv2d(&ins[0], &f, Some(&bias), Conv2dOptions::new())
+                .unwrap()
+        },
+        &[
+            37., 47., 67., 77., //
+            75., 95., 135., 155., //
+            113., 143., 203., 233., //
+            151., 191., 271., 311.,
+        ],
     );
     // Padding 1 all round, stride 2, bias -20, then relu: before relu the
     // four windows give 4, 18, 36, 77.

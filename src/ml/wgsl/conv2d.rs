@@ -1,4 +1,5 @@
-//! conv2d: one invocation per output element. Layouts are not specialised in
+//! conv2d: an implicit-GEMM tiled kernel when each group has several output
+//! channels, else (depthwise) one invocation per output element. Layouts are not specialised in
 //! the shader text: the lowering passes element strides of the input (in
 //! N, C, H, W order) and of the filter (in O, I, H, W order), so every
 //! input/filter layout pair shares one pipeline.
@@ -11,6 +12,13 @@ use crate::ml::shape::{conv_filter_ochw, nchw};
 use crate::ml::types::strides;
 
 const WG: u32 = 64;
+
+/// Output channels per group from which the implicit-GEMM kernel is used:
+/// below it (depthwise, narrow groups) most of a 64-channel tile would be
+/// idle, and the direct kernel does better.
+const GEMM_MIN_CHANNELS: usize = 4;
+/// Tile of the implicit-GEMM kernel: output pixels x output channels.
+const GEMM_TILE: usize = 64;
 
 pub(super) fn shape4(s: &[usize]) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
@@ -90,6 +98,30 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
     params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
     let has_bias = node.inputs.len() > 2;
+    let ocg = oc / o.groups;
+    if ocg >= GEMM_MIN_CHANNELS {
+        let pixels = total / oc;
+        params[0] = pixels as u32;
+        params[2] = (oh * ow) as u32;
+        params.push((icg * kh * kw) as u32);
+        let source = bias_and_output(has_bias) + include_str!("conv2d_gemm.wgsl");
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &source,
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params,
+            inputs: node.inputs.clone(),
+            outputs: vec![y],
+            workgroups: [
+                pixels.div_ceil(GEMM_TILE) as u32,
+                ocg.div_ceil(GEMM_TILE) as u32,
+                o.groups as u32,
+            ],
+            workgroup_size: 256,
+        });
+    }
     let source = bias_and_output(has_bias) + include_str!("conv2d.wgsl");
     l.kernel(Kernel {
         label: "conv2d".into(),
