@@ -2,8 +2,13 @@
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
+mod conv2d;
+mod conv_transpose2d;
 mod elementwise;
 mod lower;
+mod pool2d;
+mod reduce_mean;
+mod resample2d;
 
 use std::sync::Mutex;
 
@@ -29,6 +34,11 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Binary(op) => elementwise::binary(l, node, *op),
         Op::Unary(_) => elementwise::unary(l, node),
         Op::Cast => elementwise::cast(l, node),
+        Op::Conv2d(o) => conv2d::conv2d(l, node, o),
+        Op::ConvTranspose2d(o) => conv_transpose2d::conv_transpose2d(l, node, o),
+        Op::Pool2d(kind, o) => pool2d::pool2d(l, node, *kind, o),
+        Op::ReduceMean { axes, .. } => reduce_mean::reduce_mean(l, node, axes),
+        Op::Resample2d(o) => resample2d::resample2d(l, node, o),
         Op::Reshape => {
             l.copy(node.inputs[0], node.outputs[0]);
             Ok(())

@@ -1,0 +1,138 @@
+//! conv2d: an implicit-GEMM tiled kernel when each group has several output
+//! channels, else (depthwise) one invocation per output element. Layouts are not specialised in
+//! the shader text: the lowering passes element strides of the input (in
+//! N, C, H, W order) and of the filter (in O, I, H, W order), so every
+//! input/filter layout pair shares one pipeline.
+
+use super::lower::{grid, Kernel, Lowering};
+use crate::error::Result;
+use crate::ml::graph_ir::Node;
+use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
+use crate::ml::shape::{conv_filter_ochw, nchw};
+use crate::ml::types::strides;
+
+const WG: u32 = 64;
+
+/// Output channels per group from which the implicit-GEMM kernel is used:
+/// below it (depthwise, narrow groups) most of a 64-channel tile would be
+/// idle, and the direct kernel does better.
+const GEMM_MIN_CHANNELS: usize = 4;
+/// Tile of the implicit-GEMM kernel: output pixels x output channels.
+const GEMM_TILE: usize = 64;
+
+pub(super) fn shape4(s: &[usize]) -> [usize; 4] {
+    [s[0], s[1], s[2], s[3]]
+}
+
+/// Element strides of a 4-D activation tensor, in (n, c, h, w) order.
+pub(super) fn activation_strides(layout: InputLayout, shape: [usize; 4]) -> [u32; 4] {
+    let s = strides(&shape)
+        .into_iter()
+        .map(|v| v as u32)
+        .collect::<Vec<_>>();
+    match layout {
+        InputLayout::Nchw => [s[0], s[1], s[2], s[3]],
+        InputLayout::Nhwc => [s[0], s[3], s[1], s[2]],
+    }
+}
+
+fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
+    let s = strides(&shape)
+        .into_iter()
+        .map(|v| v as u32)
+        .collect::<Vec<_>>();
+    match layout {
+        Conv2dFilterLayout::Oihw => [s[0], s[1], s[2], s[3]],
+        Conv2dFilterLayout::Hwio => [s[3], s[2], s[0], s[1]],
+        Conv2dFilterLayout::Ohwi => [s[0], s[3], s[1], s[2]],
+        Conv2dFilterLayout::Ihwo => [s[3], s[0], s[1], s[2]],
+    }
+}
+
+/// Binding declarations for the optional bias and the output (whose binding
+/// number depends on whether there is a bias), and `fn bias(m)`.
+pub(super) fn bias_and_output(has_bias: bool) -> String {
+    if has_bias {
+        "@group(0) @binding(3) var<storage, read> b: array<TI>;\n\
+         @group(0) @binding(4) var<storage, read_write> y: array<T>;\n\
+         fn bias(m: u32) -> f32 { return f32(b[m]); }\n"
+            .into()
+    } else {
+        "@group(0) @binding(3) var<storage, read_write> y: array<T>;\n\
+         fn bias(m: u32) -> f32 { return 0.0; }\n"
+            .into()
+    }
+}
+
+pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result<()> {
+    let (x, f, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let xd = l.ir.desc(x).clone();
+    let fd = l.ir.desc(f).clone();
+    let yd = l.ir.desc(y).clone();
+    let [_, _, h, w] = nchw(o.input_layout, shape4(&xd.shape));
+    let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
+    let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
+    let total = yd.element_count();
+    let mut params: Vec<u32> = [
+        total,
+        oc,
+        oh,
+        ow,
+        (o.input_layout == InputLayout::Nhwc) as usize,
+        h,
+        w,
+        icg,
+        kh,
+        kw,
+        o.strides[0],
+        o.strides[1],
+        o.dilations[0],
+        o.dilations[1],
+        o.padding[0],
+        o.padding[2],
+        oc / o.groups,
+    ]
+    .iter()
+    .map(|&v| v as u32)
+    .collect();
+    params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
+    params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
+    let has_bias = node.inputs.len() > 2;
+    let ocg = oc / o.groups;
+    if ocg >= GEMM_MIN_CHANNELS {
+        let pixels = total / oc;
+        params[0] = pixels as u32;
+        params[2] = (oh * ow) as u32;
+        params.push((icg * kh * kw) as u32);
+        let source = bias_and_output(has_bias) + include_str!("conv2d_gemm.wgsl");
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &source,
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params,
+            inputs: node.inputs.clone(),
+            outputs: vec![y],
+            workgroups: [
+                pixels.div_ceil(GEMM_TILE) as u32,
+                ocg.div_ceil(GEMM_TILE) as u32,
+                o.groups as u32,
+            ],
+            workgroup_size: 256,
+        });
+    }
+    let source = bias_and_output(has_bias) + include_str!("conv2d.wgsl");
+    l.kernel(Kernel {
+        label: "conv2d".into(),
+        source: &source,
+        output_type: yd.data_type,
+        input_type: xd.data_type,
+        activations: &node.activations,
+        params,
+        inputs: node.inputs.clone(),
+        outputs: vec![y],
+        workgroups: grid(total, WG),
+        workgroup_size: WG,
+    })
+}

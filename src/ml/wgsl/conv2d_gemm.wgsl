@@ -1,0 +1,118 @@
+// conv2d as an implicit GEMM, for convolutions with enough output channels
+// per group to fill a tile: rows are output pixels (P = n * oh * ow), columns
+// the group's output channels, and the reduction runs over
+// k = (ky * kw + kx) * icg + ci. A workgroup of 256 computes a 64 x 64 tile,
+// each invocation a 4 x 4 block, staging 16-deep slices of both operands in
+// workgroup memory so that every loaded value is used 64 times.
+// params: [P, oc, oh * ow, ow, nhwc, h, w, icg, kh, kw, stride_h, stride_w,
+//          dilation_h, dilation_w, pad_top, pad_left, ocg,
+//          input strides (n, c, h, w), filter strides (o, i, h, w), K]
+// Workgroup grid: (pixel tiles, channel tiles, groups). WG must be 256.
+
+@group(0) @binding(1) var<storage, read> x: array<TI>;
+@group(0) @binding(2) var<storage, read> filt: array<TI>;
+
+const TM: u32 = 64u;
+const TN: u32 = 64u;
+const TK: u32 = 16u;
+
+var<workgroup> tile_a: array<f32, 1024>; // [k][pixel], TK x TM
+var<workgroup> tile_b: array<f32, 1024>; // [k][channel], TK x TN
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let npix = params[0];
+    let oc = params[1];
+    let ohw = params[2];
+    let ow = params[3];
+    let h = i32(params[5]);
+    let w = i32(params[6]);
+    let icg = params[7];
+    let kw = params[9];
+    let pt = i32(params[14]);
+    let pl = i32(params[15]);
+    let ocg = params[16];
+    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
+    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
+    let kdim = params[25];
+    let g = wid.z;
+    let p0 = wid.x * TM;
+    let m0 = wid.y * TN;
+
+    // Loading role: column `col` of both tiles, rows row0 .. row0 + 3.
+    let col = lid % TM;
+    let row0 = (lid / TM) * 4u;
+    let p = p0 + col;
+    let p_ok = p < npix;
+    let r = p % ohw;
+    let iy0 = i32((r / ow) * params[10]) - pt;
+    let ix0 = i32((r % ow) * params[11]) - pl;
+    let xbase = (p / ohw) * xs.x + g * icg * xs.y;
+    let mm = m0 + col;
+    let m_ok = mm < ocg;
+    let fbase = (g * ocg + mm) * fs.x;
+
+    // Computing role: pixels tx + 16 i, channels ty + 16 j.
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    var acc: array<f32, 16>;
+
+    for (var k0 = 0u; k0 < kdim; k0 += TK) {
+        for (var q = 0u; q < 4u; q++) {
+            let row = row0 + q;
+            let k = k0 + row;
+            var a = 0.0;
+            var b = 0.0;
+            if k < kdim {
+                let ci = k % icg;
+                let kk = k / icg;
+                let kx = kk % kw;
+                let ky = kk / kw;
+                let iy = iy0 + i32(ky * params[12]);
+                let ix = ix0 + i32(kx * params[13]);
+                if p_ok && iy >= 0 && iy < h && ix >= 0 && ix < w {
+                    a = f32(x[xbase + u32(iy) * xs.z + u32(ix) * xs.w + ci * xs.y]);
+                }
+                if m_ok {
+                    b = f32(filt[fbase + ci * fs.y + ky * fs.z + kx * fs.w]);
+                }
+            }
+            tile_a[row * TM + col] = a;
+            tile_b[row * TN + col] = b;
+        }
+        workgroupBarrier();
+        for (var kl = 0u; kl < TK; kl++) {
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                av[i] = tile_a[kl * TM + tx + 16u * i];
+                bv[i] = tile_b[kl * TN + ty + 16u * i];
+            }
+            for (var i = 0u; i < 4u; i++) {
+                for (var j = 0u; j < 4u; j++) {
+                    acc[i * 4u + j] += av[i] * bv[j];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+
+    let nhwc = params[4] != 0u;
+    for (var i = 0u; i < 4u; i++) {
+        let pp = p0 + tx + 16u * i;
+        if pp >= npix {
+            continue;
+        }
+        let n = pp / ohw;
+        let rr = pp % ohw;
+        for (var j = 0u; j < 4u; j++) {
+            let mj = m0 + ty + 16u * j;
+            if mj >= ocg {
+                continue;
+            }
+            let m = g * ocg + mj;
+            let at = select((n * oc + m) * ohw + rr, pp * oc + m, nhwc);
+            y[at] = T(act(acc[i * 4u + j] + bias(m)));
+        }
+    }
+}
