@@ -705,18 +705,26 @@ fn conv_transpose2d_matches_cpu() {
             input_layout: case.layout,
             filter_layout: case.filter,
         };
-        compare(
-            &format!("convTranspose2d {}", case.name),
-            &[("x", OperandDescriptor::f32(xshape), x)],
-            &|b, ins| {
-                let f = b.constant_f32(&fshape, &filter).unwrap();
-                let bias = case.bias.then(|| b.constant_f32(&[oc], &bias).unwrap());
-                let y = b
-                    .conv_transpose2d(&ins[0], &f, bias.as_ref(), options.clone())
-                    .unwrap();
-                apply(b, y, case.act)
-            },
-        );
+        // float16 too, on the first two cases.
+        let types: &[DataType] = if seed < 2 {
+            &[DataType::Float32, DataType::Float16]
+        } else {
+            &[DataType::Float32]
+        };
+        for &dt in types {
+            compare(
+                &format!("convTranspose2d {} ({dt})", case.name),
+                &[("x", OperandDescriptor::new(dt, xshape.clone()), x.clone())],
+                &|b, ins| {
+                    let f = constant(b, dt, &fshape, &filter);
+                    let bias = case.bias.then(|| constant(b, dt, &[oc], &bias));
+                    let y = b
+                        .conv_transpose2d(&ins[0], &f, bias.as_ref(), options.clone())
+                        .unwrap();
+                    apply(b, y, case.act)
+                },
+            );
+        }
     }
 }
 
@@ -921,11 +929,13 @@ fn reduce_mean_matches_cpu() {
             .into_iter()
             .map(|v| v + 0.25)
             .collect();
-        compare(
-            &format!("reduceMean {shape:?} over {axes:?}"),
-            &[("x", OperandDescriptor::f32(shape), x)],
-            &|b, ins| b.reduce_mean(&ins[0], axes, keep).unwrap(),
-        );
+        for dt in [DataType::Float32, DataType::Float16] {
+            compare(
+                &format!("reduceMean {shape:?} over {axes:?} ({dt})"),
+                &[("x", OperandDescriptor::new(dt, shape), x.clone())],
+                &|b, ins| b.reduce_mean(&ins[0], axes, keep).unwrap(),
+            );
+        }
     }
 }
 
