@@ -1085,3 +1085,22 @@ fn resample2d_known_values() {
         &[1., 2., 2., 3., 4., 4., 3., 4., 4.],
     );
 }
+
+/// More output pixels than 65535 workgroups of the tiled conv2d kernel cover
+/// in one grid dimension (64 pixels each), so the grid has to fold.
+#[test]
+#[ignore = "about 35 s on lavapipe; run with --ignored on a real GPU"]
+fn conv2d_large_image_folds_the_grid() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let (h, w) = (2048, 2056);
+    let x = random(&mut rng, h * w);
+    let filter = random(&mut rng, 4);
+    compare(
+        "conv2d 1x1 on 2048x2056",
+        &[("x", OperandDescriptor::f32([1, 1, h, w]), x)],
+        &|b, ins| {
+            let f = b.constant_f32(&[4, 1, 1, 1], &filter).unwrap();
+            b.conv2d(&ins[0], &f, None, Conv2dOptions::new()).unwrap()
+        },
+    );
+}
