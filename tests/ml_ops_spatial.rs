@@ -705,18 +705,26 @@ fn conv_transpose2d_matches_cpu() {
             input_layout: case.layout,
             filter_layout: case.filter,
         };
-        compare(
-            &format!("convTranspose2d {}", case.name),
-            &[("x", OperandDescriptor::f32(xshape), x)],
-            &|b, ins| {
-                let f = b.constant_f32(&fshape, &filter).unwrap();
-                let bias = case.bias.then(|| b.constant_f32(&[oc], &bias).unwrap());
-                let y = b
-                    .conv_transpose2d(&ins[0], &f, bias.as_ref(), options.clone())
-                    .unwrap();
-                apply(b, y, case.act)
-            },
-        );
+        // float16 too, on the first two cases.
+        let types: &[DataType] = if seed < 2 {
+            &[DataType::Float32, DataType::Float16]
+        } else {
+            &[DataType::Float32]
+        };
+        for &dt in types {
+            compare(
+                &format!("convTranspose2d {} ({dt})", case.name),
+                &[("x", OperandDescriptor::new(dt, xshape.clone()), x.clone())],
+                &|b, ins| {
+                    let f = constant(b, dt, &fshape, &filter);
+                    let bias = case.bias.then(|| constant(b, dt, &[oc], &bias));
+                    let y = b
+                        .conv_transpose2d(&ins[0], &f, bias.as_ref(), options.clone())
+                        .unwrap();
+                    apply(b, y, case.act)
+                },
+            );
+        }
     }
 }
 
@@ -921,11 +929,13 @@ fn reduce_mean_matches_cpu() {
             .into_iter()
             .map(|v| v + 0.25)
             .collect();
-        compare(
-            &format!("reduceMean {shape:?} over {axes:?}"),
-            &[("x", OperandDescriptor::f32(shape), x)],
-            &|b, ins| b.reduce_mean(&ins[0], axes, keep).unwrap(),
-        );
+        for dt in [DataType::Float32, DataType::Float16] {
+            compare(
+                &format!("reduceMean {shape:?} over {axes:?} ({dt})"),
+                &[("x", OperandDescriptor::new(dt, shape), x.clone())],
+                &|b, ins| b.reduce_mean(&ins[0], axes, keep).unwrap(),
+            );
+        }
     }
 }
 
@@ -1073,5 +1083,24 @@ fn resample2d_known_values() {
                 .unwrap()
         },
         &[1., 2., 2., 3., 4., 4., 3., 4., 4.],
+    );
+}
+
+/// More output pixels than 65535 workgroups of the tiled conv2d kernel cover
+/// in one grid dimension (64 pixels each), so the grid has to fold.
+#[test]
+#[ignore = "about 35 s on lavapipe; run with --ignored on a real GPU"]
+fn conv2d_large_image_folds_the_grid() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let (h, w) = (2048, 2056);
+    let x = random(&mut rng, h * w);
+    let filter = random(&mut rng, 4);
+    compare(
+        "conv2d 1x1 on 2048x2056",
+        &[("x", OperandDescriptor::f32([1, 1, h, w]), x)],
+        &|b, ins| {
+            let f = b.constant_f32(&[4, 1, 1, 1], &filter).unwrap();
+            b.conv2d(&ins[0], &f, None, Conv2dOptions::new()).unwrap()
+        },
     );
 }

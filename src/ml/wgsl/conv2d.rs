@@ -104,6 +104,13 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         params[0] = pixels as u32;
         params[2] = (oh * ow) as u32;
         params.push((icg * kh * kw) as u32);
+        // Pixel tiles of a large image can pass the 65535 workgroups a grid
+        // dimension allows, so they are folded over x and (with the channel
+        // tiles) y.
+        let pixel_tiles = pixels.div_ceil(GEMM_TILE);
+        let channel_tiles = ocg.div_ceil(GEMM_TILE);
+        let x_tiles = pixel_tiles.min(65535);
+        params.push(channel_tiles as u32);
         let source = bias_and_output(has_bias) + include_str!("conv2d_gemm.wgsl");
         return l.kernel(Kernel {
             label: "conv2d".into(),
@@ -115,8 +122,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             inputs: node.inputs.clone(),
             outputs: vec![y],
             workgroups: [
-                pixels.div_ceil(GEMM_TILE) as u32,
-                ocg.div_ceil(GEMM_TILE) as u32,
+                x_tiles as u32,
+                (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
                 o.groups as u32,
             ],
             workgroup_size: 256,

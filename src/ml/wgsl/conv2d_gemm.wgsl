@@ -6,8 +6,11 @@
 // workgroup memory so that every loaded value is used 64 times.
 // params: [P, oc, oh * ow, ow, nhwc, h, w, icg, kh, kw, stride_h, stride_w,
 //          dilation_h, dilation_w, pad_top, pad_left, ocg,
-//          input strides (n, c, h, w), filter strides (o, i, h, w), K]
-// Workgroup grid: (pixel tiles, channel tiles, groups). WG must be 256.
+//          input strides (n, c, h, w), filter strides (o, i, h, w), K,
+//          channel tiles]
+// Workgroup grid: (pixel tiles, pixel tiles folded past 65535 x channel
+// tiles, groups); tiles past the last pixel compute nothing but still meet
+// every barrier. WG must be 256.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read> filt: array<TI>;
@@ -20,7 +23,8 @@ var<workgroup> tile_a: array<f32, 1024>; // [k][pixel], TK x TM
 var<workgroup> tile_b: array<f32, 1024>; // [k][channel], TK x TN
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
     let npix = params[0];
     let oc = params[1];
     let ohw = params[2];
@@ -36,8 +40,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
     let kdim = params[25];
     let g = wid.z;
-    let p0 = wid.x * TM;
-    let m0 = wid.y * TN;
+    let channel_tiles = params[26];
+    let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
+    let m0 = (wid.y % channel_tiles) * TN;
 
     // Loading role: column `col` of both tiles, rows row0 .. row0 + 3.
     let col = lid % TM;
