@@ -57,10 +57,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let m_ok = mm < ocg;
     let fbase = (g * ocg + mm) * fs.x;
 
-    // Computing role: pixels tx + 16 i, channels ty + 16 j.
+    // Computing role: pixels tx + 16 i, channels ty + 16 j. The 4 x 4 block
+    // lives in four vec4 registers, never in an indexed array: drivers put
+    // dynamically indexed arrays in local memory, which made this kernel 100x
+    // slower on an H100.
     let tx = lid % 16u;
     let ty = lid / 16u;
-    var acc: array<f32, 16>;
+    let dh = i32(params[12]);
+    let dw = i32(params[13]);
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
 
     for (var k0 = 0u; k0 < kdim; k0 += TK) {
         for (var q = 0u; q < 4u; q++) {
@@ -73,8 +81,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let kk = k / icg;
                 let kx = kk % kw;
                 let ky = kk / kw;
-                let iy = iy0 + i32(ky * params[12]);
-                let ix = ix0 + i32(kx * params[13]);
+                let iy = iy0 + i32(ky) * dh;
+                let ix = ix0 + i32(kx) * dw;
                 if p_ok && iy >= 0 && iy < h && ix >= 0 && ix < w {
                     a = f32(x[xbase + u32(iy) * xs.z + u32(ix) * xs.w + ci * xs.y]);
                 }
@@ -87,37 +95,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
         for (var kl = 0u; kl < TK; kl++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = tile_a[kl * TM + tx + 16u * i];
-                bv[i] = tile_b[kl * TN + ty + 16u * i];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] += av[i] * bv[j];
-                }
-            }
+            let ra = kl * TM + tx;
+            let rb = kl * TN + ty;
+            let av = vec4<f32>(tile_a[ra], tile_a[ra + 16u], tile_a[ra + 32u], tile_a[ra + 48u]);
+            let bv = vec4<f32>(tile_b[rb], tile_b[rb + 16u], tile_b[rb + 32u], tile_b[rb + 48u]);
+            acc0 += av.x * bv;
+            acc1 += av.y * bv;
+            acc2 += av.z * bv;
+            acc3 += av.w * bv;
         }
         workgroupBarrier();
     }
 
+    store(p0 + tx, m0 + ty, g, acc0);
+    store(p0 + tx + 16u, m0 + ty, g, acc1);
+    store(p0 + tx + 32u, m0 + ty, g, acc2);
+    store(p0 + tx + 48u, m0 + ty, g, acc3);
+}
+
+// Writes output pixel `pp`, channels m + 16 j of group g, from a 4-wide block.
+fn store(pp: u32, m: u32, g: u32, v: vec4<f32>) {
+    let npix = params[0];
+    let oc = params[1];
+    let ohw = params[2];
+    let ocg = params[16];
+    if pp >= npix {
+        return;
+    }
     let nhwc = params[4] != 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let pp = p0 + tx + 16u * i;
-        if pp >= npix {
-            continue;
-        }
-        let n = pp / ohw;
-        let rr = pp % ohw;
-        for (var j = 0u; j < 4u; j++) {
-            let mj = m0 + ty + 16u * j;
-            if mj >= ocg {
-                continue;
-            }
-            let m = g * ocg + mj;
-            let at = select((n * oc + m) * ohw + rr, pp * oc + m, nhwc);
-            y[at] = T(act(acc[i * 4u + j] + bias(m)));
+    let n = pp / ohw;
+    let rr = pp % ohw;
+    for (var j = 0u; j < 4u; j++) {
+        let mj = m + 16u * j;
+        if mj < ocg {
+            let mo = g * ocg + mj;
+            let at = select((n * oc + mo) * ohw + rr, pp * oc + mo, nhwc);
+            y[at] = T(act(v[j] + bias(mo)));
         }
     }
 }
