@@ -203,6 +203,13 @@ impl RentedBuffer {
 
 impl Drop for RentedBuffer {
     fn drop(&mut self) {
-        self.tensor.inner.state.lock().unwrap().rented = false;
+        let mut state = self.tensor.inner.state.lock().unwrap();
+        state.rented = false;
+        // A tensor destroyed while rented is released once it comes back.
+        if state.destroyed {
+            if let Some(buffer) = self.tensor.gpu_buffer() {
+                buffer.destroy();
+            }
+        }
     }
 }
