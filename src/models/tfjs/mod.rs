@@ -12,13 +12,13 @@ use super::{model_error, Source, TensorInfo};
 use crate::error::{Error, Result};
 use crate::ml::{DataType, GraphBuilder, Operand};
 
-/// Sniffs a JSON object carrying both TF.js keys, without parsing the whole file.
+/// Sniffs a JSON object with a TF.js key, without parsing the whole file; a
+/// truncated model.json still counts, so that the JSON error is reported.
 pub(crate) fn is_tfjs(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(1 << 20)];
     let text = String::from_utf8_lossy(head);
     text.trim_start().starts_with('{')
-        && text.contains("\"modelTopology\"")
-        && (text.contains("\"weightsManifest\"") || bytes.len() > head.len())
+        && (text.contains("\"modelTopology\"") || text.contains("\"weightsManifest\""))
 }
 
 type Parsed = (Vec<TensorInfo>, Vec<TensorInfo>, Box<dyn Source>);
