@@ -28,6 +28,15 @@ pub enum Error {
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
 
+    /// A model file that cannot be loaded or turned into a graph: `location`
+    /// names the operator or layer (or the part of the file) at fault.
+    #[error("{}: {location}: {message}", path.display())]
+    Model {
+        path: PathBuf,
+        location: String,
+        message: String,
+    },
+
     #[error("{0}")]
     Invalid(String),
 }

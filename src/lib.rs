@@ -8,5 +8,6 @@ pub mod gpu;
 #[cfg(feature = "gst")]
 pub mod gst;
 pub mod ml;
+pub mod models;
 
 pub use error::{Error, Result};

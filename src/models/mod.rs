@@ -1,0 +1,226 @@
+//! Loaders that turn model files into wgnn graphs: TFLite flatbuffers and
+//! TF.js layers models (`model.json` plus weight shards).
+//!
+//! A [`Model`] keeps the parsed file and writes a graph per context and input
+//! size on demand: TF.js models are fully convolutional and take any size,
+//! and a graph's shapes are fixed when it is built.
+
+mod tfjs;
+mod tflite;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::ml::{Context, DataType, Graph, GraphBuilder, Operand, TensorDescriptor};
+
+/// The file formats [`load`] recognises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// TFLite flatbuffer (identifier "TFL3").
+    Tflite,
+    /// TF.js layers model (`model.json` with "modelTopology" and "weightsManifest").
+    TfjsLayers,
+}
+
+/// One input or output of a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorInfo {
+    pub name: String,
+    /// `None` where the model accepts any size (TF.js height and width, batch).
+    pub shape: Vec<Option<usize>>,
+    pub data_type: DataType,
+    /// The value range the model expects (inputs) or produces (outputs), where
+    /// known. Neither format records it; these are each model family's
+    /// conventions: MediaPipe TFLite image models take [0, 1], UpscalerJS
+    /// TF.js models take [0, 255]. Override with [`Model::set_input_range`].
+    pub range: Option<[f32; 2]>,
+}
+
+/// A graph writer for one parsed model file.
+pub(crate) trait Source: Send + Sync {
+    /// Writes the model into `builder` for an input of `hw` (height, width)
+    /// (`None`: the size the file declares) and returns its named outputs.
+    fn write(
+        &self,
+        builder: &GraphBuilder,
+        hw: Option<(usize, usize)>,
+    ) -> Result<Vec<(String, Operand)>>;
+
+    /// A size used to check at load time that the layers' shapes chain.
+    fn probe_size(&self) -> Option<(usize, usize)>;
+}
+
+/// (context id, input size) of a cached graph.
+type GraphKey = (u64, Option<(usize, usize)>);
+
+/// A loaded model. Graphs are built per context and input size and cached.
+pub struct Model {
+    path: PathBuf,
+    format: Format,
+    inputs: Vec<TensorInfo>,
+    outputs: Vec<TensorInfo>,
+    source: Box<dyn Source>,
+    graphs: Mutex<HashMap<GraphKey, Graph>>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+/// Loads a model, recognising its format from the file's contents.
+pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|e| model_error(path, "file", e))?;
+    let (format, (inputs, outputs, source)) = if tflite::is_tflite(&bytes) {
+        (Format::Tflite, tflite::parse(path, bytes)?)
+    } else if tfjs::is_tfjs(&bytes) {
+        (Format::TfjsLayers, tfjs::parse(path, &bytes)?)
+    } else {
+        return Err(model_error(
+            path,
+            "file",
+            "neither a TFLite flatbuffer (no \"TFL3\" identifier at bytes 4..8) nor a TF.js \
+             layers model.json (no \"modelTopology\" and \"weightsManifest\")",
+        ));
+    };
+    let model = Model {
+        path: path.to_path_buf(),
+        format,
+        inputs,
+        outputs,
+        source,
+        graphs: Mutex::default(),
+    };
+    // Writing the graph once (without compiling it) checks every op's
+    // options and that the shapes chain, so a bad file fails here.
+    let ctx = Context::cpu();
+    let builder = GraphBuilder::new(&ctx);
+    model.source.write(&builder, model.source.probe_size())?;
+    ctx.destroy();
+    Ok(model)
+}
+
+pub(crate) fn model_error(
+    path: &Path,
+    location: impl Into<String>,
+    message: impl std::fmt::Display,
+) -> Error {
+    Error::Model {
+        path: path.to_path_buf(),
+        location: location.into(),
+        message: message.to_string(),
+    }
+}
+
+impl Model {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn inputs(&self) -> &[TensorInfo] {
+        &self.inputs
+    }
+
+    pub fn outputs(&self) -> &[TensorInfo] {
+        &self.outputs
+    }
+
+    /// Replaces the conventional input value range (see [`TensorInfo::range`]).
+    pub fn set_input_range(&mut self, index: usize, range: Option<[f32; 2]>) -> Result<()> {
+        let input = self.inputs.get_mut(index).ok_or_else(|| {
+            Error::invalid(format!("set_input_range: the model has no input {index}"))
+        })?;
+        input.range = range;
+        Ok(())
+    }
+
+    /// The graph for `context` and an input of `input_hw` (height, width);
+    /// `None` takes the size the file declares (required where it declares none).
+    /// Built once per (context, size) and then shared.
+    pub fn build(&self, context: &Context, input_hw: Option<(usize, usize)>) -> Result<Graph> {
+        let key = (context.id(), input_hw);
+        if let Some(g) = self.graphs.lock().unwrap().get(&key) {
+            return Ok(g.clone());
+        }
+        let builder = GraphBuilder::new(context);
+        let outputs = self.source.write(&builder, input_hw)?;
+        let named: Vec<(&str, &Operand)> = outputs.iter().map(|(n, o)| (n.as_str(), o)).collect();
+        let graph = builder
+            .build(&named)
+            .map_err(|e| model_error(&self.path, "build", e))?;
+        self.graphs.lock().unwrap().insert(key, graph.clone());
+        Ok(graph)
+    }
+
+    /// Runs the model once on `input` (float32, the layout the file declares)
+    /// and returns its first output with that output's shape. A convenience
+    /// for tools and tests; pipelines keep tensors and use `dispatch`.
+    pub fn run(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        input: &[f32],
+    ) -> Result<(Vec<usize>, Vec<f32>)> {
+        let graph = self.build(context, input_hw)?;
+        let (in_name, in_desc) = graph.inputs().remove(0);
+        let (out_name, out_desc) = graph.outputs().remove(0);
+        let x = context.create_tensor(
+            TensorDescriptor::new(in_desc.data_type, in_desc.shape.clone()).writable(),
+        )?;
+        let y = context.create_tensor(
+            TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()).readable(),
+        )?;
+        if input.len() != in_desc.element_count() {
+            return Err(Error::invalid(format!(
+                "{}: input '{in_name}' is {in_desc}, got {} values",
+                self.path.display(),
+                input.len()
+            )));
+        }
+        context.write_tensor(&x, bytemuck::cast_slice(input))?;
+        context.dispatch(&graph, &[(&in_name, &x)], &[(&out_name, &y)])?;
+        let values = context.read_f32(&y)?;
+        Ok((out_desc.shape, values))
+    }
+}
+
+/// TF's SAME padding along one axis: (before, after).
+pub(crate) fn same_padding(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+) -> (usize, usize) {
+    let effective = (kernel - 1) * dilation + 1;
+    let out = input.div_ceil(stride);
+    let total = ((out - 1) * stride + effective).saturating_sub(input);
+    (total / 2, total - total / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_padding;
+
+    #[test]
+    fn same_padding_matches_tf() {
+        // TF puts the odd pixel after: 5 wide, 3x3 stride 2 -> out 3, total 2.
+        assert_eq!(same_padding(5, 3, 2, 1), (1, 1));
+        assert_eq!(same_padding(4, 3, 2, 1), (0, 1));
+        assert_eq!(same_padding(256, 3, 1, 1), (1, 1));
+        assert_eq!(same_padding(8, 3, 1, 2), (2, 2));
+        assert_eq!(same_padding(8, 1, 1, 1), (0, 0));
+    }
+}

@@ -1,0 +1,161 @@
+//! TFLite flatbuffers. Parsed with the `flatbuffers` crate through code that
+//! `flatc` generated from TensorFlow's official `schema.fbs` (see
+//! `schema/README.md` beside this file), so every access is verified.
+
+mod ops;
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    deprecated,
+    mismatched_lifetime_syntaxes,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    unsafe_op_in_unsafe_fn,
+    unused_imports
+)]
+#[rustfmt::skip]
+mod schema_generated;
+
+use std::path::{Path, PathBuf};
+
+use schema_generated::tflite as fb;
+
+use super::{model_error, Source, TensorInfo};
+use crate::error::Result;
+use crate::ml::{DataType, GraphBuilder, Operand};
+
+pub(crate) fn is_tflite(bytes: &[u8]) -> bool {
+    bytes.get(4..8) == Some(b"TFL3")
+}
+
+type Parsed = (Vec<TensorInfo>, Vec<TensorInfo>, Box<dyn Source>);
+
+pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
+    let source = TfliteSource {
+        path: path.to_path_buf(),
+        bytes,
+    };
+    let model = source.root()?;
+    let graph = source.subgraph(&model)?;
+    let tensors = graph.tensors.len();
+    let info = |list: Option<flatbuffers::Vector<'_, i32>>, what: &str, range| {
+        let list = list.ok_or_else(|| source.err("subgraph 0", format!("has no {what}s")))?;
+        list.iter()
+            .map(|t| {
+                let index = usize::try_from(t)
+                    .ok()
+                    .filter(|&i| i < tensors)
+                    .ok_or_else(|| {
+                        source.err(
+                            "subgraph 0",
+                            format!("{what} tensor {t} is out of range ({tensors} tensors)"),
+                        )
+                    })?;
+                let tensor = graph.tensors.get(index);
+                let (data_type, shape) = source.tensor_type(&tensor, index)?;
+                Ok(TensorInfo {
+                    name: tensor.name().unwrap_or_default().to_string(),
+                    shape: shape.into_iter().map(Some).collect(),
+                    data_type,
+                    range,
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+    };
+    let inputs = info(graph.subgraph.inputs(), "input", Some([0.0, 1.0]))?;
+    let outputs = info(graph.subgraph.outputs(), "output", None)?;
+    Ok((inputs, outputs, Box::new(source)))
+}
+
+struct TfliteSource {
+    path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+struct Subgraph<'a> {
+    subgraph: fb::SubGraph<'a>,
+    tensors: flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fb::Tensor<'a>>>,
+}
+
+impl TfliteSource {
+    fn err(&self, location: impl Into<String>, message: impl std::fmt::Display) -> crate::Error {
+        model_error(&self.path, location, message)
+    }
+
+    fn root(&self) -> Result<fb::Model<'_>> {
+        fb::root_as_model(&self.bytes).map_err(|e| {
+            self.err(
+                "flatbuffer",
+                format!("not a valid TFLite model (truncated or corrupted?): {e}"),
+            )
+        })
+    }
+
+    fn subgraph<'a>(&self, model: &fb::Model<'a>) -> Result<Subgraph<'a>> {
+        let subgraph = model
+            .subgraphs()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| self.err("model", "has no subgraph"))?
+            .get(0);
+        let tensors = subgraph
+            .tensors()
+            .ok_or_else(|| self.err("subgraph 0", "has no tensors"))?;
+        Ok(Subgraph { subgraph, tensors })
+    }
+
+    /// The tensor's type and static shape, refusing what wgnn cannot hold.
+    fn tensor_type(&self, tensor: &fb::Tensor<'_>, index: usize) -> Result<(DataType, Vec<usize>)> {
+        let name = tensor.name().unwrap_or_default();
+        let location = format!("tensor {index} '{name}'");
+        let data_type = match tensor.type_() {
+            fb::TensorType::FLOAT32 => DataType::Float32,
+            fb::TensorType::FLOAT16 => DataType::Float16,
+            fb::TensorType::INT32 => DataType::Int32,
+            t => {
+                return Err(self.err(
+                    location,
+                    format!(
+                        "type {} is not supported (float32, float16 and int32 are)",
+                        t.variant_name().unwrap_or("unknown")
+                    ),
+                ))
+            }
+        };
+        let shape = tensor
+            .shape()
+            .map(|s| s.iter().collect::<Vec<i32>>())
+            .unwrap_or_default();
+        let shape = shape
+            .iter()
+            .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                self.err(
+                    &location,
+                    format!("shape {shape:?} has a zero, negative or unknown dimension"),
+                )
+            })?;
+        crate::ml::OperandDescriptor::new(data_type, shape.clone())
+            .validate("shape")
+            .map_err(|e| self.err(&location, e))?;
+        Ok((data_type, shape))
+    }
+}
+
+impl Source for TfliteSource {
+    fn write(
+        &self,
+        builder: &GraphBuilder,
+        hw: Option<(usize, usize)>,
+    ) -> Result<Vec<(String, Operand)>> {
+        let model = self.root()?;
+        let graph = self.subgraph(&model)?;
+        ops::Writer::new(self, &model, graph, builder)?.write(hw)
+    }
+
+    fn probe_size(&self) -> Option<(usize, usize)> {
+        None
+    }
+}
