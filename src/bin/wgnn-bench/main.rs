@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use wgnn::gpu::{Gpu, GpuOptions};
 
 #[derive(Parser)]
-#[command(name = "wgnn-bench", version, about = "wgnn benchmarks and device facts")]
+#[command(
+    name = "wgnn-bench",
+    version,
+    about = "wgnn benchmarks and device facts"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -67,7 +71,10 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
         Err(code) => return code,
     };
     if !gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("error: {} has no TIMESTAMP_QUERY feature; GPU times need it", gpu.info().name);
+        eprintln!(
+            "error: {} has no TIMESTAMP_QUERY feature; GPU times need it",
+            gpu.info().name
+        );
         return ExitCode::from(EXIT_FAILED);
     }
     let f16 = gpu.has(wgpu::Features::SHADER_F16);
@@ -77,7 +84,10 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
         .collect();
     if !json {
         println!("device: {}", gpu.describe());
-        println!("{:<28} {:<34} {:>10} {:>10} {:>10} {:>9}", "op", "shape", "median ms", "min ms", "GFLOP/s", "GB/s");
+        println!(
+            "{:<28} {:<34} {:>10} {:>10} {:>10} {:>9}",
+            "op", "shape", "median ms", "min ms", "GFLOP/s", "GB/s"
+        );
     }
     let mut rows = Vec::new();
     for case in &cases {
@@ -117,7 +127,11 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
                 )
             })
             .collect();
-        println!("{{\"device\":{:?},\"ops\":[{}]}}", gpu.describe(), items.join(","));
+        println!(
+            "{{\"device\":{:?},\"ops\":[{}]}}",
+            gpu.describe(),
+            items.join(",")
+        );
     }
     ExitCode::SUCCESS
 }

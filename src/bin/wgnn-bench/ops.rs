@@ -50,7 +50,18 @@ fn constant(b: &GraphBuilder, dt: DataType, shape: &[usize], seed: u32) -> wgnn:
 
 /// conv2d in NHWC/OHWI (TFLite's layout) or NCHW/OIHW.
 #[allow(clippy::too_many_arguments)]
-fn conv(dt: DataType, nhwc: bool, h: usize, w: usize, ic: usize, oc: usize, k: usize, stride: usize, groups: usize, tag: &str) -> OpCase {
+fn conv(
+    dt: DataType,
+    nhwc: bool,
+    h: usize,
+    w: usize,
+    ic: usize,
+    oc: usize,
+    k: usize,
+    stride: usize,
+    groups: usize,
+    tag: &str,
+) -> OpCase {
     let pad = k / 2;
     let oh = (h + 2 * pad - k) / stride + 1;
     let ow = (w + 2 * pad - k) / stride + 1;
@@ -63,7 +74,10 @@ fn conv(dt: DataType, nhwc: bool, h: usize, w: usize, ic: usize, oc: usize, k: u
     let es = dt.byte_size() as f64;
     let bytes = es * ((h * w * ic) + (oh * ow * oc) + (oc * (ic / groups) * k * k)) as f64;
     OpCase {
-        name: format!("conv2d {k}x{k}{} {tag}", if stride > 1 { " s2" } else { "" }),
+        name: format!(
+            "conv2d {k}x{k}{} {tag}",
+            if stride > 1 { " s2" } else { "" }
+        ),
         shape: format!(
             "{}x{}x{ic}->{oc} {} {}",
             h,
@@ -139,9 +153,42 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         conv(f32, true, s(512), s(512), 64, 64, 3, 1, 1, "64->64"),
         // selfie segmentation (MobileNetV3-like, NHWC, 256x256 input)
         conv(f32, true, s(256), s(256), 3, 16, 3, 2, 1, "selfie stem"),
-        conv(f32, true, s(128), s(128), 16, 16, 3, 1, 16, "selfie depthwise"),
-        conv(f32, true, s(64), s(64), 16, 72, 1, 1, 1, "selfie 1x1 expand"),
-        conv(f32, true, s(32), s(32), 96, 96, 5, 1, 96, "selfie depthwise 5x5"),
+        conv(
+            f32,
+            true,
+            s(128),
+            s(128),
+            16,
+            16,
+            3,
+            1,
+            16,
+            "selfie depthwise",
+        ),
+        conv(
+            f32,
+            true,
+            s(64),
+            s(64),
+            16,
+            72,
+            1,
+            1,
+            1,
+            "selfie 1x1 expand",
+        ),
+        conv(
+            f32,
+            true,
+            s(32),
+            s(32),
+            96,
+            96,
+            5,
+            1,
+            96,
+            "selfie depthwise 5x5",
+        ),
         // ESRGAN-slim (NHWC, 64 channels) at 960x540
         conv(f32, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"),
         conv(f32, true, s(540), s(960), 3, 64, 3, 1, 1, "esrgan head"),
@@ -149,8 +196,30 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         resample(s(128), s(128), 16),
     ];
     if f16 {
-        v.push(conv(DataType::Float16, false, s(512), s(512), 64, 64, 3, 1, 1, "64->64"));
-        v.push(conv(DataType::Float16, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"));
+        v.push(conv(
+            DataType::Float16,
+            false,
+            s(512),
+            s(512),
+            64,
+            64,
+            3,
+            1,
+            1,
+            "64->64",
+        ));
+        v.push(conv(
+            DataType::Float16,
+            true,
+            s(540),
+            s(960),
+            64,
+            64,
+            3,
+            1,
+            1,
+            "esrgan body",
+        ));
     }
     v
 }
@@ -162,8 +231,13 @@ pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult
     let y = (case.build)(&b, &x)?;
     let out_desc = y.descriptor().clone();
     let graph = b.build(&[("y", &y)])?;
-    let input = ctx.create_tensor(TensorDescriptor::new(case.input.data_type, case.input.shape.clone()).writable())?;
-    let output = ctx.create_tensor(TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()))?;
+    let input = ctx.create_tensor(
+        TensorDescriptor::new(case.input.data_type, case.input.shape.clone()).writable(),
+    )?;
+    let output = ctx.create_tensor(TensorDescriptor::new(
+        out_desc.data_type,
+        out_desc.shape.clone(),
+    ))?;
     let n = case.input.element_count();
     let data: Vec<u8> = match case.input.data_type {
         DataType::Float16 => random(n, 7)
