@@ -2,8 +2,17 @@
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
+mod concat;
 mod elementwise;
+mod gemm;
 mod lower;
+mod matmul;
+mod pad;
+mod prelu;
+mod slice;
+mod softmax;
+mod split;
+mod transpose;
 
 use std::sync::Mutex;
 
@@ -29,6 +38,22 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Binary(op) => elementwise::binary(l, node, *op),
         Op::Unary(_) => elementwise::unary(l, node),
         Op::Cast => elementwise::cast(l, node),
+        Op::Concat { axis } => concat::concat(l, node, *axis),
+        Op::Transpose { permutation } => transpose::transpose(l, node, permutation),
+        Op::Slice {
+            starts, strides, ..
+        } => slice::slice(l, node, starts, strides),
+        Op::Pad {
+            beginning,
+            mode,
+            value,
+            ..
+        } => pad::pad(l, node, beginning, *mode, *value),
+        Op::Split { sizes, axis } => split::split(l, node, sizes, *axis),
+        Op::Prelu => prelu::prelu(l, node),
+        Op::Softmax { axis } => softmax::softmax(l, node, *axis),
+        Op::Matmul => matmul::matmul(l, node),
+        Op::Gemm(o) => gemm::gemm(l, node, o),
         Op::Reshape => {
             l.copy(node.inputs[0], node.outputs[0]);
             Ok(())
