@@ -100,7 +100,11 @@ pub(super) fn cast(l: &mut Lowering, node: &Node) -> Result<()> {
     };
     let convert = match (from, to) {
         (Float32 | Float16, Float32 | Float16) => "T(v)",
-        (Float32 | Float16, Int32) => "i32(clamp(trunc(v), -2147483648.0, 2147483520.0))",
+        // 2^31 itself is past i32, and the largest f32 below it is 2147483520:
+        // saturate to i32::MAX explicitly, as the CPU context does.
+        (Float32 | Float16, Int32) => {
+            "select(i32(clamp(trunc(v), -2147483648.0, 2147483520.0)), 2147483647, v >= 2147483648.0)"
+        }
         (Float32 | Float16, Uint8) => "u32(clamp(trunc(v), 0.0, 255.0))",
         (Int32, Float32 | Float16) => "T(f32(v))",
         (Int32, Int32) => "v",

@@ -2,13 +2,22 @@
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
+mod concat;
 mod conv2d;
 mod conv_transpose2d;
 mod elementwise;
+mod gemm;
 mod lower;
+mod matmul;
+mod pad;
 mod pool2d;
+mod prelu;
 mod reduce_mean;
 mod resample2d;
+mod slice;
+mod softmax;
+mod split;
+mod transpose;
 
 use std::sync::Mutex;
 
@@ -39,14 +48,26 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Pool2d(kind, o) => pool2d::pool2d(l, node, *kind, o),
         Op::ReduceMean { axes, .. } => reduce_mean::reduce_mean(l, node, axes),
         Op::Resample2d(o) => resample2d::resample2d(l, node, o),
+        Op::Concat { axis } => concat::concat(l, node, *axis),
+        Op::Transpose { permutation } => transpose::transpose(l, node, permutation),
+        Op::Slice {
+            starts, strides, ..
+        } => slice::slice(l, node, starts, strides),
+        Op::Pad {
+            beginning,
+            mode,
+            value,
+            ..
+        } => pad::pad(l, node, beginning, *mode, *value),
+        Op::Split { sizes, axis } => split::split(l, node, sizes, *axis),
+        Op::Prelu => prelu::prelu(l, node),
+        Op::Softmax { axis } => softmax::softmax(l, node, *axis),
+        Op::Matmul => matmul::matmul(l, node),
+        Op::Gemm(o) => gemm::gemm(l, node, o),
         Op::Reshape => {
             l.copy(node.inputs[0], node.outputs[0]);
             Ok(())
         }
-        other => Err(Error::invalid(format!(
-            "{} is not available on the GPU context yet",
-            other.name()
-        ))),
     }
 }
 

@@ -1,0 +1,131 @@
+//! matmul (batched, batch dimensions broadcast) and the tiled kernel it
+//! shares with gemm.
+
+use super::lower::{Kernel, Lowering};
+use crate::error::Result;
+use crate::ml::graph_ir::{Node, OperandId};
+use crate::ml::types::strides;
+
+const TILE: usize = 32;
+
+/// How the tiled kernel reads its operands: A(i, p) = a[i * rs + p * cs],
+/// B(p, j) = b[p * rs + j * cs], and an optional `beta * c` broadcast to
+/// [M, N] with strides (c_rs, c_cs).
+pub(super) struct Product<'a> {
+    pub label: &'static str,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: (OperandId, usize, usize),
+    pub b: (OperandId, usize, usize),
+    pub c: Option<(OperandId, usize, usize)>,
+    pub alpha: f32,
+    pub beta: f32,
+    /// Output batch shape and each operand's batch strides (0 = broadcast).
+    pub batch: (Vec<usize>, Vec<usize>, Vec<usize>),
+    pub node: &'a Node,
+}
+
+pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
+    let y = p.node.outputs[0];
+    let dt = l.ir.desc(y).data_type;
+    let (shape, sa, sb) = &p.batch;
+    let (c_rs, c_cs) = p.c.map_or((0, 0), |(_, rs, cs)| (rs, cs));
+    let mut params = vec![
+        p.m as u32,
+        p.n as u32,
+        p.k as u32,
+        p.a.1 as u32,
+        p.a.2 as u32,
+        p.b.1 as u32,
+        p.b.2 as u32,
+        c_rs as u32,
+        c_cs as u32,
+        p.alpha.to_bits(),
+        p.beta.to_bits(),
+        shape.len() as u32,
+    ];
+    params.extend(shape.iter().chain(sa).chain(sb).map(|&v| v as u32));
+    let mut inputs = vec![p.a.0, p.b.0];
+    let bindings = match p.c {
+        Some((c, _, _)) => {
+            inputs.push(c);
+            "@group(0) @binding(3) var<storage, read> c: array<TI>;\n\
+             @group(0) @binding(4) var<storage, read_write> y: array<T>;\n\
+             fn bias(i: u32, j: u32) -> f32 {\n    \
+             return bitcast<f32>(params[10]) * f32(c[i * params[7] + j * params[8]]);\n}\n"
+        }
+        None => {
+            "@group(0) @binding(3) var<storage, read_write> y: array<T>;\n\
+             fn bias(i: u32, j: u32) -> f32 { return 0.0; }\n"
+        }
+    };
+    let source = format!("{bindings}{}", include_str!("matmul.wgsl"));
+    let batches: usize = shape.iter().product();
+    l.kernel(Kernel {
+        label: p.label.into(),
+        source: &source,
+        output_type: dt,
+        input_type: dt,
+        activations: &p.node.activations,
+        params,
+        inputs,
+        outputs: vec![y],
+        workgroups: [
+            p.n.div_ceil(TILE) as u32,
+            p.m.div_ceil(TILE) as u32,
+            batches as u32,
+        ],
+        workgroup_size: 256,
+    })
+}
+
+/// Strides of `shape` (an operand's leading dimensions) broadcast to
+/// `target`, 0 along repeated axes.
+pub(super) fn broadcast_strides(shape: &[usize], target: &[usize]) -> Vec<usize> {
+    let own = strides(shape);
+    let off = target.len() - shape.len();
+    (0..target.len())
+        .map(|i| {
+            if i < off || shape[i - off] == 1 {
+                0
+            } else {
+                own[i - off]
+            }
+        })
+        .collect()
+}
+
+pub(super) fn matmul(l: &mut Lowering, node: &Node) -> Result<()> {
+    let (a, b, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let (da, db, out) = (l.ir.desc(a), l.ir.desc(b), l.ir.desc(y));
+    let r = out.rank();
+    let (m, n) = (out.shape[r - 2], out.shape[r - 1]);
+    let k = da.shape[da.rank() - 1];
+    let batch = out.shape[..r - 2].to_vec();
+    // Batch strides count whole matrices; the kernel wants elements.
+    let sa: Vec<usize> = broadcast_strides(&da.shape[..da.rank() - 2], &batch)
+        .iter()
+        .map(|s| s * m * k)
+        .collect();
+    let sb: Vec<usize> = broadcast_strides(&db.shape[..db.rank() - 2], &batch)
+        .iter()
+        .map(|s| s * k * n)
+        .collect();
+    product(
+        l,
+        Product {
+            label: "matmul",
+            m,
+            n,
+            k,
+            a: (a, k, 1),
+            b: (b, n, 1),
+            c: None,
+            alpha: 1.0,
+            beta: 0.0,
+            batch: (batch, sa, sb),
+            node,
+        },
+    )
+}

@@ -1,0 +1,63 @@
+//! slice (starts, sizes, strides), and the strided-view kernel that
+//! transpose and split share with it.
+
+use super::lower::{grid, Kernel, Lowering};
+use crate::error::{Error, Result};
+use crate::ml::graph_ir::{Node, OperandId};
+use crate::ml::types::{strides, DataType};
+
+const WG: u32 = 256;
+
+/// uint8 is packed four to a u32 word, so an element-indexed copy would move
+/// whole words; refusing is better than returning scrambled bytes.
+pub(super) fn refuse_uint8(l: &Lowering, id: OperandId, op: &str) -> Result<()> {
+    if l.ir.desc(id).data_type == DataType::Uint8 {
+        return Err(Error::invalid(format!(
+            "{op} does not support uint8 on the GPU; cast first (to int32 or float32)"
+        )));
+    }
+    Ok(())
+}
+
+/// Copies the view `x[base + sum_k c[k] * mult[k]]` of `x` into `y`, for
+/// every coordinate `c` of `y`'s shape.
+pub(super) fn strided_view(
+    l: &mut Lowering,
+    label: &str,
+    x: OperandId,
+    y: OperandId,
+    base: usize,
+    mult: &[usize],
+) -> Result<()> {
+    let out = l.ir.desc(y).clone();
+    let n = out.element_count();
+    let mut params = vec![n as u32, out.rank() as u32, base as u32];
+    params.extend(out.shape.iter().map(|&d| d as u32));
+    params.extend(mult.iter().map(|&m| m as u32));
+    l.kernel(Kernel {
+        label: label.into(),
+        source: include_str!("slice.wgsl"),
+        output_type: out.data_type,
+        input_type: out.data_type,
+        activations: &[],
+        params,
+        inputs: vec![x],
+        outputs: vec![y],
+        workgroups: grid(n, WG),
+        workgroup_size: WG,
+    })
+}
+
+pub(super) fn slice(
+    l: &mut Lowering,
+    node: &Node,
+    starts: &[usize],
+    steps: &[usize],
+) -> Result<()> {
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    refuse_uint8(l, x, "slice")?;
+    let in_strides = strides(&l.ir.desc(x).shape);
+    let base = starts.iter().zip(&in_strides).map(|(s, t)| s * t).sum();
+    let mult: Vec<usize> = steps.iter().zip(&in_strides).map(|(s, t)| s * t).collect();
+    strided_view(l, "slice", x, y, base, &mult)
+}
