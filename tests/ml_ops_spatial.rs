@@ -1089,7 +1089,6 @@ fn resample2d_known_values() {
 /// More output pixels than 65535 workgroups of the tiled conv2d kernel cover
 /// in one grid dimension (64 pixels each), so the grid has to fold.
 #[test]
-#[ignore = "about 35 s on lavapipe; run with --ignored on a real GPU"]
 fn conv2d_large_image_folds_the_grid() {
     let mut rng = StdRng::seed_from_u64(9);
     let (h, w) = (2048, 2056);

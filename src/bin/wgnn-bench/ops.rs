@@ -4,6 +4,9 @@
 use wgnn::gpu::Gpu;
 use wgnn::ml::*;
 
+/// Adds the benchmarked op to a graph whose input is `x`.
+type BuildFn = Box<dyn Fn(&GraphBuilder, &Operand) -> wgnn::Result<Operand>>;
+
 pub struct OpCase {
     pub name: String,
     pub shape: String,
@@ -11,7 +14,7 @@ pub struct OpCase {
     pub flops: f64,
     /// Bytes read and written by one run (minimum traffic).
     pub bytes: f64,
-    build: Box<dyn Fn(&GraphBuilder, &Operand) -> wgnn::Result<Operand>>,
+    build: BuildFn,
     input: OperandDescriptor,
 }
 
