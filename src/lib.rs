@@ -7,5 +7,6 @@ pub mod error;
 pub mod gpu;
 #[cfg(feature = "gst")]
 pub mod gst;
+pub mod video;
 
 pub use error::{Error, Result};
