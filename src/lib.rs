@@ -9,5 +9,6 @@ pub mod gpu;
 pub mod gst;
 pub mod ml;
 pub mod models;
+pub mod video;
 
 pub use error::{Error, Result};

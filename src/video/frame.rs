@@ -1,0 +1,324 @@
+//! Frames as the CPU hands them over (bytes plus a layout) and as the shaders
+//! see them (one texture per plane).
+
+use crate::error::{Error, Result};
+use crate::gpu::transfer::TextureRegion;
+use crate::gpu::Gpu;
+
+use super::pool::{PooledTexture, TextureKey, TexturePool};
+
+/// The pixel formats frames can arrive in. Names follow GStreamer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VideoFormat {
+    Rgba,
+    Bgra,
+    /// RGBA whose fourth byte is padding.
+    Rgbx,
+    Bgrx,
+    /// Packed 24-bit RGB.
+    Rgb,
+    /// Y plane, then one interleaved UV plane at half resolution.
+    Nv12,
+    /// Y, U and V planes, chroma at half resolution.
+    I420,
+}
+
+impl VideoFormat {
+    pub const ALL: [VideoFormat; 7] = [
+        VideoFormat::Rgba,
+        VideoFormat::Bgra,
+        VideoFormat::Rgbx,
+        VideoFormat::Bgrx,
+        VideoFormat::Rgb,
+        VideoFormat::Nv12,
+        VideoFormat::I420,
+    ];
+
+    /// Parses a GStreamer format name ("NV12", "RGBx", ...).
+    pub fn from_name(name: &str) -> Result<VideoFormat> {
+        VideoFormat::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                let known: Vec<&str> = VideoFormat::ALL.iter().map(|f| f.name()).collect();
+                Error::invalid(format!(
+                    "unsupported video format '{name}' (supported: {})",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VideoFormat::Rgba => "RGBA",
+            VideoFormat::Bgra => "BGRA",
+            VideoFormat::Rgbx => "RGBx",
+            VideoFormat::Bgrx => "BGRx",
+            VideoFormat::Rgb => "RGB",
+            VideoFormat::Nv12 => "NV12",
+            VideoFormat::I420 => "I420",
+        }
+    }
+
+    pub fn plane_count(self) -> usize {
+        match self {
+            VideoFormat::Nv12 => 2,
+            VideoFormat::I420 => 3,
+            _ => 1,
+        }
+    }
+
+    pub fn is_yuv(self) -> bool {
+        matches!(self, VideoFormat::Nv12 | VideoFormat::I420)
+    }
+
+    /// Size of plane `plane` in texels of its texture. Chroma planes round up
+    /// so that odd sizes keep their last column and row.
+    pub fn plane_size(self, plane: usize, width: u32, height: u32) -> (u32, u32) {
+        match (self, plane) {
+            (VideoFormat::Rgb, _) => (width * 3, height),
+            (VideoFormat::Nv12 | VideoFormat::I420, p) if p > 0 => {
+                (width.div_ceil(2), height.div_ceil(2))
+            }
+            _ => (width, height),
+        }
+    }
+
+    /// The texture format a plane is uploaded into. Packed 24-bit RGB has no
+    /// wgpu format, so its bytes go into an R8Uint texture three times as
+    /// wide and the shader reassembles pixels.
+    pub fn plane_format(self, plane: usize) -> wgpu::TextureFormat {
+        use wgpu::TextureFormat as F;
+        match (self, plane) {
+            (VideoFormat::Rgba | VideoFormat::Rgbx, _) => F::Rgba8Unorm,
+            (VideoFormat::Bgra | VideoFormat::Bgrx, _) => F::Bgra8Unorm,
+            (VideoFormat::Rgb, _) => F::R8Uint,
+            (VideoFormat::Nv12, 1) => F::Rg8Unorm,
+            _ => F::R8Unorm,
+        }
+    }
+
+    fn texel_bytes(self, plane: usize) -> usize {
+        self.plane_format(plane)
+            .block_copy_size(None)
+            .expect("colour formats have a block size") as usize
+    }
+
+    /// Bytes of one row of pixels in plane `plane`, without padding.
+    pub fn row_bytes(self, plane: usize, width: u32) -> usize {
+        self.plane_size(plane, width, 1).0 as usize * self.texel_bytes(plane)
+    }
+}
+
+impl std::fmt::Display for VideoFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where one plane starts in the frame's bytes and how far apart its rows are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneLayout {
+    pub offset: usize,
+    pub stride: usize,
+}
+
+/// How a frame's bytes are laid out: the same information as GStreamer's
+/// `VideoInfo` (per-plane offset and stride).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub format: VideoFormat,
+    pub width: u32,
+    pub height: u32,
+    pub planes: Vec<PlaneLayout>,
+}
+
+impl FrameLayout {
+    /// Planes back to back with rows exactly as long as the pixels need.
+    pub fn packed(format: VideoFormat, width: u32, height: u32) -> FrameLayout {
+        let strides: Vec<usize> = (0..format.plane_count())
+            .map(|p| format.row_bytes(p, width))
+            .collect();
+        FrameLayout::with_strides(format, width, height, &strides)
+    }
+
+    /// Planes back to back with the given row strides (one per plane; strides
+    /// are checked by [`FrameLayout::validate`], not here).
+    pub fn with_strides(
+        format: VideoFormat,
+        width: u32,
+        height: u32,
+        strides: &[usize],
+    ) -> FrameLayout {
+        let mut offset = 0;
+        let planes = strides
+            .iter()
+            .enumerate()
+            .map(|(p, &stride)| {
+                let plane = PlaneLayout { offset, stride };
+                offset += stride * format.plane_size(p, width, height).1 as usize;
+                plane
+            })
+            .collect();
+        FrameLayout {
+            format,
+            width,
+            height,
+            planes,
+        }
+    }
+
+    /// Bytes the frame occupies: up to the end of the plane that ends last.
+    pub fn len(&self) -> usize {
+        self.planes
+            .iter()
+            .enumerate()
+            .map(|(p, l)| {
+                l.offset + l.stride * self.format.plane_size(p, self.width, self.height).1 as usize
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Checks the layout against the format and the device's limits.
+    pub fn validate(&self, gpu: &Gpu) -> Result<()> {
+        let f = self.format;
+        if self.width == 0 || self.height == 0 {
+            return Err(Error::invalid(format!(
+                "zero-size frame ({}x{}): width and height must be at least 1",
+                self.width, self.height
+            )));
+        }
+        if self.planes.len() != f.plane_count() {
+            return Err(Error::invalid(format!(
+                "{f} frames have {} plane(s), the layout lists {}",
+                f.plane_count(),
+                self.planes.len()
+            )));
+        }
+        let max = gpu.limits().max_texture_dimension_2d;
+        for p in 0..f.plane_count() {
+            let (w, h) = f.plane_size(p, self.width, self.height);
+            if w > max || h > max {
+                let packing = if f == VideoFormat::Rgb {
+                    " (packed RGB is stored 3 bytes to a texel, so its texture is 3x the width)"
+                } else {
+                    ""
+                };
+                return Err(Error::invalid(format!(
+                    "{f} frame {}x{} needs a {w}x{h} texture for plane {p}, over the device limit \
+                     max_texture_dimension_2d = {max}{packing}",
+                    self.width, self.height
+                )));
+            }
+            let row = f.row_bytes(p, self.width);
+            let stride = self.planes[p].stride;
+            if stride < row {
+                return Err(Error::invalid(format!(
+                    "{f} plane {p}: stride {stride} is shorter than a row of {} pixels ({row} bytes)",
+                    self.width
+                )));
+            }
+            if u32::try_from(stride).is_err() {
+                return Err(Error::invalid(format!(
+                    "{f} plane {p}: stride {stride} does not fit in 32 bits"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A frame whose planes live in GPU textures.
+#[derive(Debug)]
+pub struct GpuFrame {
+    format: VideoFormat,
+    width: u32,
+    height: u32,
+    planes: Vec<PooledTexture>,
+}
+
+impl GpuFrame {
+    pub fn format(&self) -> VideoFormat {
+        self.format
+    }
+
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// The plane textures in format order (Y, UV for NV12; Y, U, V for I420).
+    pub fn planes(&self) -> impl Iterator<Item = &wgpu::Texture> {
+        self.planes.iter().map(|p| &**p)
+    }
+
+    pub fn plane(&self, index: usize) -> Option<&wgpu::Texture> {
+        self.planes.get(index).map(|p| &**p)
+    }
+}
+
+/// Uploads a frame: one counted texture upload per plane, straight from the
+/// caller's bytes (strides are handled by the copy, nothing is repacked).
+pub fn upload_frame(
+    gpu: &Gpu,
+    pool: &TexturePool,
+    layout: &FrameLayout,
+    bytes: &[u8],
+) -> Result<GpuFrame> {
+    layout.validate(gpu)?;
+    let f = layout.format;
+    for (p, plane) in layout.planes.iter().enumerate() {
+        let rows = f.plane_size(p, layout.width, layout.height).1 as usize;
+        let end = plane.offset + plane.stride * rows;
+        if bytes.len() < end {
+            return Err(Error::invalid(format!(
+                "{f} {}x{} frame: plane {p} needs bytes up to {end} ({rows} rows of stride {} \
+                 from offset {}), the data has {}",
+                layout.width,
+                layout.height,
+                plane.stride,
+                plane.offset,
+                bytes.len()
+            )));
+        }
+    }
+    let mut planes = Vec::with_capacity(f.plane_count());
+    for (p, plane) in layout.planes.iter().enumerate() {
+        let (w, h) = f.plane_size(p, layout.width, layout.height);
+        let texture = pool.acquire(
+            gpu,
+            "wgnn video plane",
+            TextureKey {
+                width: w,
+                height: h,
+                format: f.plane_format(p),
+                // COPY_SRC lets a frame be inspected or copied onward (tests, debugging).
+                usage: wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_DST
+                    | wgpu::TextureUsages::COPY_SRC,
+            },
+        )?;
+        gpu.upload_texture(
+            &texture,
+            TextureRegion::whole(&texture),
+            &bytes[plane.offset..],
+            plane.stride as u32,
+            h,
+        )?;
+        planes.push(texture);
+    }
+    Ok(GpuFrame {
+        format: f,
+        width: layout.width,
+        height: layout.height,
+        planes,
+    })
+}

@@ -1,0 +1,322 @@
+//! Frame -> model input tensor: colour conversion, resize and normalisation
+//! in one compute pass writing straight into the model's input buffer.
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+use super::frame::GpuFrame;
+use super::frame_read::{frame_bind_group, ColorSpec, Reader};
+use super::pipelines::{constants_key, groups_2d, PipelineCache};
+
+/// Element order of the output tensor (batch 1, 3 channels).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TensorLayout {
+    #[default]
+    Nhwc,
+    Nchw,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OutputDtype {
+    #[default]
+    F32,
+    /// Needs the device feature SHADER_F16.
+    F16,
+}
+
+impl OutputDtype {
+    pub fn size(self) -> u64 {
+        match self {
+            OutputDtype::F32 => 4,
+            OutputDtype::F16 => 2,
+        }
+    }
+}
+
+/// How the frame is fitted to the model's input size.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Resize {
+    /// Scale each axis independently (aspect ratio not kept).
+    #[default]
+    Stretch,
+    /// Scale to fit inside, keep aspect, fill the borders with `pad` (RGB,
+    /// 0..255, normalised like pixels).
+    Letterbox { pad: [u8; 3] },
+    /// Scale to cover, keep aspect, cut the overhang evenly on both sides.
+    CenterCrop,
+}
+
+/// Per output channel: value = x * scale + offset, where x is the 8-bit
+/// colour value (0..255).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Normalize {
+    pub scale: [f32; 3],
+    pub offset: [f32; 3],
+}
+
+impl Normalize {
+    /// 0..1
+    pub const ZERO_ONE: Normalize = Normalize {
+        scale: [1.0 / 255.0; 3],
+        offset: [0.0; 3],
+    };
+    /// -1..1
+    pub const MINUS_ONE_ONE: Normalize = Normalize {
+        scale: [2.0 / 255.0; 3],
+        offset: [-1.0; 3],
+    };
+    /// 0..255, unchanged.
+    pub const RAW: Normalize = Normalize {
+        scale: [1.0; 3],
+        offset: [0.0; 3],
+    };
+
+    /// (x/255 - mean) / std, the torchvision convention (ImageNet:
+    /// mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225]).
+    pub fn mean_std(mean: [f32; 3], std: [f32; 3]) -> Normalize {
+        Normalize {
+            scale: std.map(|s| 1.0 / (255.0 * s)),
+            offset: [0, 1, 2].map(|c| -mean[c] / std[c]),
+        }
+    }
+}
+
+impl Default for Normalize {
+    fn default() -> Self {
+        Normalize::ZERO_ONE
+    }
+}
+
+/// Channel order of the output tensor (and of `Normalize`'s arrays).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ChannelOrder {
+    #[default]
+    Rgb,
+    Bgr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TensorizeOptions {
+    /// Model input width and height.
+    pub width: u32,
+    pub height: u32,
+    pub layout: TensorLayout,
+    pub dtype: OutputDtype,
+    pub resize: Resize,
+    pub normalize: Normalize,
+    pub color: ColorSpec,
+    pub channels: ChannelOrder,
+}
+
+impl TensorizeOptions {
+    /// NHWC f32 RGB in 0..1, stretched, BT.601 limited range for YUV.
+    pub fn new(width: u32, height: u32) -> Self {
+        TensorizeOptions {
+            width,
+            height,
+            layout: TensorLayout::default(),
+            dtype: OutputDtype::default(),
+            resize: Resize::default(),
+            normalize: Normalize::default(),
+            color: ColorSpec::default(),
+            channels: ChannelOrder::default(),
+        }
+    }
+}
+
+/// Turns frames into tensors of one configuration. Cheap per frame: the
+/// pipeline for each frame format is compiled on first use and kept.
+pub struct Tensorizer {
+    gpu: Gpu,
+    options: TensorizeOptions,
+    pipelines: PipelineCache,
+}
+
+impl std::fmt::Debug for Tensorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensorizer")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tensorizer {
+    pub fn new(gpu: &Gpu, options: TensorizeOptions) -> Result<Tensorizer> {
+        let o = &options;
+        if o.width == 0 || o.height == 0 {
+            return Err(Error::invalid(format!(
+                "tensorize: output size {}x{} must be at least 1x1",
+                o.width, o.height
+            )));
+        }
+        if o.dtype == OutputDtype::F16 && !gpu.has(wgpu::Features::SHADER_F16) {
+            return Err(Error::invalid(format!(
+                "tensorize: f16 output needs the SHADER_F16 feature, which {} lacks; use f32",
+                gpu.info().name
+            )));
+        }
+        let values = o.normalize.scale.iter().chain(&o.normalize.offset);
+        if values.clone().any(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!(
+                "tensorize: normalisation {:?} has a value that is not finite (std of 0?)",
+                o.normalize
+            )));
+        }
+        let t = Tensorizer {
+            gpu: gpu.clone(),
+            options,
+            pipelines: PipelineCache::default(),
+        };
+        let limits = gpu.limits();
+        let bytes = t.output_bytes();
+        if bytes > limits.max_storage_buffer_binding_size {
+            return Err(Error::invalid(format!(
+                "tensorize: a {}x{}x3 {:?} tensor is {bytes} bytes, over the device limit \
+                 max_storage_buffer_binding_size = {}",
+                o.width, o.height, o.dtype, limits.max_storage_buffer_binding_size
+            )));
+        }
+        Ok(t)
+    }
+
+    pub fn options(&self) -> &TensorizeOptions {
+        &self.options
+    }
+
+    /// Elements written: 1 * 3 * height * width.
+    pub fn output_len(&self) -> u64 {
+        3 * u64::from(self.options.width) * u64::from(self.options.height)
+    }
+
+    pub fn output_bytes(&self) -> u64 {
+        self.output_len() * self.options.dtype.size()
+    }
+
+    /// Shape of the output tensor in its layout's order.
+    pub fn output_shape(&self) -> [u32; 4] {
+        let (w, h) = (self.options.width, self.options.height);
+        match self.options.layout {
+            TensorLayout::Nhwc => [1, h, w, 3],
+            TensorLayout::Nchw => [1, 3, h, w],
+        }
+    }
+
+    /// Pipelines compiled so far (one per frame plane arrangement seen).
+    pub fn pipelines_built(&self) -> u64 {
+        self.pipelines.built()
+    }
+
+    fn constants(&self, reader: Reader) -> Vec<(&'static str, f64)> {
+        let o = &self.options;
+        let (mode, pad) = match o.resize {
+            Resize::Stretch => (0, [0; 3]),
+            Resize::Letterbox { pad } => (1, pad),
+            Resize::CenterCrop => (2, [0; 3]),
+        };
+        let n = &o.normalize;
+        let mut c = vec![
+            ("out_w", f64::from(o.width)),
+            ("out_h", f64::from(o.height)),
+            ("resize_mode", f64::from(mode)),
+            ("nchw", f64::from(u8::from(o.layout == TensorLayout::Nchw))),
+            ("bgr", f64::from(u8::from(o.channels == ChannelOrder::Bgr))),
+            ("pad_r", f64::from(pad[0])),
+            ("pad_g", f64::from(pad[1])),
+            ("pad_b", f64::from(pad[2])),
+            ("scale0", f64::from(n.scale[0])),
+            ("scale1", f64::from(n.scale[1])),
+            ("scale2", f64::from(n.scale[2])),
+            ("offset0", f64::from(n.offset[0])),
+            ("offset1", f64::from(n.offset[1])),
+            ("offset2", f64::from(n.offset[2])),
+        ];
+        c.extend(reader.constants(o.color));
+        c
+    }
+
+    fn pipeline(&self, reader: Reader) -> Result<wgpu::ComputePipeline> {
+        let constants = self.constants(reader);
+        let header = match self.options.dtype {
+            OutputDtype::F32 => "alias out_t = f32;\n",
+            OutputDtype::F16 => "enable f16;\nalias out_t = f16;\n",
+        };
+        self.pipelines.get(
+            &self.gpu,
+            format!(
+                "{reader:?} {:?} {}",
+                self.options.dtype,
+                constants_key(&constants)
+            ),
+            "wgnn tensorize",
+            || {
+                format!(
+                    "{header}{}\n{}",
+                    reader.source(),
+                    include_str!("tensorize.wgsl")
+                )
+            },
+            &constants,
+        )
+    }
+
+    /// Records the pass that writes the tensor for `frame` into the first
+    /// `output_bytes()` of `dst` (a STORAGE buffer, e.g. a model input).
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        dst: &wgpu::Buffer,
+    ) -> Result<()> {
+        if !dst.usage().contains(wgpu::BufferUsages::STORAGE) {
+            return Err(Error::invalid(
+                "tensorize: the destination buffer lacks STORAGE usage",
+            ));
+        }
+        if dst.size() < self.output_bytes() {
+            return Err(Error::invalid(format!(
+                "tensorize: the destination buffer has {} bytes, the {:?} tensor needs {}",
+                dst.size(),
+                self.output_shape(),
+                self.output_bytes()
+            )));
+        }
+        let pipeline = self.pipeline(Reader::of(frame.format()))?;
+        let planes = frame_bind_group(&self.gpu, &pipeline, frame)?;
+        let gpu = &self.gpu;
+        let out = gpu.scoped("tensorize output binding", || {
+            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("wgnn tensorize output"),
+                layout: &pipeline.get_bind_group_layout(1),
+                entries: &[wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: dst.as_entire_binding(),
+                }],
+            })
+        })?;
+        let (gx, gy) = groups_2d(self.options.width, self.options.height);
+        gpu.scoped("tensorize pass", || {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wgnn tensorize"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &planes, &[]);
+            pass.set_bind_group(1, &out, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        })
+    }
+
+    /// [`Tensorizer::encode`] and submit.
+    pub fn run(&self, frame: &GpuFrame, dst: &wgpu::Buffer) -> Result<()> {
+        let mut encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
+        self.encode(&mut encoder, frame, dst)?;
+        self.gpu
+            .scoped("tensorize submit", || {
+                self.gpu.queue().submit([encoder.finish()])
+            })
+            .map(|_| ())
+    }
+}
