@@ -2,11 +2,26 @@
 //! default) so that the binaries can register them statically; the plugin crate
 //! `plugins/gst-wgnn` only wraps [`register`] into `libgstwgnn.so`.
 
+pub mod caps;
+pub mod device;
+pub mod frame_meta;
+mod stats;
+mod wgnndownload;
+mod wgnnupload;
+
+use std::sync::LazyLock;
+
 use gst::glib;
+
+pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new("wgnn", gst::DebugColorFlags::empty(), Some("wgnn elements"))
+});
 
 /// Registers every wgnn element, on `plugin` when loaded as `libgstwgnn.so`,
 /// or process-wide (`None`) for applications that link the library.
-pub fn register(_plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+    wgnnupload::register(plugin)?;
+    wgnndownload::register(plugin)?;
     Ok(())
 }
 

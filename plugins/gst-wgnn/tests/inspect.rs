@@ -36,6 +36,12 @@ fn gst_inspect_loads_the_plugin() {
     );
     assert!(stdout.contains("libgstwgnn.so"), "{stdout}");
     assert!(stdout.contains(env!("CARGO_PKG_VERSION")), "{stdout}");
+    for element in ["wgnnupload", "wgnndownload"] {
+        assert!(
+            stdout.contains(element),
+            "{element} missing from:\n{stdout}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,221 @@
+use std::sync::{LazyLock, Mutex};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
+use gst_base::subclass::prelude::*;
+
+use crate::gpu::transfer::TextureRegion;
+use crate::gpu::TransferStats;
+use crate::gst::device::DeviceSlot;
+use crate::gst::frame_meta::{frame_of, CAPS_FEATURE_WGPU_TEXTURE};
+use crate::gst::stats::Stats;
+use crate::gst::{caps, CAT};
+
+#[derive(Default)]
+pub struct WgnnDownload {
+    device: DeviceSlot,
+    info: Mutex<Option<gst_video::VideoInfo>>,
+    stats: Stats,
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for WgnnDownload {
+    const NAME: &'static str = "GstWgnnDownload";
+    type Type = super::WgnnDownload;
+    type ParentType = gst_base::BaseTransform;
+}
+
+impl ObjectImpl for WgnnDownload {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(Stats::properties);
+        PROPS.as_ref()
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        self.stats
+            .property(pspec.name())
+            .expect("only counters are registered")
+    }
+}
+
+impl GstObjectImpl for WgnnDownload {}
+
+impl ElementImpl for WgnnDownload {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "wgnn download",
+                "Filter/Video",
+                "Reads wgpu-texture video frames (memory:WgpuTexture) back into system memory",
+                "wgnn developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            vec![
+                gst::PadTemplate::new(
+                    "sink",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &caps::texture_caps(),
+                )
+                .unwrap(),
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &caps::system_caps(),
+                )
+                .unwrap(),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+
+    fn set_context(&self, context: &gst::Context) {
+        self.device.set_context(context);
+        self.parent_set_context(context)
+    }
+}
+
+impl BaseTransformImpl for WgnnDownload {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::NeverInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.stats.reset();
+        self.device.ensure(self.obj().upcast_ref())?;
+        Ok(())
+    }
+
+    fn transform_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> Option<gst::Caps> {
+        let other = match direction {
+            gst::PadDirection::Sink => caps::with_features(caps, None),
+            _ => caps::with_features(caps, Some(CAPS_FEATURE_WGPU_TEXTURE)),
+        };
+        Some(match filter {
+            Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
+            None => other,
+        })
+    }
+
+    fn set_caps(&self, _incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let info = gst_video::VideoInfo::from_caps(outcaps)
+            .map_err(|_| gst::loggable_error!(CAT, "cannot parse output caps {outcaps}"))?;
+        *self.info.lock().unwrap() = Some(info);
+        Ok(())
+    }
+
+    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        self.device.answer(query) || BaseTransformImplExt::parent_query(self, direction, query)
+    }
+
+    fn prepare_output_buffer(
+        &self,
+        inbuf: InputBuffer,
+    ) -> Result<PrepareOutputBufferSuccess, gst::FlowError> {
+        let inbuf: &gst::BufferRef = match &inbuf {
+            InputBuffer::Writable(b) => b,
+            InputBuffer::Readable(b) => b,
+        };
+        let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
+        let info = self
+            .info
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or(gst::FlowError::NotNegotiated)?;
+        let Some(frame) = frame_of(inbuf) else {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Format,
+                ["input buffer carries no wgpu frame (memory:WgpuTexture without WgpuFrameMeta)"]
+            );
+            return Err(gst::FlowError::Error);
+        };
+        if frame.width() != info.width() || frame.height() != info.height() {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Format,
+                [
+                    "frame is {}x{} but caps say {}x{}",
+                    frame.width(),
+                    frame.height(),
+                    info.width(),
+                    info.height()
+                ]
+            );
+            return Err(gst::FlowError::Error);
+        }
+        let mut out = gst::Buffer::with_size(info.size()).map_err(|_| gst::FlowError::Error)?;
+        let mut moved = TransferStats::default();
+        {
+            let out = out.get_mut().unwrap();
+            let mut map = out.map_writable().map_err(|_| gst::FlowError::Error)?;
+            let data = map.as_mut_slice();
+            // Row padding carries no pixels; zero it rather than leak old memory.
+            data.fill(0);
+            let format = frame.format();
+            for (p, texture) in frame.planes().enumerate() {
+                let (_, rows) = format.plane_size(p, frame.width(), frame.height());
+                let row = format.row_bytes(p, frame.width());
+                let bytes = gpu
+                    .download_texture(texture, TextureRegion::whole(texture))
+                    .and_then(|d| d.wait())
+                    .map_err(|e| {
+                        gst::element_imp_error!(
+                            self,
+                            gst::StreamError::Failed,
+                            ["download failed: {}", e]
+                        );
+                        gst::FlowError::Error
+                    })?;
+                moved.downloads += 1;
+                moved.download_bytes += bytes.len() as u64;
+                let packed = bytes.len() / rows as usize;
+                let stride = info.stride()[p] as usize;
+                let offset = info.offset()[p];
+                for r in 0..rows as usize {
+                    let dst = offset + r * stride;
+                    data[dst..dst + row.min(packed)]
+                        .copy_from_slice(&bytes[r * packed..r * packed + row.min(packed)]);
+                }
+            }
+        }
+        inbuf
+            .copy_into(
+                out.get_mut().unwrap(),
+                gst::BufferCopyFlags::FLAGS | gst::BufferCopyFlags::TIMESTAMPS,
+                ..,
+            )
+            .map_err(|_| gst::FlowError::Error)?;
+        let n = self.stats.frame(&moved);
+        gst::log!(
+            CAT,
+            imp = self,
+            "frame {n}: uploaded 0 bytes, downloaded {} bytes",
+            moved.download_bytes
+        );
+        Ok(PrepareOutputBufferSuccess::Buffer(out))
+    }
+
+    fn transform(
+        &self,
+        _inbuf: &gst::Buffer,
+        _outbuf: &mut gst::BufferRef,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        Ok(gst::FlowSuccess::Ok)
+    }
+}

@@ -1,0 +1,216 @@
+use std::sync::{Arc, LazyLock, Mutex};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
+use gst_base::subclass::prelude::*;
+
+use crate::gpu::TransferStats;
+use crate::gst::device::DeviceSlot;
+use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
+use crate::gst::stats::Stats;
+use crate::gst::{caps, CAT};
+use crate::video::{upload_frame, TexturePool};
+
+struct State {
+    info: gst_video::VideoInfo,
+    pool: TexturePool,
+}
+
+#[derive(Default)]
+pub struct WgnnUpload {
+    device: DeviceSlot,
+    state: Mutex<Option<State>>,
+    stats: Stats,
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for WgnnUpload {
+    const NAME: &'static str = "GstWgnnUpload";
+    type Type = super::WgnnUpload;
+    type ParentType = gst_base::BaseTransform;
+}
+
+impl ObjectImpl for WgnnUpload {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(Stats::properties);
+        PROPS.as_ref()
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        self.stats
+            .property(pspec.name())
+            .expect("only counters are registered")
+    }
+}
+
+impl GstObjectImpl for WgnnUpload {}
+
+impl ElementImpl for WgnnUpload {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "wgnn upload",
+                "Filter/Video",
+                "Uploads system-memory video frames into wgpu textures (memory:WgpuTexture)",
+                "wgnn developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            vec![
+                gst::PadTemplate::new(
+                    "sink",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &caps::system_caps(),
+                )
+                .unwrap(),
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &caps::texture_caps(),
+                )
+                .unwrap(),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+
+    fn set_context(&self, context: &gst::Context) {
+        self.device.set_context(context);
+        self.parent_set_context(context)
+    }
+}
+
+impl BaseTransformImpl for WgnnUpload {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::NeverInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.stats.reset();
+        self.device.ensure(self.obj().upcast_ref())?;
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.state.lock().unwrap().take();
+        Ok(())
+    }
+
+    fn transform_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> Option<gst::Caps> {
+        let other = match direction {
+            gst::PadDirection::Sink => caps::with_features(caps, Some(CAPS_FEATURE_WGPU_TEXTURE)),
+            _ => caps::with_features(caps, None),
+        };
+        Some(match filter {
+            Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
+            None => other,
+        })
+    }
+
+    fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let info = gst_video::VideoInfo::from_caps(incaps)
+            .map_err(|_| gst::loggable_error!(CAT, "cannot parse input caps {incaps}"))?;
+        caps::video_format(&info).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        gst::debug!(CAT, imp = self, "uploading {incaps} as {outcaps}");
+        *self.state.lock().unwrap() = Some(State {
+            info,
+            pool: TexturePool::new(),
+        });
+        Ok(())
+    }
+
+    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        self.device.answer(query) || BaseTransformImplExt::parent_query(self, direction, query)
+    }
+
+    fn propose_allocation(
+        &self,
+        decide_query: Option<&gst::query::Allocation>,
+        query: &mut gst::query::Allocation,
+    ) -> Result<(), gst::LoggableError> {
+        // Strided and offset planes upload as they are: no repacking needed.
+        query.add_allocation_meta::<gst_video::VideoMeta>(None);
+        self.parent_propose_allocation(decide_query, query)
+    }
+
+    fn prepare_output_buffer(
+        &self,
+        inbuf: InputBuffer,
+    ) -> Result<PrepareOutputBufferSuccess, gst::FlowError> {
+        let inbuf: &gst::BufferRef = match &inbuf {
+            InputBuffer::Writable(b) => b,
+            InputBuffer::Readable(b) => b,
+        };
+        let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
+        let state = self.state.lock().unwrap();
+        let state = state.as_ref().ok_or(gst::FlowError::NotNegotiated)?;
+        let layout =
+            caps::frame_layout(&state.info, inbuf.meta::<gst_video::VideoMeta>().as_deref())
+                .map_err(|e| {
+                    gst::element_imp_error!(self, gst::StreamError::Format, ["{}", e]);
+                    gst::FlowError::Error
+                })?;
+        let map = inbuf.map_readable().map_err(|_| {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Failed,
+                ["cannot map the input buffer"]
+            );
+            gst::FlowError::Error
+        })?;
+        let frame = upload_frame(&gpu, &state.pool, &layout, map.as_slice()).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Failed, ["upload failed: {}", e]);
+            gst::FlowError::Error
+        })?;
+        let uploaded: usize = layout
+            .planes
+            .iter()
+            .enumerate()
+            .map(|(p, plane)| {
+                plane.stride * layout.format.plane_size(p, layout.width, layout.height).1 as usize
+            })
+            .sum();
+        let mut out = buffer_for(Arc::new(frame));
+        inbuf
+            .copy_into(
+                out.get_mut().unwrap(),
+                gst::BufferCopyFlags::FLAGS | gst::BufferCopyFlags::TIMESTAMPS,
+                ..,
+            )
+            .map_err(|_| gst::FlowError::Error)?;
+        let n = self.stats.frame(&TransferStats {
+            uploads: layout.planes.len() as u64,
+            upload_bytes: uploaded as u64,
+            ..Default::default()
+        });
+        gst::log!(
+            CAT,
+            imp = self,
+            "frame {n}: uploaded {uploaded} bytes, downloaded 0 bytes"
+        );
+        Ok(PrepareOutputBufferSuccess::Buffer(out))
+    }
+
+    fn transform(
+        &self,
+        _inbuf: &gst::Buffer,
+        _outbuf: &mut gst::BufferRef,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        // The upload happened while preparing the output buffer.
+        Ok(gst::FlowSuccess::Ok)
+    }
+}

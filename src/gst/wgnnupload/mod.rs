@@ -1,0 +1,24 @@
+//! `wgnnupload`: system-memory video frames into wgpu textures
+//! (`video/x-raw(memory:WgpuTexture)`), one counted upload per plane.
+//!
+//! ```text
+//! gst-launch-1.0 videotestsrc num-buffers=30 ! wgnnupload ! wgnndownload ! videoconvert ! autovideosink
+//! ```
+
+mod imp;
+
+use gst::glib;
+use gst::prelude::*;
+
+glib::wrapper! {
+    pub struct WgnnUpload(ObjectSubclass<imp::WgnnUpload>) @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+    gst::Element::register(
+        plugin,
+        "wgnnupload",
+        gst::Rank::NONE,
+        WgnnUpload::static_type(),
+    )
+}
