@@ -46,9 +46,23 @@ pub fn with_features(caps: &gst::Caps, features: Option<&str>) -> gst::Caps {
     out
 }
 
-pub fn is_texture_caps(caps: &gst::CapsRef) -> bool {
-    caps.features(0)
-        .is_some_and(|f| f.contains(CAPS_FEATURE_WGPU_TEXTURE))
+/// `transform_caps` of an element that only moves frames between memories:
+/// the same caps with the features of the other pad (`None`: system memory).
+pub fn between_memories(
+    direction: gst::PadDirection,
+    caps: &gst::Caps,
+    filter: Option<&gst::Caps>,
+    sink: Option<&str>,
+    src: Option<&str>,
+) -> gst::Caps {
+    let other = match direction {
+        gst::PadDirection::Sink => with_features(caps, src),
+        _ => with_features(caps, sink),
+    };
+    match filter {
+        Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
+        None => other,
+    }
 }
 
 pub fn video_format(info: &gst_video::VideoInfo) -> Result<VideoFormat> {

@@ -13,6 +13,7 @@ mod fuse;
 mod graph;
 mod graph_ir;
 pub mod ops;
+mod resample_taps;
 mod shape;
 mod tensor;
 mod types;

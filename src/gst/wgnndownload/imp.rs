@@ -101,14 +101,13 @@ impl BaseTransformImpl for WgnnDownload {
         caps: &gst::Caps,
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
-        let other = match direction {
-            gst::PadDirection::Sink => caps::with_features(caps, None),
-            _ => caps::with_features(caps, Some(CAPS_FEATURE_WGPU_TEXTURE)),
-        };
-        Some(match filter {
-            Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
-            None => other,
-        })
+        Some(caps::between_memories(
+            direction,
+            caps,
+            filter,
+            Some(CAPS_FEATURE_WGPU_TEXTURE),
+            None,
+        ))
     }
 
     fn set_caps(&self, _incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {

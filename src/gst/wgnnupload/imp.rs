@@ -111,14 +111,13 @@ impl BaseTransformImpl for WgnnUpload {
         caps: &gst::Caps,
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
-        let other = match direction {
-            gst::PadDirection::Sink => caps::with_features(caps, Some(CAPS_FEATURE_WGPU_TEXTURE)),
-            _ => caps::with_features(caps, None),
-        };
-        Some(match filter {
-            Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
-            None => other,
-        })
+        Some(caps::between_memories(
+            direction,
+            caps,
+            filter,
+            None,
+            Some(CAPS_FEATURE_WGPU_TEXTURE),
+        ))
     }
 
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
