@@ -12,3 +12,12 @@ pub mod models;
 pub mod video;
 
 pub use error::{Error, Result};
+
+/// The directory of wgnn's bundled assets (models, sample media):
+/// `$WGNN_ASSETS_DIR` when set (installed copies), else the source tree's
+/// `assets/`.
+pub fn assets_dir() -> std::path::PathBuf {
+    std::env::var_os("WGNN_ASSETS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets"))
+}

@@ -36,6 +36,15 @@ impl TransferStats {
     }
 }
 
+impl std::ops::AddAssign for TransferStats {
+    fn add_assign(&mut self, other: TransferStats) {
+        self.uploads += other.uploads;
+        self.upload_bytes += other.upload_bytes;
+        self.downloads += other.downloads;
+        self.download_bytes += other.download_bytes;
+    }
+}
+
 impl std::fmt::Display for TransferStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

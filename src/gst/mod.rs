@@ -2,11 +2,21 @@
 //! default) so that the binaries can register them statically; the plugin crate
 //! `plugins/gst-wgnn` only wraps [`register`] into `libgstwgnn.so`.
 
+pub mod app;
+mod arc_meta;
 pub mod caps;
 pub mod device;
+pub mod device_choice;
 pub mod frame_meta;
+pub mod frames;
+mod latency;
 mod stats;
+pub mod tensor_meta;
 mod wgnndownload;
+mod wgnninfer;
+pub mod wgnnsegment;
+mod wgnnsink;
+mod wgnnsuperres;
 mod wgnnupload;
 
 use std::sync::LazyLock;
@@ -22,6 +32,10 @@ pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     wgnnupload::register(plugin)?;
     wgnndownload::register(plugin)?;
+    wgnnsegment::register(plugin)?;
+    wgnnsuperres::register(plugin)?;
+    wgnninfer::register(plugin)?;
+    wgnnsink::register(plugin)?;
     Ok(())
 }
 

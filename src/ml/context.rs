@@ -52,7 +52,11 @@ impl Context {
             .name("wgnn-cpu-context".into())
             .spawn(move || {
                 for job in rx {
-                    job();
+                    // A failing job must not take the timeline down with it:
+                    // later work (and reads waiting on it) still runs.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                        log::error!("a CPU context job panicked; its outputs are left unchanged");
+                    }
                 }
             })
             .expect("spawning the CPU context's worker thread");

@@ -76,6 +76,13 @@ impl std::fmt::Debug for Model {
     }
 }
 
+/// The path of a model bundled with wgnn, `relative` to the models directory
+/// (e.g. `selfie/selfie_segmentation.tflite`): under `$WGNN_ASSETS_DIR/models`
+/// when that is set (installed copies), else the source tree's `assets/models`.
+pub fn bundled(relative: &str) -> PathBuf {
+    crate::assets_dir().join("models").join(relative)
+}
+
 /// Loads a model, recognising its format from the file's contents.
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
@@ -163,6 +170,17 @@ impl Model {
             .map_err(|e| model_error(&self.path, "build", e))?;
         self.graphs.lock().unwrap().insert(key, graph.clone());
         Ok(graph)
+    }
+
+    /// The shapes of the outputs for an input of `input_hw` (height, width),
+    /// worked out by writing the graph without compiling it: cheap, and an
+    /// error names the layer where a size does not fit.
+    pub fn output_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
+        let ctx = Context::cpu();
+        let builder = GraphBuilder::new(&ctx);
+        let outputs = self.source.write(&builder, input_hw);
+        ctx.destroy();
+        Ok(outputs?.iter().map(|(_, o)| o.shape().to_vec()).collect())
     }
 
     /// Runs the model once on `input` (float32, the layout the file declares)

@@ -106,14 +106,44 @@ impl std::fmt::Debug for Compositor {
     }
 }
 
+/// Shared with `video::cpu`, so both paths accept the same strengths.
+pub(crate) fn check_blur(strength: f32) -> Result<()> {
+    if strength > 0.0 && strength <= MAX_BLUR_STRENGTH {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "composite: blur strength {strength} must be above 0 and at most \
+         MAX_BLUR_STRENGTH = {MAX_BLUR_STRENGTH}"
+    )))
+}
+
+/// The mask checks that hold whatever runs the composite (GPU or `video::cpu`).
+pub(crate) fn check_mask(m: &MaskOptions) -> Result<()> {
+    if m.width == 0 || m.height == 0 {
+        return Err(Error::invalid(format!(
+            "composite: mask size {}x{} must be at least 1x1",
+            m.width, m.height
+        )));
+    }
+    if !(0.0..1.0).contains(&m.temporal) {
+        return Err(Error::invalid(format!(
+            "composite: temporal smoothing {} must be in 0..1 (0 = off)",
+            m.temporal
+        )));
+    }
+    if let Some(e) = m.edge {
+        if !(e.threshold.is_finite() && e.softness.is_finite() && e.softness >= 0.0) {
+            return Err(Error::invalid(format!(
+                "composite: edge softening {e:?} needs a finite threshold and softness >= 0"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn check_effect(effect: &Effect) -> Result<()> {
     match effect {
-        Effect::Blur { strength } if !(*strength > 0.0 && *strength <= MAX_BLUR_STRENGTH) => {
-            Err(Error::invalid(format!(
-                "composite: blur strength {strength} must be above 0 and at most \
-                 MAX_BLUR_STRENGTH = {MAX_BLUR_STRENGTH}"
-            )))
-        }
+        Effect::Blur { strength } => check_blur(*strength),
         Effect::Replace(Background::Image(t)) => {
             if !t.usage().contains(wgpu::TextureUsages::TEXTURE_BINDING) {
                 return Err(Error::invalid(
@@ -135,25 +165,7 @@ fn check_effect(effect: &Effect) -> Result<()> {
 impl Compositor {
     pub fn new(gpu: &Gpu, options: CompositeOptions) -> Result<Compositor> {
         let m = &options.mask;
-        if m.width == 0 || m.height == 0 {
-            return Err(Error::invalid(format!(
-                "composite: mask size {}x{} must be at least 1x1",
-                m.width, m.height
-            )));
-        }
-        if !(0.0..1.0).contains(&m.temporal) {
-            return Err(Error::invalid(format!(
-                "composite: temporal smoothing {} must be in 0..1 (0 = off)",
-                m.temporal
-            )));
-        }
-        if let Some(e) = m.edge {
-            if !(e.threshold.is_finite() && e.softness.is_finite() && e.softness >= 0.0) {
-                return Err(Error::invalid(format!(
-                    "composite: edge softening {e:?} needs a finite threshold and softness >= 0"
-                )));
-            }
-        }
+        check_mask(m)?;
         check_effect(&options.effect)?;
         let mask_len = u64::from(m.width) * u64::from(m.height);
         let limits = gpu.limits();

@@ -263,6 +263,31 @@ impl GpuFrame {
     pub fn plane(&self, index: usize) -> Option<&wgpu::Texture> {
         self.planes.get(index).map(|p| &**p)
     }
+
+    /// A pooled RGBA frame for shaders to write (the composite and image
+    /// writers' output), which can then travel like any uploaded frame.
+    pub fn rgba_target(gpu: &Gpu, pool: &TexturePool, width: u32, height: u32) -> Result<GpuFrame> {
+        FrameLayout::packed(VideoFormat::Rgba, width, height).validate(gpu)?;
+        let texture = pool.acquire(
+            gpu,
+            "wgnn rgba frame",
+            TextureKey {
+                width,
+                height,
+                format: wgpu::TextureFormat::Rgba8Unorm,
+                usage: wgpu::TextureUsages::STORAGE_BINDING
+                    | wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_SRC
+                    | wgpu::TextureUsages::COPY_DST,
+            },
+        )?;
+        Ok(GpuFrame {
+            format: VideoFormat::Rgba,
+            width,
+            height,
+            planes: vec![texture],
+        })
+    }
 }
 
 /// Uploads a frame: one counted texture upload per plane, straight from the

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
 use super::composite::create_texture;
-use super::pipelines::{build, groups_2d};
+use super::pipelines::{constants_key, groups_2d, PipelineCache};
 
 /// An RGBA8 texture shaders can write (STORAGE_BINDING), sample
 /// (TEXTURE_BINDING) and that can be copied out (COPY_SRC): the output type
@@ -23,10 +23,12 @@ pub fn create_rgba_texture(gpu: &Gpu, width: u32, height: u32) -> Result<wgpu::T
     )
 }
 
-/// Writes f32 NHWC [1, H, W, 3] image tensors (0..255) into RGBA8 textures.
+/// Writes f32 NHWC [1, H, W, 3] image tensors (0..255) into RGBA8 textures,
+/// whole or into a region, resampling bicubically when the region is larger
+/// than the tensor (see image_out.wgsl).
 pub struct ImageWriter {
     gpu: Gpu,
-    pipeline: wgpu::ComputePipeline,
+    pipelines: PipelineCache,
 }
 
 impl std::fmt::Debug for ImageWriter {
@@ -35,16 +37,25 @@ impl std::fmt::Debug for ImageWriter {
     }
 }
 
+/// Where in the output texture an image tensor goes: columns `x0..x0 +
+/// width`, rows `0..height`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageRegion {
+    pub x0: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
 impl ImageWriter {
     pub fn new(gpu: &Gpu) -> Result<ImageWriter> {
         Ok(ImageWriter {
             gpu: gpu.clone(),
-            pipeline: build(gpu, "wgnn image out", include_str!("image_out.wgsl"), &[])?,
+            pipelines: PipelineCache::default(),
         })
     }
 
     /// Records the pass writing the [1, out.height, out.width, 3] tensor in
-    /// `src` into `out` (Rgba8Unorm with STORAGE_BINDING).
+    /// `src` into all of `out` (Rgba8Unorm with STORAGE_BINDING).
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -52,7 +63,32 @@ impl ImageWriter {
         out: &wgpu::Texture,
     ) -> Result<()> {
         let (w, h) = (out.width(), out.height());
+        let region = ImageRegion {
+            x0: 0,
+            width: w,
+            height: h,
+        };
+        self.encode_region(encoder, src, (w, h), out, region)
+    }
+
+    /// Records the pass writing the [1, size.1, size.0, 3] tensor in `src`
+    /// into `region` of `out`, resampled bicubically when the sizes differ.
+    pub fn encode_region(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        size: (u32, u32),
+        out: &wgpu::Texture,
+        region: ImageRegion,
+    ) -> Result<()> {
+        let (w, h) = size;
         let needed = 4 * 3 * u64::from(w) * u64::from(h);
+        if w == 0 || h == 0 || region.width == 0 || region.height == 0 {
+            return Err(Error::invalid(format!(
+                "image out: empty tensor ({w}x{h}) or region ({}x{})",
+                region.width, region.height
+            )));
+        }
         if !src.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Err(Error::invalid(
                 "image out: the tensor buffer lacks STORAGE usage",
@@ -74,12 +110,35 @@ impl ImageWriter {
                 out.usage()
             )));
         }
+        if u64::from(region.x0) + u64::from(region.width) > u64::from(out.width())
+            || region.height > out.height()
+        {
+            return Err(Error::invalid(format!(
+                "image out: region {region:?} does not fit in the {}x{} output",
+                out.width(),
+                out.height()
+            )));
+        }
         let gpu = &self.gpu;
+        let constants = [
+            ("in_w", f64::from(w)),
+            ("in_h", f64::from(h)),
+            ("x0", f64::from(region.x0)),
+            ("out_w", f64::from(region.width)),
+            ("out_h", f64::from(region.height)),
+        ];
+        let pipeline = self.pipelines.get(
+            gpu,
+            constants_key(&constants),
+            "wgnn image out",
+            || include_str!("image_out.wgsl").to_string(),
+            &constants,
+        )?;
         let view = out.create_view(&Default::default());
         let bind = gpu.scoped("image out bindings", || {
             gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("wgnn image out"),
-                layout: &self.pipeline.get_bind_group_layout(0),
+                layout: &pipeline.get_bind_group_layout(0),
                 entries: &[
                     wgpu::BindGroupEntry {
                         binding: 0,
@@ -92,13 +151,13 @@ impl ImageWriter {
                 ],
             })
         })?;
-        let (gx, gy) = groups_2d(w, h);
+        let (gx, gy) = groups_2d(region.width, region.height);
         gpu.scoped("image out pass", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("wgnn image out"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&self.pipeline);
+            pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         })

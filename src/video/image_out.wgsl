@@ -1,15 +1,62 @@
-// Image tensor (f32 NHWC [1, H, W, 3], values nominally 0..255, e.g. a
-// super-resolution model's output) -> RGBA8, clamped and opaque.
+// Image tensor (f32 NHWC [1, in_h, in_w, 3], values nominally 0..255, e.g. a
+// super-resolution model's output) -> a region of an RGBA8 texture, clamped
+// and opaque. When the region is larger than the tensor, the tensor is
+// resampled bicubically (Keys, a = -0.5, half-pixel centres, edges clamped):
+// the "bicubic" half of a super-resolution comparison. At equal sizes the
+// cubic weights are (0, 1, 0, 0), so the copy is exact.
+override in_w: u32;
+override in_h: u32;
+override x0: u32;
+override out_w: u32;
+override out_h: u32;
+
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var out: texture_storage_2d<rgba8unorm, write>;
 
+fn texel(x: i32, y: i32) -> vec3<f32> {
+    let cx = u32(clamp(x, 0, i32(in_w) - 1));
+    let cy = u32(clamp(y, 0, i32(in_h) - 1));
+    let i = (cy * in_w + cx) * 3u;
+    return vec3<f32>(src[i], src[i + 1u], src[i + 2u]);
+}
+
+fn cubic(t: f32) -> vec4<f32> {
+    // Weights of the taps at -1, 0, 1, 2 for a sample t in [0, 1) past tap 0.
+    let a = -0.5;
+    let t2 = t * t;
+    let t3 = t2 * t;
+    return vec4<f32>(
+        a * t3 - 2.0 * a * t2 + a * t,
+        (a + 2.0) * t3 - (a + 3.0) * t2 + 1.0,
+        -(a + 2.0) * t3 + (2.0 * a + 3.0) * t2 - a * t,
+        -a * t3 + a * t2,
+    );
+}
+
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    let size = textureDimensions(out);
-    if id.x >= size.x || id.y >= size.y {
+    if id.x >= out_w || id.y >= out_h {
         return;
     }
-    let i = (id.y * size.x + id.x) * 3u;
-    let rgb = vec3<f32>(src[i], src[i + 1u], src[i + 2u]) / 255.0;
-    textureStore(out, id.xy, vec4<f32>(clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)), 1.0));
+    var rgb: vec3<f32>;
+    if in_w == out_w && in_h == out_h {
+        rgb = texel(i32(id.x), i32(id.y));
+    } else {
+        let sx = (f32(id.x) + 0.5) * f32(in_w) / f32(out_w) - 0.5;
+        let sy = (f32(id.y) + 0.5) * f32(in_h) / f32(out_h) - 0.5;
+        let fx = floor(sx);
+        let fy = floor(sy);
+        let wx = cubic(sx - fx);
+        let wy = cubic(sy - fy);
+        let bx = i32(fx) - 1;
+        let by = i32(fy) - 1;
+        rgb = vec3<f32>(0.0);
+        for (var j = 0; j < 4; j++) {
+            let row = texel(bx, by + j) * wx.x + texel(bx + 1, by + j) * wx.y
+                + texel(bx + 2, by + j) * wx.z + texel(bx + 3, by + j) * wx.w;
+            rgb += row * wy[j];
+        }
+    }
+    let c = clamp(rgb / 255.0, vec3<f32>(0.0), vec3<f32>(1.0));
+    textureStore(out, vec2<u32>(x0 + id.x, id.y), vec4<f32>(c, 1.0));
 }

@@ -6,6 +6,7 @@
 //! Independent of GStreamer: frames arrive as bytes plus a [`FrameLayout`].
 
 mod composite;
+pub mod cpu;
 mod frame;
 mod frame_read;
 mod image_out;
@@ -19,7 +20,7 @@ pub use composite::{
 };
 pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
-pub use image_out::{create_rgba_texture, ImageWriter};
+pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};
 pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
 pub use readback::download_rgba;
 pub use tensorize::{

@@ -124,6 +124,24 @@ impl TensorizeOptions {
     }
 }
 
+/// The checks that hold whatever runs the options (GPU shader or `video::cpu`).
+pub(crate) fn check_options(o: &TensorizeOptions) -> Result<()> {
+    if o.width == 0 || o.height == 0 {
+        return Err(Error::invalid(format!(
+            "tensorize: output size {}x{} must be at least 1x1",
+            o.width, o.height
+        )));
+    }
+    let values = o.normalize.scale.iter().chain(&o.normalize.offset);
+    if values.clone().any(|v| !v.is_finite()) {
+        return Err(Error::invalid(format!(
+            "tensorize: normalisation {:?} has a value that is not finite (std of 0?)",
+            o.normalize
+        )));
+    }
+    Ok(())
+}
+
 /// Turns frames into tensors of one configuration. Cheap per frame: the
 /// pipeline for each frame format is compiled on first use and kept.
 pub struct Tensorizer {
@@ -143,23 +161,11 @@ impl std::fmt::Debug for Tensorizer {
 impl Tensorizer {
     pub fn new(gpu: &Gpu, options: TensorizeOptions) -> Result<Tensorizer> {
         let o = &options;
-        if o.width == 0 || o.height == 0 {
-            return Err(Error::invalid(format!(
-                "tensorize: output size {}x{} must be at least 1x1",
-                o.width, o.height
-            )));
-        }
+        check_options(o)?;
         if o.dtype == OutputDtype::F16 && !gpu.has(wgpu::Features::SHADER_F16) {
             return Err(Error::invalid(format!(
                 "tensorize: f16 output needs the SHADER_F16 feature, which {} lacks; use f32",
                 gpu.info().name
-            )));
-        }
-        let values = o.normalize.scale.iter().chain(&o.normalize.offset);
-        if values.clone().any(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!(
-                "tensorize: normalisation {:?} has a value that is not finite (std of 0?)",
-                o.normalize
             )));
         }
         let t = Tensorizer {

@@ -27,7 +27,6 @@ fn gst_inspect_loads_the_plugin() {
         .env("GST_REGISTRY_FORK", "no")
         .output()
         .expect("gst-inspect-1.0 must be installed (gstreamer1.0-tools)");
-    let _ = std::fs::remove_file(&registry);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -36,12 +35,35 @@ fn gst_inspect_loads_the_plugin() {
     );
     assert!(stdout.contains("libgstwgnn.so"), "{stdout}");
     assert!(stdout.contains(env!("CARGO_PKG_VERSION")), "{stdout}");
-    for element in ["wgnnupload", "wgnndownload"] {
+    for element in [
+        "wgnnupload",
+        "wgnndownload",
+        "wgnnsegment",
+        "wgnnsuperres",
+        "wgnninfer",
+        "wgnnsink",
+    ] {
         assert!(
             stdout.contains(element),
             "{element} missing from:\n{stdout}"
         );
+        // Each element is documented: its page lists the copy counters.
+        let page = Command::new("gst-inspect-1.0")
+            .arg(element)
+            .env("GST_PLUGIN_PATH", plugin_dir())
+            .env("GST_REGISTRY", &registry)
+            .env("GST_REGISTRY_FORK", "no")
+            .output()
+            .unwrap();
+        let page = String::from_utf8_lossy(&page.stdout);
+        for property in ["bytes-uploaded", "bytes-downloaded", "frames"] {
+            assert!(
+                page.contains(property),
+                "{element} does not document {property}:\n{page}"
+            );
+        }
     }
+    let _ = std::fs::remove_file(&registry);
 }
 
 #[test]

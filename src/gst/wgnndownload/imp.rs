@@ -6,12 +6,10 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
 use gst_base::subclass::prelude::*;
 
-use crate::gpu::transfer::TextureRegion;
-use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
 use crate::gst::frame_meta::{frame_of, CAPS_FEATURE_WGPU_TEXTURE};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, CAT};
+use crate::gst::{caps, frames, CAT};
 
 #[derive(Default)]
 pub struct WgnnDownload {
@@ -144,55 +142,10 @@ impl BaseTransformImpl for WgnnDownload {
             );
             return Err(gst::FlowError::Error);
         };
-        if frame.width() != info.width() || frame.height() != info.height() {
-            gst::element_imp_error!(
-                self,
-                gst::StreamError::Format,
-                [
-                    "frame is {}x{} but caps say {}x{}",
-                    frame.width(),
-                    frame.height(),
-                    info.width(),
-                    info.height()
-                ]
-            );
-            return Err(gst::FlowError::Error);
-        }
-        let mut out = gst::Buffer::with_size(info.size()).map_err(|_| gst::FlowError::Error)?;
-        let mut moved = TransferStats::default();
-        {
-            let out = out.get_mut().unwrap();
-            let mut map = out.map_writable().map_err(|_| gst::FlowError::Error)?;
-            let data = map.as_mut_slice();
-            // Row padding carries no pixels; zero it rather than leak old memory.
-            data.fill(0);
-            let format = frame.format();
-            for (p, texture) in frame.planes().enumerate() {
-                let (_, rows) = format.plane_size(p, frame.width(), frame.height());
-                let row = format.row_bytes(p, frame.width());
-                let bytes = gpu
-                    .download_texture(texture, TextureRegion::whole(texture))
-                    .and_then(|d| d.wait())
-                    .map_err(|e| {
-                        gst::element_imp_error!(
-                            self,
-                            gst::StreamError::Failed,
-                            ["download failed: {}", e]
-                        );
-                        gst::FlowError::Error
-                    })?;
-                moved.downloads += 1;
-                moved.download_bytes += bytes.len() as u64;
-                let packed = bytes.len() / rows as usize;
-                let stride = info.stride()[p] as usize;
-                let offset = info.offset()[p];
-                for r in 0..rows as usize {
-                    let dst = offset + r * stride;
-                    data[dst..dst + row.min(packed)]
-                        .copy_from_slice(&bytes[r * packed..r * packed + row.min(packed)]);
-                }
-            }
-        }
+        let (mut out, moved) = frames::download(&gpu, &frame, &info).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Failed, ["download failed: {}", e]);
+            gst::FlowError::Error
+        })?;
         inbuf
             .copy_into(
                 out.get_mut().unwrap(),
@@ -201,7 +154,7 @@ impl BaseTransformImpl for WgnnDownload {
             )
             .map_err(|_| gst::FlowError::Error)?;
         let n = self.stats.frame(&moved);
-        gst::log!(
+        gst::debug!(
             CAT,
             imp = self,
             "frame {n}: uploaded 0 bytes, downloaded {} bytes",

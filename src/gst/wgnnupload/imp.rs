@@ -1,4 +1,4 @@
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 
 use gst::glib;
 use gst::prelude::*;
@@ -6,12 +6,11 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
 use gst_base::subclass::prelude::*;
 
-use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
 use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, CAT};
-use crate::video::{upload_frame, TexturePool};
+use crate::gst::{caps, frames, CAT};
+use crate::video::TexturePool;
 
 struct State {
     info: gst_video::VideoInfo,
@@ -157,33 +156,12 @@ impl BaseTransformImpl for WgnnUpload {
         let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
         let state = self.state.lock().unwrap();
         let state = state.as_ref().ok_or(gst::FlowError::NotNegotiated)?;
-        let layout =
-            caps::frame_layout(&state.info, inbuf.meta::<gst_video::VideoMeta>().as_deref())
-                .map_err(|e| {
-                    gst::element_imp_error!(self, gst::StreamError::Format, ["{}", e]);
-                    gst::FlowError::Error
-                })?;
-        let map = inbuf.map_readable().map_err(|_| {
-            gst::element_imp_error!(
-                self,
-                gst::StreamError::Failed,
-                ["cannot map the input buffer"]
-            );
-            gst::FlowError::Error
-        })?;
-        let frame = upload_frame(&gpu, &state.pool, &layout, map.as_slice()).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Failed, ["upload failed: {}", e]);
-            gst::FlowError::Error
-        })?;
-        let uploaded: usize = layout
-            .planes
-            .iter()
-            .enumerate()
-            .map(|(p, plane)| {
-                plane.stride * layout.format.plane_size(p, layout.width, layout.height).1 as usize
-            })
-            .sum();
-        let mut out = buffer_for(Arc::new(frame));
+        let (frame, moved) =
+            frames::frame_in(&gpu, &state.pool, &state.info, inbuf).map_err(|e| {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ["upload failed: {}", e]);
+                gst::FlowError::Error
+            })?;
+        let mut out = buffer_for(frame);
         inbuf
             .copy_into(
                 out.get_mut().unwrap(),
@@ -191,15 +169,12 @@ impl BaseTransformImpl for WgnnUpload {
                 ..,
             )
             .map_err(|_| gst::FlowError::Error)?;
-        let n = self.stats.frame(&TransferStats {
-            uploads: layout.planes.len() as u64,
-            upload_bytes: uploaded as u64,
-            ..Default::default()
-        });
-        gst::log!(
+        let n = self.stats.frame(&moved);
+        gst::debug!(
             CAT,
             imp = self,
-            "frame {n}: uploaded {uploaded} bytes, downloaded 0 bytes"
+            "frame {n}: uploaded {} bytes, downloaded 0 bytes",
+            moved.upload_bytes
         );
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }

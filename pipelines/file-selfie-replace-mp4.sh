@@ -1,0 +1,7 @@
+#!/bin/sh
+# The bundled sample video with the background replaced by a colour, encoded
+# to H.264 in an MP4 (x264enc from gstreamer1.0-plugins-ugly). One upload and
+# one download per frame: the encoder needs system memory.
+gst-launch-1.0 -e filesrc location=assets/samples/astronaut.mp4 ! decodebin ! videoconvert ! \
+    wgnnupload ! wgnnsegment effect=replace background=#2060c0 softness=0.2 ! wgnndownload ! \
+    videoconvert ! x264enc tune=zerolatency ! mp4mux ! filesink location=selfie-replace.mp4

@@ -1,0 +1,58 @@
+//! The processing latency an element adds, measured per frame, for its answer
+//! to the latency query.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Frames remembered: the answer is the worst of the recent ones, so one
+/// slow frame after a quiet stretch is forgotten within a second or two.
+const WINDOW: usize = 32;
+
+#[derive(Default)]
+pub struct LatencyMeter {
+    recent: Mutex<VecDeque<Duration>>,
+    reported: Mutex<gst::ClockTime>,
+}
+
+impl LatencyMeter {
+    /// Records one frame's processing time. Returns true when the latency
+    /// grew by more than half of what was last reported (post a latency
+    /// message then, so that the pipeline asks again).
+    pub fn record(&self, took: Duration) -> bool {
+        let mut recent = self.recent.lock().unwrap();
+        if recent.len() == WINDOW {
+            recent.pop_front();
+        }
+        recent.push_back(took);
+        let now = Self::worst(&recent);
+        let reported = *self.reported.lock().unwrap();
+        now > reported + reported / 2
+    }
+
+    fn worst(recent: &VecDeque<Duration>) -> gst::ClockTime {
+        let worst = recent.iter().max().copied().unwrap_or_default();
+        gst::ClockTime::from_nseconds(worst.as_nanos() as u64)
+    }
+
+    /// The latency to add to upstream's, and remembers it as reported.
+    pub fn latency(&self) -> gst::ClockTime {
+        let now = Self::worst(&self.recent.lock().unwrap());
+        *self.reported.lock().unwrap() = now;
+        now
+    }
+
+    pub fn reset(&self) {
+        self.recent.lock().unwrap().clear();
+        *self.reported.lock().unwrap() = gst::ClockTime::ZERO;
+    }
+
+    /// Answers a latency query already answered upstream by adding ours.
+    pub fn add_to(&self, query: &mut gst::QueryRef) {
+        if let gst::QueryViewMut::Latency(q) = query.view_mut() {
+            let (live, min, max) = q.result();
+            let ours = self.latency();
+            q.set(live, min + ours, max.map(|m| m + ours));
+        }
+    }
+}

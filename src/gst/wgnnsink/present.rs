@@ -1,0 +1,235 @@
+//! Drawing a frame into a render target (a window's surface texture or the
+//! offscreen texture): one render pass that clears to black and draws the
+//! frame, aspect preserved, into the largest centred rectangle that fits.
+//! Nothing is read back: the pixels go from the frame's textures to the
+//! target on the GPU.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::video::{ColorSpec, GpuFrame, VideoFormat, YuvRange};
+
+/// A rectangle of the target, in pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Rect {
+    pub x: f32,
+    pub y: f32,
+    pub w: f32,
+    pub h: f32,
+}
+
+/// Where a picture of display aspect `aspect` (width / height) goes in a
+/// `width` x `height` target: as large as fits, centred, on whole pixels so
+/// that no edge row or column is half covered.
+pub(super) fn letterbox(aspect: f64, width: u32, height: u32) -> Rect {
+    let (tw, th) = (f64::from(width), f64::from(height));
+    let (w, h) = if tw / th > aspect {
+        ((th * aspect).round().clamp(1.0, tw), th)
+    } else {
+        (tw, (tw / aspect).round().clamp(1.0, th))
+    };
+    let x = ((tw - w) / 2.0).floor();
+    let y = ((th - h) / 2.0).floor();
+    Rect {
+        x: x as f32,
+        y: y as f32,
+        w: w as f32,
+        h: h as f32,
+    }
+}
+
+/// The video module's reader snippet for a format: they define
+/// `frame_size()` and `frame_rgb()` for every plane arrangement the elements
+/// carry, so the sink reads frames exactly as the processing shaders do.
+fn reader(format: VideoFormat) -> String {
+    let yuv = include_str!("../../video/yuv.wgsl");
+    match format {
+        VideoFormat::Rgba | VideoFormat::Bgra | VideoFormat::Rgbx | VideoFormat::Bgrx => {
+            include_str!("../../video/read_packed.wgsl").to_string()
+        }
+        VideoFormat::Rgb => include_str!("../../video/read_rgb24.wgsl").to_string(),
+        VideoFormat::Nv12 => format!("{yuv}\n{}", include_str!("../../video/read_nv12.wgsl")),
+        VideoFormat::I420 => format!("{yuv}\n{}", include_str!("../../video/read_i420.wgsl")),
+    }
+}
+
+/// Formats that share a reader share a pipeline.
+fn reader_key(format: VideoFormat) -> VideoFormat {
+    match format {
+        VideoFormat::Bgra | VideoFormat::Rgbx | VideoFormat::Bgrx => VideoFormat::Rgba,
+        f => f,
+    }
+}
+
+/// The override constants the YUV snippets declare (wgpu rejects constants
+/// a shader does not declare, so RGB readers get none).
+fn constants(format: VideoFormat, color: ColorSpec) -> Vec<(&'static str, f64)> {
+    if !format.is_yuv() {
+        return Vec::new();
+    }
+    let (kr, kb) = color.matrix.kr_kb();
+    vec![
+        ("yuv_kr", kr),
+        ("yuv_kb", kb),
+        (
+            "yuv_full_range",
+            f64::from(u8::from(color.range == YuvRange::Full)),
+        ),
+    ]
+}
+
+type Key = (VideoFormat, Option<ColorSpec>, wgpu::TextureFormat);
+
+/// Render pipelines, compiled once per (frame format, colour matrix, target
+/// format): compiling is far slower than drawing.
+#[derive(Default)]
+pub(super) struct Presenter {
+    pipelines: HashMap<Key, wgpu::RenderPipeline>,
+}
+
+impl Presenter {
+    fn pipeline(
+        &mut self,
+        gpu: &Gpu,
+        format: VideoFormat,
+        color: ColorSpec,
+        target: wgpu::TextureFormat,
+    ) -> Result<wgpu::RenderPipeline> {
+        let key = (reader_key(format), format.is_yuv().then_some(color), target);
+        if let Some(p) = self.pipelines.get(&key) {
+            return Ok(p.clone());
+        }
+        let source = format!("{}\n{}", reader(format), include_str!("present.wgsl"));
+        let constants = constants(format, color);
+        let pipeline = gpu.scoped("wgnnsink: building the present pipeline", || {
+            let module = gpu
+                .device()
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("wgnnsink present"),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                });
+            let options = wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                ..Default::default()
+            };
+            gpu.device()
+                .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                    label: Some("wgnnsink present"),
+                    layout: None,
+                    vertex: wgpu::VertexState {
+                        module: &module,
+                        entry_point: Some("vs"),
+                        compilation_options: options.clone(),
+                        buffers: &[],
+                    },
+                    primitive: wgpu::PrimitiveState::default(),
+                    depth_stencil: None,
+                    multisample: wgpu::MultisampleState::default(),
+                    fragment: Some(wgpu::FragmentState {
+                        module: &module,
+                        entry_point: Some("fs"),
+                        compilation_options: options,
+                        targets: &[Some(wgpu::ColorTargetState {
+                            format: target,
+                            blend: None,
+                            write_mask: wgpu::ColorWrites::ALL,
+                        })],
+                    }),
+                    multiview_mask: None,
+                    cache: None,
+                })
+        })?;
+        self.pipelines.insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Draws `frame` (display aspect `aspect`) into `target`, a view of a
+    /// `width` x `height` texture of format `target_format`, and submits.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn draw(
+        &mut self,
+        gpu: &Gpu,
+        frame: &GpuFrame,
+        color: ColorSpec,
+        aspect: f64,
+        target: &wgpu::TextureView,
+        target_format: wgpu::TextureFormat,
+        (width, height): (u32, u32),
+    ) -> Result<()> {
+        let pipeline = self.pipeline(gpu, frame.format(), color, target_format)?;
+        let views: Vec<wgpu::TextureView> = frame
+            .planes()
+            .map(|t| t.create_view(&Default::default()))
+            .collect();
+        let entries: Vec<wgpu::BindGroupEntry> = views
+            .iter()
+            .enumerate()
+            .map(|(i, v)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::TextureView(v),
+            })
+            .collect();
+        let rect = letterbox(aspect, width, height);
+        gpu.scoped("wgnnsink: drawing the frame", || {
+            let bind_group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("wgnnsink frame planes"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            let mut encoder =
+                gpu.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("wgnnsink present"),
+                    });
+            {
+                let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                    label: Some("wgnnsink present"),
+                    color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                        view: target,
+                        depth_slice: None,
+                        resolve_target: None,
+                        ops: wgpu::Operations {
+                            load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                            store: wgpu::StoreOp::Store,
+                        },
+                    })],
+                    ..Default::default()
+                });
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.set_viewport(rect.x, rect.y, rect.w, rect.h, 0.0, 1.0);
+                pass.draw(0..3, 0..1);
+            }
+            gpu.queue().submit([encoder.finish()]);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letterbox_fits_and_centres() {
+        let full = letterbox(4.0 / 3.0, 640, 480);
+        assert_eq!(
+            full,
+            Rect {
+                x: 0.0,
+                y: 0.0,
+                w: 640.0,
+                h: 480.0
+            }
+        );
+        // A 4:3 picture in a square: bars above and below.
+        let r = letterbox(4.0 / 3.0, 64, 64);
+        assert_eq!((r.x, r.y, r.w, r.h), (0.0, 8.0, 64.0, 48.0));
+        // A 4:3 picture in a 16:9 target: bars left and right.
+        let r = letterbox(4.0 / 3.0, 1920, 1080);
+        assert_eq!((r.x, r.y, r.w, r.h), (240.0, 0.0, 1440.0, 1080.0));
+        // Never thinner than a pixel.
+        let r = letterbox(1000.0, 10, 10);
+        assert_eq!((r.w, r.h), (10.0, 1.0));
+    }
+}

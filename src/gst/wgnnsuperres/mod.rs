@@ -1,0 +1,35 @@
+//! `wgnnsuperres`: super-resolution with UpscalerJS's ESRGAN-slim (x2, x3,
+//! x4) on the GPU, or any TF.js/TFLite image-to-image model that upscales
+//! an NHWC RGB image in 0..255.
+//!
+//! ```text
+//! gst-launch-1.0 videotestsrc num-buffers=30 ! video/x-raw,width=160,height=90 ! \
+//!     wgnnupload ! wgnnsuperres scale=2 compare=true ! wgnndownload ! \
+//!     videoconvert ! autovideosink
+//! ```
+//!
+//! Input: any format of [`caps::FORMATS`](crate::gst::caps::FORMATS) in
+//! system memory or `memory:WgpuTexture`; output: RGBA at `scale` times the
+//! input size (twice as wide again with `compare=true`: bicubic on the
+//! left, the model on the right), in the input's memory kind unless
+//! downstream only takes the other.
+
+mod gpu_pass;
+mod imp;
+
+use gst::glib;
+use gst::prelude::*;
+
+glib::wrapper! {
+    pub struct WgnnSuperres(ObjectSubclass<imp::WgnnSuperres>)
+        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+    gst::Element::register(
+        plugin,
+        "wgnnsuperres",
+        gst::Rank::NONE,
+        WgnnSuperres::static_type(),
+    )
+}
