@@ -1,0 +1,87 @@
+//! Command line of wgnn-selfie.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Effect {
+    Blur,
+    Replace,
+    Mask,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Device {
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// Real-time selfie segmentation: blur, replace or show the background of a
+/// camera, a video file or a test pattern, in a window or into a file.
+///
+/// With no input flag it plays the bundled sample video. Exit codes: 0 done,
+/// 1 the pipeline failed, 2 bad command line, 3 the input cannot be opened
+/// (no camera, unreadable file), 4 no GPU (with --device gpu), 130 stopped by
+/// Ctrl-C before the end of a camera or test stream (the output is finalised).
+#[derive(Debug, Parser)]
+#[command(name = "wgnn-selfie", version)]
+pub struct Args {
+    /// Read a camera (V4L2), /dev/video0 when no device is given.
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "/dev/video0",
+          conflicts_with_all = ["input", "test_pattern"])]
+    pub camera: Option<PathBuf>,
+    /// Read a video or image file (anything GStreamer decodes).
+    #[arg(long, short, value_name = "FILE", conflicts_with = "test_pattern")]
+    pub input: Option<PathBuf>,
+    /// Read GStreamer's moving test pattern.
+    #[arg(long)]
+    pub test_pattern: bool,
+
+    /// What to do with the background.
+    #[arg(long, value_enum, default_value = "blur")]
+    pub effect: Effect,
+    /// Background blur strength (Gaussian sigma in pixels) for --effect blur.
+    #[arg(long, value_name = "SIGMA", default_value_t = 12.0)]
+    pub blur: f64,
+    /// Background for --effect replace: #RRGGBB, a colour name or an image file.
+    #[arg(long, value_name = "COLOR|IMAGE")]
+    pub background: Option<String>,
+    /// Segmentation model file (default: the bundled MediaPipe model).
+    #[arg(long, value_name = "FILE", conflicts_with = "landscape")]
+    pub model: Option<PathBuf>,
+    /// Use the bundled landscape model (144x256, faster, for 16:9 input).
+    #[arg(long)]
+    pub landscape: bool,
+    /// Where the model runs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub device: Device,
+    /// Temporal smoothing of the mask against flicker (0 = off, up to 0.95).
+    #[arg(long, value_name = "0..0.95", default_value_t = 0.5)]
+    pub smoothing: f64,
+
+    /// Show the result in a window.
+    #[arg(long, conflicts_with_all = ["output", "null"])]
+    pub window: bool,
+    /// Write the result: FILE.mp4 (H.264), FILE.mkv (H.264), or a PNG
+    /// sequence like frames/%05d.png.
+    #[arg(long, short, value_name = "FILE", conflicts_with = "null")]
+    pub output: Option<PathBuf>,
+    /// Process as fast as possible and throw the result away (benchmarks).
+    #[arg(long)]
+    pub null: bool,
+
+    /// Scale the input to this size first (both or neither).
+    #[arg(long, requires = "height", value_parser = clap::value_parser!(u32).range(1..=8192))]
+    pub width: Option<u32>,
+    #[arg(long, requires = "width", value_parser = clap::value_parser!(u32).range(1..=8192))]
+    pub height: Option<u32>,
+    /// Stop after this many frames.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub frames: Option<u64>,
+    /// No statistics or progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
