@@ -1,11 +1,17 @@
 //! wgnn-bench: benchmarks and device facts. Every subcommand prints a table
 //! (or JSON with `--json`); GPU times come from timestamp queries.
 
+mod interop;
+mod models;
 mod ops;
+mod pipeline;
+mod stamps;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
 use wgnn::gpu::{Gpu, GpuOptions};
 
 #[derive(Parser)]
@@ -38,10 +44,82 @@ enum Command {
         #[arg(long)]
         filter: Option<String>,
     },
+    /// The bundled models end to end: selfie square 256x256, selfie landscape
+    /// 144x256, ESRGAN-slim x2 at 960x540 and x4 at 480x270, on the GPU
+    /// (timestamped GPU ms per inference) and CPU contexts (wall ms).
+    Models {
+        /// Shrink the super-resolution inputs and the iteration counts.
+        #[arg(long)]
+        quick: bool,
+        /// Profiled GPU inferences per model, after two warm-ups.
+        #[arg(long, default_value_t = 50)]
+        iterations: usize,
+        /// Timed CPU inferences per model (no warm-up).
+        #[arg(long, default_value_t = 3)]
+        cpu_iterations: usize,
+        #[arg(long, value_enum, default_value_t = Contexts::Both)]
+        context: Contexts,
+        /// Only models whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Also list this many of the slowest kernels per model (GPU).
+        #[arg(long, default_value_t = 0)]
+        top: usize,
+        /// Write each model's input and GPU output (raw float32, NHWC) and a
+        /// manifest.json into this folder, for benches/anchors/models_torch.py.
+        #[arg(long)]
+        save_io: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Frames through upload -> tensorize -> selfie -> blur composite, kept on
+    /// the GPU, against the copy path (read back and re-upload between stages).
+    Pipeline {
+        /// A 64x48 frame and a few frames (for software adapters).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 300)]
+        frames: usize,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 1080)]
+        height: u32,
+        /// Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...
+        #[arg(long, default_value = "RGBA")]
+        format: String,
+        /// Background blur sigma in frame pixels (wgnnsegment's default).
+        #[arg(long, default_value_t = 12.0)]
+        blur: f32,
+        /// Segmentation model (default: the bundled square selfie model).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Seed 002's interop experiment: conv2d [1,100,100,100], 3x3 100->100,
+    /// then add + relu, in custom WGSL, through the CPU, through a rented
+    /// buffer, and all in the graph.
+    Interop {
+        /// A 12x12x16 input.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 50)]
+        iterations: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Contexts {
+    Gpu,
+    Cpu,
+    Both,
 }
 
 /// Exit codes shared by the wgnn binaries.
 const EXIT_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
 const EXIT_NO_GPU: u8 = 3;
 
 fn main() -> ExitCode {
@@ -55,6 +133,67 @@ fn main() -> ExitCode {
             json,
             filter,
         } => bench_ops(quick, iterations.max(1), json, filter.as_deref()),
+        Command::Models {
+            quick,
+            iterations,
+            cpu_iterations,
+            context,
+            filter,
+            top,
+            save_io,
+            json,
+        } => {
+            let settings = models::Settings {
+                gpu_iterations: if quick { iterations.min(3) } else { iterations }.max(1),
+                cpu_iterations: if quick {
+                    cpu_iterations.min(1)
+                } else {
+                    cpu_iterations
+                }
+                .max(1),
+                top,
+            };
+            bench_models(quick, &settings, context, filter.as_deref(), save_io, json)
+        }
+        Command::Pipeline {
+            quick,
+            frames,
+            width,
+            height,
+            format,
+            blur,
+            model,
+            json,
+        } => {
+            let format = match wgnn::video::VideoFormat::from_name(&format) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let options = pipeline::Options {
+                width: if quick { 64 } else { width },
+                height: if quick { 48 } else { height },
+                format,
+                frames: if quick { frames.min(3) } else { frames }.max(1),
+                warmup: if quick { 1 } else { 10 },
+                blur: if quick { blur.min(2.0) } else { blur },
+                model: model
+                    .unwrap_or_else(|| wgnn::models::bundled("selfie/selfie_segmentation.tflite")),
+                in_flight: 2,
+            };
+            bench_pipeline(&options, json)
+        }
+        Command::Interop {
+            quick,
+            iterations,
+            json,
+        } => bench_interop(
+            quick,
+            if quick { iterations.min(3) } else { iterations }.max(1),
+            json,
+        ),
     }
 }
 
@@ -133,6 +272,287 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
             items.join(",")
         );
     }
+    ExitCode::SUCCESS
+}
+
+fn timed_gpu() -> Result<wgnn::gpu::Gpu, ExitCode> {
+    let gpu = open_gpu()?;
+    if !gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!(
+            "error: {} has no TIMESTAMP_QUERY feature; GPU times need it",
+            gpu.info().name
+        );
+        return Err(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(gpu)
+}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {what}: {e}");
+    ExitCode::from(EXIT_FAILED)
+}
+
+fn opt_ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn bench_models(
+    quick: bool,
+    settings: &models::Settings,
+    contexts: Contexts,
+    filter: Option<&str>,
+    save_io: Option<PathBuf>,
+    json: bool,
+) -> ExitCode {
+    let want_gpu = contexts != Contexts::Cpu;
+    let want_cpu = contexts != Contexts::Gpu;
+    let gpu = if want_gpu {
+        match timed_gpu() {
+            Ok(g) => Some(g),
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
+    let cases: Vec<_> = models::cases(quick)
+        .into_iter()
+        .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
+        .collect();
+    let device = gpu.as_ref().map(|g| g.describe());
+    if !json {
+        if let Some(d) = &device {
+            println!("device: {d}");
+        }
+        if want_cpu {
+            println!(
+                "cpu: {} threads (rayon)",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            );
+        }
+        println!(
+            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9} {:>10}",
+            "model",
+            "ctx",
+            "GPU ms",
+            "GPU min",
+            "wall ms",
+            "fps",
+            "kernels",
+            "build ms",
+            "max|diff|"
+        );
+    }
+    let mut rows = Vec::new();
+    let mut manifest = Vec::new();
+    for case in &cases {
+        let loaded = match models::load(case) {
+            Ok(l) => l,
+            Err(e) => return fail(&case.name, e),
+        };
+        let mut gpu_out = None;
+        let mut results = Vec::new();
+        if let Some(gpu) = &gpu {
+            match models::run_gpu(gpu, case, &loaded, settings) {
+                Ok((r, out)) => {
+                    if let Some(dir) = &save_io {
+                        match models::save_io(dir, case, &r, &loaded.input, &out) {
+                            Ok(entry) => manifest.push(entry),
+                            Err(e) => return fail(&case.name, e),
+                        }
+                    }
+                    gpu_out = Some(out);
+                    results.push(r);
+                }
+                Err(e) => return fail(&format!("{} (gpu)", case.name), e),
+            }
+        }
+        if want_cpu {
+            match models::run_cpu(case, &loaded, settings) {
+                Ok((mut r, out)) => {
+                    r.diff = gpu_out.as_ref().map(|g| stamps::max_abs_diff(&out, g));
+                    results.push(r);
+                }
+                Err(e) => return fail(&format!("{} (cpu)", case.name), e),
+            }
+        }
+        for r in results {
+            if !json {
+                println!(
+                    "{:<28} {:<4} {:>10} {:>10} {:>10.3} {:>9.1} {:>8} {:>9.0} {:>10}",
+                    r.name,
+                    r.context,
+                    opt_ms(r.gpu_ms),
+                    opt_ms(r.gpu_min_ms),
+                    r.wall_ms,
+                    r.fps,
+                    r.kernels,
+                    r.build_ms,
+                    r.diff.map_or("-".into(), |d| format!("{:.2e}", d.0)),
+                );
+                if settings.top > 0 && r.context == "gpu" {
+                    let ops: Vec<String> = r
+                        .by_op
+                        .iter()
+                        .map(|(op, ms)| format!("{op} {ms:.3}"))
+                        .collect();
+                    println!("    GPU ms by op: {}", ops.join(", "));
+                    let slow: Vec<String> = r
+                        .slowest
+                        .iter()
+                        .take(settings.top)
+                        .map(|(i, op, ms)| format!("#{i} {op} {ms:.3}"))
+                        .collect();
+                    println!("    slowest kernels: {}", slow.join(", "));
+                }
+            }
+            rows.push(r);
+        }
+    }
+    if let Some(dir) = &save_io {
+        let text = serde_json::to_string_pretty(&json!({
+            "device": device,
+            "models": manifest,
+        }))
+        .expect("JSON");
+        if let Err(e) = std::fs::write(dir.join("manifest.json"), text) {
+            return fail(&dir.display().to_string(), e);
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            json!({
+                "device": device,
+                "cpu_threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
+                "models": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+            })
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
+    let gpu = match timed_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let mut bench = match pipeline::Bench::new(&gpu, options) {
+        Ok(b) => b,
+        Err(e) => return fail("pipeline set-up", e),
+    };
+    let mut rows = Vec::new();
+    for zero_copy in [true, false] {
+        match bench.run(options, zero_copy) {
+            Ok(r) => rows.push(r),
+            Err(e) => return fail(if zero_copy { "zero-copy" } else { "copy" }, e),
+        }
+    }
+    let ratio = rows[0].fps / rows[1].fps;
+    let what = format!(
+        "{}x{} {} frames, {}, blur sigma {}",
+        options.width,
+        options.height,
+        options.format.name(),
+        options.model.display(),
+        options.blur
+    );
+    if json {
+        println!(
+            "{}",
+            json!({
+                "device": gpu.describe(),
+                "frames": what,
+                "paths": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                "fps_ratio": ratio,
+            })
+        );
+        return ExitCode::SUCCESS;
+    }
+    println!("device: {}", gpu.describe());
+    println!("{what}");
+    println!(
+        "{:<10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>10} {:>8} {:>11} {:>5} {:>11} {:>5}",
+        "path",
+        "fps",
+        "wall ms",
+        "GPU ms",
+        "tensorize",
+        "model",
+        "composite",
+        "frames",
+        "up B/frame",
+        "ups",
+        "down B/frame",
+        "downs"
+    );
+    for r in &rows {
+        let per = |v: u64| v as f64 / r.frames as f64;
+        println!(
+            "{:<10} {:>8.1} {:>9.3} {:>9.3} {:>10.3} {:>8.3} {:>10.3} {:>8} {:>11.0} {:>5.1} {:>11.0} {:>5.1}",
+            r.path,
+            r.fps,
+            r.wall_ms,
+            r.gpu_ms,
+            r.tensorize_ms,
+            r.model_ms,
+            r.composite_ms,
+            r.frames,
+            per(r.moved.upload_bytes),
+            per(r.moved.uploads),
+            per(r.moved.download_bytes),
+            per(r.moved.downloads),
+        );
+    }
+    println!("zero-copy / copy fps: {ratio:.2}x");
+    ExitCode::SUCCESS
+}
+
+fn bench_interop(quick: bool, iterations: usize, json: bool) -> ExitCode {
+    let gpu = match timed_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let shape = interop::Shape::new(quick);
+    let rows = match interop::run(&gpu, &shape, iterations) {
+        Ok(r) => r,
+        Err(e) => return fail("interop", e),
+    };
+    let ratio_wall = rows[2].wall_ms / rows[3].wall_ms;
+    let ratio_gpu = rows[2].gpu_ms / rows[3].gpu_ms;
+    if json {
+        println!(
+            "{}",
+            json!({
+                "device": gpu.describe(),
+                "shape": shape.describe(),
+                "iterations": iterations,
+                "variants": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                "ratio_3_over_4_wall": ratio_wall,
+                "ratio_3_over_4_gpu": ratio_gpu,
+            })
+        );
+        return ExitCode::SUCCESS;
+    }
+    println!("device: {}", gpu.describe());
+    println!("{}, {iterations} iterations", shape.describe());
+    println!(
+        "{:<38} {:>9} {:>9} {:>9} {:>12} {:>12} {:>10}",
+        "variant", "wall ms", "GPU ms", "seed ms", "up B/iter", "down B/iter", "max|diff|"
+    );
+    for r in &rows {
+        let per = |v: u64| v as f64 / r.iterations as f64;
+        println!(
+            "{:<38} {:>9.3} {:>9.3} {:>9.2} {:>12.0} {:>12.0} {:>10.2e}",
+            r.name,
+            r.wall_ms,
+            r.gpu_ms,
+            r.seed_ms,
+            per(r.moved.upload_bytes),
+            per(r.moved.download_bytes),
+            r.max_abs_diff
+        );
+    }
+    println!("(3) / (4): wall {ratio_wall:.2}x, GPU {ratio_gpu:.2}x");
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every issue-8 measurement in one device-machine call, so that all ratios in
+# docs/BENCHMARKS.md come from one run on one GPU: wgnn-bench ops, models,
+# pipeline and interop, then the PyTorch anchors (models_torch.py, which also
+# checks its outputs against wgnn's, and conv2d_torch.py).
+#
+# Prepare here (see docs/BENCHMARKS.md, "How these runs were made"):
+#   cargo build --release --no-default-features --bin wgnn-bench
+#   mkdir -p .devbin && strip -o .devbin/wgnn-bench target/release/wgnn-bench
+#   .gl/  the Vulkan loader .debs (/work/.library/device/README.md)
+#   .whl/ tflite-2.18.0-py2.py3-none-any.whl (the anchor parses TFLite with it)
+# Then run with carry [".devbin", ".gl", ".whl"]:
+#   bash benches/anchors/device_run.sh
+set -u
+OUT=${OUT:-/tmp/wgnn-bench-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export WGNN_ASSETS_DIR=$PWD/assets XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+B=${BENCH:-.devbin/wgnn-bench}
+if ! python3 -c "import tflite" 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
+        export PYTHONPATH=/tmp/site
+fi
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
+    echo "cpus: $(nproc)"
+    $B adapters
+} 2>&1 | tee "$OUT/env.txt"
+$B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
+$B models --context gpu --top 6 --save-io /tmp/wgnn-io 2>&1 | tee "$OUT/models.txt"
+$B models --context both --filter selfie --iterations 20 --cpu-iterations 5 2>&1 | tee -a "$OUT/models.txt"
+$B pipeline 2>&1 | tee "$OUT/pipeline.txt"
+$B pipeline --format NV12 2>&1 | tee -a "$OUT/pipeline.txt"
+$B interop 2>&1 | tee "$OUT/interop.txt"
+python3 benches/anchors/models_torch.py --io /tmp/wgnn-io --pipeline --json "$OUT/torch.json" 2>&1 |
+    tee "$OUT/torch.txt"
+python3 benches/anchors/conv2d_torch.py 2>&1 | tee -a "$OUT/torch.txt"
+# Last, as it is slow: ESRGAN on the CPU context (one inference each).
+timeout 240 $B models --context both --filter esrgan --iterations 10 --cpu-iterations 1 2>&1 |
+    tee -a "$OUT/models.txt"
+date -u | tee -a "$OUT/env.txt"
