@@ -1,8 +1,12 @@
-//! conv2d and convTranspose2d, computed in NCHW with OIHW / IOHW filters.
+//! conv2d and convTranspose2d, computed in NHWC (channels innermost) on the
+//! SGEMM of `gemm.rs`: regular convolutions as im2col (1x1 ones straight on
+//! the input), depthwise ones as a loop over channels, convTranspose2d as a
+//! GEMM into per-pixel columns gathered onto the output (col2im). Inputs in
+//! NCHW are permuted first and the result permuted back.
 
 use rayon::prelude::*;
 
-use super::layout::transpose;
+use super::gemm::{sgemm, Mat, MatMut};
 use super::Values;
 use crate::ml::ops::{Conv2dOptions, ConvTranspose2dOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, conv_transpose_filter_iohw, nchw};
@@ -11,11 +15,45 @@ use crate::ml::types::OperandDescriptor;
 const NHWC_TO_NCHW: [usize; 4] = [0, 3, 1, 2];
 const NCHW_TO_NHWC: [usize; 4] = [0, 2, 3, 1];
 
+/// `src` of 4-D `shape` with its axes reordered: axis k of the result is
+/// axis `order[k]` of the source.
+fn permute4(src: &[f32], shape: [usize; 4], order: [usize; 4]) -> Vec<f32> {
+    let st = [
+        shape[1] * shape[2] * shape[3],
+        shape[2] * shape[3],
+        shape[3],
+        1,
+    ];
+    let os = order.map(|a| shape[a]);
+    let ost = order.map(|a| st[a]);
+    let mut dst = vec![0.0f32; src.len()];
+    let inner = os[2] * os[3];
+    if inner == 0 {
+        return dst;
+    }
+    dst.par_chunks_mut(inner)
+        .enumerate()
+        .for_each(|(i01, plane)| {
+            let base = (i01 / os[1]) * ost[0] + (i01 % os[1]) * ost[1];
+            for (i2, row) in plane.chunks_exact_mut(os[3]).enumerate() {
+                let base = base + i2 * ost[2];
+                for (i3, v) in row.iter_mut().enumerate() {
+                    *v = src[base + i3 * ost[3]];
+                }
+            }
+        });
+    dst
+}
+
+fn shape4(d: &OperandDescriptor) -> [usize; 4] {
+    [d.shape[0], d.shape[1], d.shape[2], d.shape[3]]
+}
+
 /// The input as NCHW values.
 pub(crate) fn to_nchw(arg: (&Values, &OperandDescriptor), layout: InputLayout) -> Vec<f32> {
     match layout {
         InputLayout::Nchw => arg.0.f32().to_vec(),
-        InputLayout::Nhwc => transpose(arg, &NHWC_TO_NCHW).f32().to_vec(),
+        InputLayout::Nhwc => permute4(arg.0.f32(), shape4(arg.1), NHWC_TO_NCHW),
     }
 }
 
@@ -23,20 +61,83 @@ pub(crate) fn to_nchw(arg: (&Values, &OperandDescriptor), layout: InputLayout) -
 pub(crate) fn from_nchw(v: Vec<f32>, shape: [usize; 4], layout: InputLayout) -> Values {
     match layout {
         InputLayout::Nchw => Values::F32(v),
-        InputLayout::Nhwc => {
-            let d = OperandDescriptor::f32(shape.to_vec());
-            transpose((&Values::F32(v), &d), &NCHW_TO_NHWC)
-        }
+        InputLayout::Nhwc => Values::F32(permute4(&v, shape, NCHW_TO_NHWC)),
     }
 }
 
-/// Reorders a 4-D filter so that axis k of the result is axis `order[k]` of the source.
-fn reorder(arg: (&Values, &OperandDescriptor), order: [usize; 4]) -> Vec<f32> {
-    transpose(arg, &order).f32().to_vec()
+/// The input as NHWC values, borrowed when it already is.
+fn to_nhwc<'a>(
+    arg: (&'a Values, &OperandDescriptor),
+    layout: InputLayout,
+) -> std::borrow::Cow<'a, [f32]> {
+    match layout {
+        InputLayout::Nhwc => std::borrow::Cow::Borrowed(arg.0.f32()),
+        InputLayout::Nchw => permute4(arg.0.f32(), shape4(arg.1), NCHW_TO_NHWC).into(),
+    }
 }
 
-fn shape4(d: &OperandDescriptor) -> [usize; 4] {
-    [d.shape[0], d.shape[1], d.shape[2], d.shape[3]]
+/// NHWC values of shape `nhwc` into the requested layout.
+fn from_nhwc(v: Vec<f32>, shape: [usize; 4], layout: InputLayout) -> Values {
+    match layout {
+        InputLayout::Nhwc => Values::F32(v),
+        InputLayout::Nchw => Values::F32(permute4(&v, shape, NHWC_TO_NCHW)),
+    }
+}
+
+/// Output rows per parallel task: enough tasks to balance the threads, each
+/// with at most about `max_scratch` values of scratch (`row_scratch` a row).
+fn rows_per_task(rows: usize, row_scratch: usize, max_scratch: usize) -> usize {
+    let tasks = 4 * rayon::current_num_threads();
+    let balanced = rows.div_ceil(tasks).max(1);
+    match row_scratch {
+        0 => balanced,
+        s => balanced.min((max_scratch / s).max(1)),
+    }
+}
+
+/// Output pixels start out as the bias (or zero).
+fn fill_bias(dst: &mut [f32], bias: Option<&[f32]>) {
+    match bias {
+        Some(b) => dst
+            .chunks_exact_mut(b.len())
+            .for_each(|p| p.copy_from_slice(b)),
+        None => dst.fill(0.0),
+    }
+}
+
+/// Sizes of a conv2d, with the input in NHWC and the filter in HWIO.
+struct Conv {
+    n: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    oh: usize,
+    ow: usize,
+    oc: usize,
+    kh: usize,
+    kw: usize,
+    icg: usize,
+    groups: usize,
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    /// Padding at the top and at the left.
+    pad: [usize; 2],
+}
+
+impl Conv {
+    /// The input row read by output row `oy` through filter row `ky`.
+    fn iy(&self, oy: usize, ky: usize) -> Option<usize> {
+        (oy * self.strides[0] + ky * self.dilations[0])
+            .checked_sub(self.pad[0])
+            .filter(|&iy| iy < self.h)
+    }
+
+    /// The input column read by output column `ox` through filter column `kx`.
+    fn ix(&self, ox: usize, kx: usize) -> Option<usize> {
+        (ox * self.strides[1] + kx * self.dilations[1])
+            .checked_sub(self.pad[1])
+            .filter(|&ix| ix < self.w)
+    }
 }
 
 pub(crate) fn conv2d(
@@ -48,49 +149,170 @@ pub(crate) fn conv2d(
     let [n, c, h, w] = nchw(o.input_layout, shape4(args[0].1));
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(args[1].1));
     let [_, _, oh, ow] = nchw(o.input_layout, shape4(out));
-    let x = to_nchw(args[0], o.input_layout);
+    let x = to_nhwc(args[0], o.input_layout);
+    // The filter as HWIO: [kh][kw][in channel of the group][out channel].
     let order = match o.filter_layout {
-        Oihw => [0, 1, 2, 3],
-        Hwio => [3, 2, 0, 1],
-        Ohwi => [0, 3, 1, 2],
-        Ihwo => [3, 0, 1, 2],
+        Oihw => [2, 3, 1, 0],
+        Hwio => [0, 1, 2, 3],
+        Ohwi => [1, 2, 3, 0],
+        Ihwo => [1, 2, 0, 3],
     };
-    let f = reorder(args[1], order);
-    let bias = args.get(2).map(|b| b.0.f32().to_vec());
-    let ocg = oc / o.groups;
-    let mut y = vec![0.0f32; n * oc * oh * ow];
-    y.par_chunks_mut(oh * ow)
+    let f = permute4(args[1].0.f32(), shape4(args[1].1), order);
+    let bias = args.get(2).map(|b| b.0.f32());
+    let cv = Conv {
+        n,
+        h,
+        w,
+        c,
+        oh,
+        ow,
+        oc,
+        kh,
+        kw,
+        icg,
+        groups: o.groups,
+        strides: o.strides,
+        dilations: o.dilations,
+        pad: [o.padding[0], o.padding[2]],
+    };
+    let mut y = vec![0.0f32; n * oh * ow * oc];
+    if y.is_empty() {
+        return from_nhwc(y, [n, oh, ow, oc], o.input_layout);
+    }
+    if icg == 1 && o.groups == c {
+        depthwise(&cv, &x, &f, bias, &mut y);
+    } else {
+        gemm_conv(&cv, &x, &f, bias, &mut y);
+    }
+    from_nhwc(y, [n, oh, ow, oc], o.input_layout)
+}
+
+/// Depthwise conv2d (one input channel per group, `oc / c` outputs each):
+/// per output pixel, a sum over the window of channel vectors.
+fn depthwise(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+    let Conv {
+        h,
+        w,
+        c,
+        oh,
+        ow,
+        oc,
+        kh,
+        kw,
+        ..
+    } = *cv;
+    let mult = oc / c;
+    y.par_chunks_mut(ow * oc)
         .enumerate()
-        .for_each(|(plane, dst)| {
-            let (b, m) = (plane / oc, plane % oc);
-            let g = m / ocg;
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let mut acc = bias.as_ref().map_or(0.0, |b| b[m]);
-                    for ci in 0..icg {
-                        let cin = g * icg + ci;
-                        for ky in 0..kh {
-                            let iy = (oy * o.strides[0] + ky * o.dilations[0]) as isize
-                                - o.padding[0] as isize;
-                            if iy < 0 || iy >= h as isize {
-                                continue;
+        .for_each(|(row, dst)| {
+            let (b, oy) = (row / oh, row % oh);
+            fill_bias(dst, bias);
+            for (ox, acc) in dst.chunks_exact_mut(oc).enumerate() {
+                for ky in 0..kh {
+                    let Some(iy) = cv.iy(oy, ky) else { continue };
+                    for kx in 0..kw {
+                        let Some(ix) = cv.ix(ox, kx) else { continue };
+                        let xs = &x[((b * h + iy) * w + ix) * c..][..c];
+                        let fs = &f[(ky * kw + kx) * oc..][..oc];
+                        if mult == 1 {
+                            for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
+                                *a += xv * fv;
                             }
-                            for kx in 0..kw {
-                                let ix = (ox * o.strides[1] + kx * o.dilations[1]) as isize
-                                    - o.padding[2] as isize;
-                                if ix < 0 || ix >= w as isize {
-                                    continue;
-                                }
-                                let xv = x[((b * c + cin) * h + iy as usize) * w + ix as usize];
-                                acc += xv * f[((m * icg + ci) * kh + ky) * kw + kx];
+                        } else {
+                            for (m, (a, &fv)) in acc.iter_mut().zip(fs).enumerate() {
+                                *a += xs[m / mult] * fv;
                             }
                         }
                     }
-                    dst[oy * ow + ox] = acc;
                 }
             }
         });
-    from_nchw(y, [n, oc, oh, ow], o.input_layout)
+}
+
+/// Grouped or regular conv2d as, per group, (output pixels x window) times
+/// (window x output channels): the window is gathered (im2col) unless the
+/// conv is 1x1 with unit strides and no padding, where it is the input.
+fn gemm_conv(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+    let Conv {
+        h,
+        w,
+        c,
+        oh,
+        ow,
+        oc,
+        kh,
+        kw,
+        icg,
+        groups,
+        ..
+    } = *cv;
+    let ocg = oc / groups;
+    let k = kh * kw * icg;
+    let pointwise =
+        kh == 1 && kw == 1 && cv.strides == [1, 1] && cv.pad == [0, 0] && (oh, ow) == (h, w);
+    let rows = cv.n * oh;
+    let per_task = rows_per_task(rows, if pointwise { 0 } else { ow * k }, 1 << 20);
+    y.par_chunks_mut(per_task * ow * oc)
+        .enumerate()
+        .for_each(|(t, dst)| {
+            let row0 = t * per_task;
+            let pixels = dst.len() / oc;
+            fill_bias(dst, bias);
+            let mut col = Vec::new();
+            for g in 0..groups {
+                let a = if pointwise {
+                    // Output pixel p reads input pixel p.
+                    Mat {
+                        data: x,
+                        off: row0 * ow * c + g * icg,
+                        rs: c,
+                        cs: 1,
+                    }
+                } else {
+                    col.clear();
+                    col.resize(pixels * k, 0.0);
+                    for (p, window) in col.chunks_exact_mut(k).enumerate() {
+                        let (row, ox) = (row0 + p / ow, p % ow);
+                        let (b, oy) = (row / oh, row % oh);
+                        for ky in 0..kh {
+                            let Some(iy) = cv.iy(oy, ky) else { continue };
+                            for kx in 0..kw {
+                                let Some(ix) = cv.ix(ox, kx) else { continue };
+                                let src = ((b * h + iy) * w + ix) * c + g * icg;
+                                window[(ky * kw + kx) * icg..][..icg]
+                                    .copy_from_slice(&x[src..][..icg]);
+                            }
+                        }
+                    }
+                    Mat {
+                        data: &col,
+                        off: 0,
+                        rs: k,
+                        cs: 1,
+                    }
+                };
+                sgemm(
+                    pixels,
+                    k,
+                    ocg,
+                    1.0,
+                    a,
+                    Mat {
+                        data: f,
+                        off: g * ocg,
+                        rs: oc,
+                        cs: 1,
+                    },
+                    1.0,
+                    MatMut {
+                        data: dst,
+                        off: g * ocg,
+                        rs: oc,
+                        cs: 1,
+                    },
+                );
+            }
+        });
 }
 
 pub(crate) fn conv_transpose2d(
@@ -102,53 +324,336 @@ pub(crate) fn conv_transpose2d(
     let [n, c, h, w] = nchw(o.input_layout, shape4(args[0].1));
     let [_, ocg, kh, kw] = conv_transpose_filter_iohw(o.filter_layout, shape4(args[1].1));
     let [_, oc, oh, ow] = nchw(o.input_layout, shape4(out));
-    let x = to_nchw(args[0], o.input_layout);
+    let x = to_nhwc(args[0], o.input_layout);
+    // The filter as IHWO: [in channel][kh][kw][out channel of the group].
     let order = match o.filter_layout {
-        Iohw => [0, 1, 2, 3],
-        Hwoi => [3, 2, 0, 1],
-        Ohwi => [3, 0, 1, 2],
+        Iohw => [0, 2, 3, 1],
+        Hwoi => [3, 0, 1, 2],
+        Ohwi => [3, 1, 2, 0],
     };
-    let f = reorder(args[1], order);
-    let bias = args.get(2).map(|b| b.0.f32().to_vec());
-    let icg = c / o.groups;
-    let mut y = vec![0.0f32; n * oc * oh * ow];
-    // Gather form: each output pixel sums the inputs that scatter onto it.
-    y.par_chunks_mut(oh * ow)
+    let f = permute4(args[1].0.f32(), shape4(args[1].1), order);
+    let bias = args.get(2).map(|b| b.0.f32());
+    let groups = o.groups;
+    let icg = c / groups;
+    let mut y = vec![0.0f32; n * oh * ow * oc];
+    if y.is_empty() {
+        return from_nhwc(y, [n, oh, ow, oc], o.input_layout);
+    }
+    // cols[input pixel][group][ky][kx][out channel of the group]: what each
+    // input pixel scatters onto the output through each filter tap.
+    let taps = kh * kw * ocg;
+    let row_len = groups * taps;
+    let mut cols = vec![0.0f32; n * h * w * row_len];
+    let per_task = rows_per_task(n * h, 0, 0);
+    if !cols.is_empty() {
+        cols.par_chunks_mut(per_task * w * row_len)
+            .enumerate()
+            .for_each(|(t, dst)| {
+                let pixels = dst.len() / row_len;
+                for g in 0..groups {
+                    sgemm(
+                        pixels,
+                        icg,
+                        taps,
+                        1.0,
+                        Mat {
+                            data: &x,
+                            off: t * per_task * w * c + g * icg,
+                            rs: c,
+                            cs: 1,
+                        },
+                        Mat {
+                            data: &f,
+                            off: g * icg * taps,
+                            rs: taps,
+                            cs: 1,
+                        },
+                        0.0,
+                        MatMut {
+                            data: dst,
+                            off: g * taps,
+                            rs: row_len,
+                            cs: 1,
+                        },
+                    );
+                }
+            });
+    }
+    // Gather form: each output pixel sums the taps that land on it.
+    let [sh, sw] = o.strides;
+    let [dh, dw] = o.dilations;
+    let (pt, pl) = (o.padding[0], o.padding[2]);
+    y.par_chunks_mut(ow * oc)
         .enumerate()
-        .for_each(|(plane, dst)| {
-            let (b, m) = (plane / oc, plane % oc);
-            let (g, mo) = (m / ocg, m % ocg);
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let mut acc = bias.as_ref().map_or(0.0, |b| b[m]);
-                    for ky in 0..kh {
-                        let ty = (oy + o.padding[0]) as isize - (ky * o.dilations[0]) as isize;
-                        if ty < 0 || ty % o.strides[0] as isize != 0 {
+        .for_each(|(row, dst)| {
+            let (b, oy) = (row / oh, row % oh);
+            fill_bias(dst, bias);
+            for (ox, acc) in dst.chunks_exact_mut(oc).enumerate() {
+                for ky in 0..kh {
+                    let Some(ty) = (oy + pt).checked_sub(ky * dh) else {
+                        continue;
+                    };
+                    if ty % sh != 0 || ty / sh >= h {
+                        continue;
+                    }
+                    let iy = ty / sh;
+                    for kx in 0..kw {
+                        let Some(tx) = (ox + pl).checked_sub(kx * dw) else {
+                            continue;
+                        };
+                        if tx % sw != 0 || tx / sw >= w {
                             continue;
                         }
-                        let iy = (ty / o.strides[0] as isize) as usize;
-                        if iy >= h {
-                            continue;
-                        }
-                        for kx in 0..kw {
-                            let tx = (ox + o.padding[2]) as isize - (kx * o.dilations[1]) as isize;
-                            if tx < 0 || tx % o.strides[1] as isize != 0 {
-                                continue;
-                            }
-                            let ix = (tx / o.strides[1] as isize) as usize;
-                            if ix >= w {
-                                continue;
-                            }
-                            for ci in 0..icg {
-                                let cin = g * icg + ci;
-                                acc += x[((b * c + cin) * h + iy) * w + ix]
-                                    * f[((cin * ocg + mo) * kh + ky) * kw + kx];
+                        let p = (b * h + iy) * w + tx / sw;
+                        for (g, acc) in acc.chunks_exact_mut(ocg).enumerate() {
+                            let src = &cols[p * row_len + g * taps + (ky * kw + kx) * ocg..][..ocg];
+                            for (a, &v) in acc.iter_mut().zip(src) {
+                                *a += v;
                             }
                         }
                     }
-                    dst[oy * ow + ox] = acc;
                 }
             }
         });
-    from_nchw(y, [n, oc, oh, ow], o.input_layout)
+    from_nhwc(y, [n, oh, ow, oc], o.input_layout)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The GEMM kernels against direct sums over the window, on odd sizes,
+    //! every layout, groups, strides, dilations and padding.
+
+    use super::*;
+    use crate::ml::ops::{Conv2dFilterLayout, ConvTranspose2dFilterLayout};
+
+    fn values(len: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn desc(shape: [usize; 4]) -> OperandDescriptor {
+        OperandDescriptor::f32(shape.to_vec())
+    }
+
+    /// Direct conv2d in NCHW / OIHW.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_conv(
+        x: &[f32],
+        [n, c, h, w]: [usize; 4],
+        f: &[f32],
+        [oc, icg, kh, kw]: [usize; 4],
+        bias: &[f32],
+        [oh, ow]: [usize; 2],
+        o: &Conv2dOptions,
+    ) -> Vec<f32> {
+        let ocg = oc / o.groups;
+        let mut y = vec![0.0; n * oc * oh * ow];
+        for b in 0..n {
+            for m in 0..oc {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let mut acc = bias[m];
+                        for ci in 0..icg {
+                            let cin = m / ocg * icg + ci;
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let iy = (oy * o.strides[0] + ky * o.dilations[0]) as isize
+                                        - o.padding[0] as isize;
+                                    let ix = (ox * o.strides[1] + kx * o.dilations[1]) as isize
+                                        - o.padding[2] as isize;
+                                    if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                        continue;
+                                    }
+                                    acc += x[((b * c + cin) * h + iy as usize) * w + ix as usize]
+                                        * f[((m * icg + ci) * kh + ky) * kw + kx];
+                                }
+                            }
+                        }
+                        y[((b * oc + m) * oh + oy) * ow + ox] = acc;
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    fn close(a: &[f32], b: &[f32]) {
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-4 * (1.0 + y.abs()),
+                "at {i}: {x} vs {y}"
+            );
+        }
+    }
+
+    #[test]
+    fn conv2d_matches_direct_sum() {
+        // (n, c, h, w, oc, groups, k, stride, dilation, padding)
+        let cases = [
+            (1, 3, 7, 5, 4, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            (2, 4, 6, 9, 6, 2, [3, 2], [2, 1], [1, 2], [0, 2, 1, 0]),
+            (1, 5, 5, 5, 5, 5, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            (1, 3, 6, 4, 6, 3, [2, 3], [1, 2], [2, 1], [1, 0, 0, 1]),
+            (2, 6, 4, 3, 5, 1, [1, 1], [1, 1], [1, 1], [0, 0, 0, 0]),
+            (1, 6, 5, 7, 5, 1, [1, 1], [2, 3], [1, 1], [1, 0, 0, 1]),
+            (1, 2, 3, 3, 3, 1, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+        ];
+        let filter_layouts = [
+            (Conv2dFilterLayout::Oihw, [0, 1, 2, 3]),
+            (Conv2dFilterLayout::Hwio, [2, 3, 1, 0]),
+            (Conv2dFilterLayout::Ohwi, [0, 2, 3, 1]),
+            (Conv2dFilterLayout::Ihwo, [1, 2, 3, 0]),
+        ];
+        for (i, &(n, c, h, w, oc, groups, k, strides, dilations, padding)) in
+            cases.iter().enumerate()
+        {
+            let icg = c / groups;
+            let oh = (h + padding[0] + padding[1] - (k[0] - 1) * dilations[0] - 1) / strides[0] + 1;
+            let ow = (w + padding[2] + padding[3] - (k[1] - 1) * dilations[1] - 1) / strides[1] + 1;
+            let x = values(n * c * h * w, i as u32);
+            let f = values(oc * icg * k[0] * k[1], 100 + i as u32);
+            let bias = values(oc, 200 + i as u32);
+            for (layout, to_layout) in [
+                (InputLayout::Nchw, [0, 1, 2, 3]),
+                (InputLayout::Nhwc, NCHW_TO_NHWC),
+            ] {
+                for &(fl, forder) in &filter_layouts {
+                    if fl == Conv2dFilterLayout::Ihwo && icg != 1 {
+                        continue;
+                    }
+                    let o = Conv2dOptions {
+                        padding,
+                        strides,
+                        dilations,
+                        groups,
+                        input_layout: layout,
+                        filter_layout: fl,
+                    };
+                    let want = naive_conv(
+                        &x,
+                        [n, c, h, w],
+                        &f,
+                        [oc, icg, k[0], k[1]],
+                        &bias,
+                        [oh, ow],
+                        &o,
+                    );
+                    let fshape = forder.map(|a| [oc, icg, k[0], k[1]][a]);
+                    let xs = to_layout.map(|a| [n, c, h, w][a]);
+                    let ys = to_layout.map(|a| [n, oc, oh, ow][a]);
+                    let xv = Values::F32(permute4(&x, [n, c, h, w], to_layout));
+                    let fv = Values::F32(permute4(&f, [oc, icg, k[0], k[1]], forder));
+                    let bv = Values::F32(bias.clone());
+                    let (dx, df, db) = (desc(xs), desc(fshape), OperandDescriptor::f32(vec![oc]));
+                    let got = conv2d(&[(&xv, &dx), (&fv, &df), (&bv, &db)], &desc(ys), &o);
+                    let got = match layout {
+                        InputLayout::Nchw => got.f32().to_vec(),
+                        InputLayout::Nhwc => permute4(got.f32(), ys, NHWC_TO_NCHW),
+                    };
+                    close(&got, &want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conv_transpose2d_matches_scatter() {
+        // (n, c, h, w, ocg, groups, k, stride, dilation, padding)
+        let cases = [
+            (1, 3, 4, 5, 2, 1, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0]),
+            (2, 4, 3, 3, 3, 2, [3, 2], [2, 1], [1, 2], [1, 0, 0, 1]),
+            (1, 2, 5, 4, 1, 1, [3, 3], [1, 3], [2, 1], [1, 1, 2, 0]),
+        ];
+        for (i, &(n, c, h, w, ocg, groups, k, strides, dilations, padding)) in
+            cases.iter().enumerate()
+        {
+            let icg = c / groups;
+            let oc = ocg * groups;
+            let oh = (h - 1) * strides[0] + (k[0] - 1) * dilations[0] + 1 - padding[0] - padding[1];
+            let ow = (w - 1) * strides[1] + (k[1] - 1) * dilations[1] + 1 - padding[2] - padding[3];
+            let x = values(n * c * h * w, i as u32);
+            let f = values(c * ocg * k[0] * k[1], 100 + i as u32);
+            let bias = values(oc, 200 + i as u32);
+            // Scatter form, NCHW / IOHW.
+            let mut want = vec![0.0f32; n * oc * oh * ow];
+            for b in 0..n {
+                for m in 0..oc {
+                    for p in 0..oh * ow {
+                        want[(b * oc + m) * oh * ow + p] = bias[m];
+                    }
+                }
+                for cin in 0..c {
+                    let g = cin / icg;
+                    for mo in 0..ocg {
+                        let m = g * ocg + mo;
+                        for iy in 0..h {
+                            for ix in 0..w {
+                                for ky in 0..k[0] {
+                                    for kx in 0..k[1] {
+                                        let oy = (iy * strides[0] + ky * dilations[0]) as isize
+                                            - padding[0] as isize;
+                                        let ox = (ix * strides[1] + kx * dilations[1]) as isize
+                                            - padding[2] as isize;
+                                        if oy < 0
+                                            || ox < 0
+                                            || oy >= oh as isize
+                                            || ox >= ow as isize
+                                        {
+                                            continue;
+                                        }
+                                        want[((b * oc + m) * oh + oy as usize) * ow
+                                            + ox as usize] += x[((b * c + cin) * h + iy) * w + ix]
+                                            * f[((cin * ocg + mo) * k[0] + ky) * k[1] + kx];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let filter_layouts = [
+                (ConvTranspose2dFilterLayout::Iohw, [0, 1, 2, 3]),
+                (ConvTranspose2dFilterLayout::Hwoi, [2, 3, 1, 0]),
+                (ConvTranspose2dFilterLayout::Ohwi, [1, 2, 3, 0]),
+            ];
+            for (layout, to_layout) in [
+                (InputLayout::Nchw, [0, 1, 2, 3]),
+                (InputLayout::Nhwc, NCHW_TO_NHWC),
+            ] {
+                for &(fl, forder) in &filter_layouts {
+                    let o = ConvTranspose2dOptions {
+                        padding,
+                        strides,
+                        dilations,
+                        groups,
+                        input_layout: layout,
+                        filter_layout: fl,
+                        ..Default::default()
+                    };
+                    let fshape = forder.map(|a| [c, ocg, k[0], k[1]][a]);
+                    let xs = to_layout.map(|a| [n, c, h, w][a]);
+                    let ys = to_layout.map(|a| [n, oc, oh, ow][a]);
+                    let xv = Values::F32(permute4(&x, [n, c, h, w], to_layout));
+                    let fv = Values::F32(permute4(&f, [c, ocg, k[0], k[1]], forder));
+                    let bv = Values::F32(bias.clone());
+                    let (dx, df, db) = (desc(xs), desc(fshape), OperandDescriptor::f32(vec![oc]));
+                    let got =
+                        conv_transpose2d(&[(&xv, &dx), (&fv, &df), (&bv, &db)], &desc(ys), &o);
+                    let got = match layout {
+                        InputLayout::Nchw => got.f32().to_vec(),
+                        InputLayout::Nhwc => permute4(got.f32(), ys, NHWC_TO_NCHW),
+                    };
+                    close(&got, &want);
+                }
+            }
+        }
+    }
 }

@@ -1,31 +1,50 @@
 //! Element-wise ops with numpy broadcasting, softmax and cast.
 
-use super::layout::coords;
+use rayon::prelude::*;
+
 use super::Values;
 use crate::ml::ops::BinaryOp;
 use crate::ml::types::{strides, DataType, OperandDescriptor};
 
 /// For each output element, the index into an operand broadcast to `out`.
+/// Called once per element, so it walks the coordinates without allocating.
 pub(crate) fn broadcast_index(
     d: &OperandDescriptor,
     out: &OperandDescriptor,
-) -> impl Fn(usize) -> usize {
+) -> impl Fn(usize) -> usize + Sync {
     let offset = out.rank() - d.rank();
     let s = strides(&d.shape);
-    let bstrides: Vec<usize> = (0..out.rank())
+    // (extent, stride into the operand) per output axis, innermost first.
+    let axes: Vec<(usize, usize)> = (0..out.rank())
+        .rev()
         .map(|k| {
-            if k < offset || d.shape[k - offset] == 1 {
+            let stride = if k < offset || d.shape[k - offset] == 1 {
                 0
             } else {
                 s[k - offset]
-            }
+            };
+            (out.shape[k], stride)
         })
         .collect();
-    let shape = out.shape.clone();
-    move |i| {
-        let mut c = vec![0; shape.len()];
-        coords(i, &shape, &mut c);
-        c.iter().zip(&bstrides).map(|(a, b)| a * b).sum()
+    move |mut i| {
+        let mut index = 0;
+        for &(extent, stride) in &axes {
+            index += (i % extent) * stride;
+            i /= extent;
+        }
+        index
+    }
+}
+
+/// Below this many elements a kernel stays on the calling thread.
+const PARALLEL_MIN: usize = 1 << 14;
+
+/// `f(i)` for every output element, on all cores for large outputs.
+fn map_elements<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    if n < PARALLEL_MIN {
+        (0..n).map(f).collect()
+    } else {
+        (0..n).into_par_iter().with_min_len(4096).map(f).collect()
     }
 }
 
@@ -61,12 +80,17 @@ pub(crate) fn binary(
     let ia = broadcast_index(da, out);
     let ib = broadcast_index(db, out);
     let n = out.element_count();
+    // The common cases in real models: same shapes, or a per-channel or
+    // scalar operand; the index closures cover them all.
     match (a, b) {
+        (Values::F32(x), Values::F32(y)) if da.shape == db.shape => {
+            Values::F32(map_elements(n, |i| apply_f32(op, x[i], y[i])))
+        }
         (Values::F32(x), Values::F32(y)) => {
-            Values::F32((0..n).map(|i| apply_f32(op, x[ia(i)], y[ib(i)])).collect())
+            Values::F32(map_elements(n, |i| apply_f32(op, x[ia(i)], y[ib(i)])))
         }
         (Values::I32(x), Values::I32(y)) => {
-            Values::I32((0..n).map(|i| apply_i32(op, x[ia(i)], y[ib(i)])).collect())
+            Values::I32(map_elements(n, |i| apply_i32(op, x[ia(i)], y[ib(i)])))
         }
         _ => unreachable!("binary operand types are checked at build"),
     }
@@ -79,11 +103,13 @@ pub(crate) fn prelu(
 ) -> Values {
     let is = broadcast_index(ds, out);
     let (x, s) = (x.f32(), s.f32());
-    Values::F32(
-        (0..out.element_count())
-            .map(|i| if x[i] >= 0.0 { x[i] } else { x[i] * s[is(i)] })
-            .collect(),
-    )
+    Values::F32(map_elements(out.element_count(), |i| {
+        if x[i] >= 0.0 {
+            x[i]
+        } else {
+            x[i] * s[is(i)]
+        }
+    }))
 }
 
 pub(crate) fn softmax((x, d): (&Values, &OperandDescriptor), axis: usize) -> Values {

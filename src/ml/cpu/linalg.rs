@@ -1,7 +1,8 @@
-//! matmul (batched, broadcast) and gemm.
+//! matmul (batched, broadcast) and gemm, on the SGEMM of `gemm.rs`.
 
 use rayon::prelude::*;
 
+use super::gemm::{sgemm, Mat, MatMut};
 use super::layout::coords;
 use super::Values;
 use crate::ml::ops::GemmOptions;
@@ -36,16 +37,48 @@ pub(crate) fn matmul(
     };
     let (sa, sb) = (batch_of(da), batch_of(db));
     let mut y = vec![0.0f32; out.element_count()];
+    if y.is_empty() {
+        return Values::F32(y);
+    }
+    // Few batches: split each product's rows over the threads too.
+    let batches = y.len() / (m * n);
+    let rows = m
+        .div_ceil((2 * rayon::current_num_threads()).div_ceil(batches))
+        .max(1);
     y.par_chunks_mut(m * n).enumerate().for_each(|(bi, dst)| {
         let mut c = vec![0; batch_shape.len()];
         coords(bi, batch_shape, &mut c);
         let oa: usize = c.iter().zip(&sa).map(|(x, s)| x * s).sum::<usize>() * m * k;
         let ob: usize = c.iter().zip(&sb).map(|(x, s)| x * s).sum::<usize>() * k * n;
-        for i in 0..m {
-            for j in 0..n {
-                dst[i * n + j] = (0..k).map(|p| a[oa + i * k + p] * b[ob + p * n + j]).sum();
-            }
-        }
+        dst.par_chunks_mut(rows * n)
+            .enumerate()
+            .for_each(|(t, dst)| {
+                sgemm(
+                    dst.len() / n,
+                    k,
+                    n,
+                    1.0,
+                    Mat {
+                        data: a,
+                        off: oa + t * rows * k,
+                        rs: k,
+                        cs: 1,
+                    },
+                    Mat {
+                        data: b,
+                        off: ob,
+                        rs: n,
+                        cs: 1,
+                    },
+                    0.0,
+                    MatMut {
+                        data: dst,
+                        off: 0,
+                        rs: n,
+                        cs: 1,
+                    },
+                );
+            });
     });
     Values::F32(y)
 }
@@ -64,29 +97,64 @@ pub(crate) fn gemm(
     } else {
         da.shape[1]
     };
-    let at = |i: usize, p: usize| {
-        if o.a_transpose {
-            a[p * m + i]
-        } else {
-            a[i * k + p]
+    // A is m x k (stored k x m when transposed), B k x n (stored n x k).
+    let av = if o.a_transpose {
+        Mat {
+            data: a,
+            off: 0,
+            rs: 1,
+            cs: m,
+        }
+    } else {
+        Mat {
+            data: a,
+            off: 0,
+            rs: k,
+            cs: 1,
         }
     };
-    let bt = |p: usize, j: usize| {
-        if o.b_transpose {
-            b[j * k + p]
-        } else {
-            b[p * n + j]
+    let bv = if o.b_transpose {
+        Mat {
+            data: b,
+            off: 0,
+            rs: 1,
+            cs: k,
+        }
+    } else {
+        Mat {
+            data: b,
+            off: 0,
+            rs: n,
+            cs: 1,
         }
     };
     let c = args
         .get(2)
         .map(|(c, dc)| (c.f32(), super::elementwise::broadcast_index(dc, out)));
     let mut y = vec![0.0f32; m * n];
-    y.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-        for (j, v) in row.iter_mut().enumerate() {
-            let dot: f32 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
-            *v = o.alpha * dot + c.as_ref().map_or(0.0, |(c, ic)| o.beta * c[ic(i * n + j)]);
+    if y.is_empty() {
+        return Values::F32(y);
+    }
+    // y = beta c, then y += alpha A B, over chunks of rows.
+    let rows = m.div_ceil(2 * rayon::current_num_threads()).max(1);
+    y.par_chunks_mut(rows * n).enumerate().for_each(|(t, dst)| {
+        let i0 = t * rows;
+        if let Some((c, ic)) = &c {
+            for (j, v) in dst.iter_mut().enumerate() {
+                *v = o.beta * c[ic(i0 * n + j)];
+            }
         }
+        let a = Mat {
+            off: i0 * av.rs,
+            ..av
+        };
+        let c = MatMut {
+            data: dst,
+            off: 0,
+            rs: n,
+            cs: 1,
+        };
+        sgemm(c.data.len() / n, k, n, o.alpha, a, bv, 1.0, c);
     });
     Values::F32(y)
 }

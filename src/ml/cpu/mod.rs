@@ -4,6 +4,7 @@
 
 mod conv;
 mod elementwise;
+mod gemm;
 mod layout;
 mod linalg;
 mod pool;
