@@ -189,7 +189,10 @@ fn errors_a_user_meets_have_clear_messages_and_exit_codes() {
     ]);
     assert_eq!(garbage.status.code(), Some(3), "an undecodable input");
     assert!(String::from_utf8_lossy(&garbage.stderr).contains("wgnn-superres:"));
-    assert!(!never.exists(), "a failed run leaves no empty output behind");
+    assert!(
+        !never.exists(),
+        "a failed run leaves no empty output behind"
+    );
 
     let face = face();
     let wrong_ext = superres(&[face.to_str().unwrap(), "-o", "/tmp/out.mp4"]);

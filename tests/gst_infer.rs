@@ -95,7 +95,9 @@ fn selfie_outputs_ride_on_the_untouched_frame_and_match_mediapipe() {
         }
     }
     let (mean, iou) = (sum / 65536.0, inter as f32 / union as f32);
-    eprintln!("wgnninfer selfie output vs MediaPipe (256x256): mean |diff| {mean:.4}, IoU {iou:.4}");
+    eprintln!(
+        "wgnninfer selfie output vs MediaPipe (256x256): mean |diff| {mean:.4}, IoU {iou:.4}"
+    );
     assert!(mean <= 0.03 && iou >= 0.97, "mean {mean}, IoU {iou}");
 }
 

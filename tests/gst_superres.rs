@@ -142,7 +142,11 @@ fn compare_mode_puts_the_model_on_the_right() {
     let mut worst = 0u8;
     for (y, (m, s)) in model.iter().zip(&side).enumerate() {
         assert_eq!(s.len(), 256 * 4);
-        assert_eq!(&s[128 * 4..], &m[..], "row {y}: the right half is the model");
+        assert_eq!(
+            &s[128 * 4..],
+            &m[..],
+            "row {y}: the right half is the model"
+        );
         for x in 0..128 {
             let expected = bicubic_x2(&rgb, 64, x, y);
             for c in 0..3 {

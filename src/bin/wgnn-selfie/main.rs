@@ -79,16 +79,21 @@ fn describe(e: &gst::message::Error) -> (String, bool) {
 fn run(args: &args::Args) -> Result<u8, Failure> {
     wgnn::gst::register_static()
         .map_err(|e| Failure::pipeline(format!("cannot register the wgnn elements: {e}")))?;
-    let gpu_ok = match args.device {
-        args::Device::Cpu => false,
-        _ => wgnn::gpu::Gpu::new().is_ok(),
+    // Opened once here and handed to the pipeline, so the elements do not
+    // open a second device (nor warn twice about a software adapter).
+    let gpu = match args.device {
+        args::Device::Cpu => None,
+        _ => wgnn::gpu::Gpu::new().ok(),
     };
-    let plan = plan::plan(args, gpu_ok)?;
+    let plan = plan::plan(args, gpu.is_some())?;
     log::info!("pipeline: {}", plan.description);
     let pipeline = gst::parse::launch(&plan.description)
         .map_err(|e| Failure::pipeline(format!("cannot build the pipeline: {e}")))?
         .downcast::<gst::Pipeline>()
         .expect("a launch line of several elements is a pipeline");
+    if let Some(gpu) = &gpu {
+        pipeline.set_context(&wgnn::gst::device::context_for(gpu));
+    }
     let mut stats = stats::Stats::new(&pipeline);
     if let Some(n) = args.frames {
         let seg = pipeline

@@ -117,11 +117,16 @@ fn run(args: &Args) -> Result<(), Failure> {
             format!("cannot read {}: {e}", args.input.display()),
         ));
     }
-    if args.device == Device::Gpu {
-        if let Err(e) = wgnn::gpu::Gpu::new() {
-            return Err(fail(4, format!("--device gpu: {e}")));
+    // Opened once here and handed to the pipeline, so the element does not
+    // open a second device (nor warn twice about a software adapter).
+    let gpu = match args.device {
+        Device::Cpu => None,
+        Device::Gpu => {
+            Some(wgnn::gpu::Gpu::new().map_err(|e| fail(4, format!("--device gpu: {e}")))?)
         }
-    }
+        Device::Auto => wgnn::gpu::Gpu::new().ok(),
+    };
+    let gpu = gpu.as_ref();
     let image = is_image(&args.input);
     if args.eval && !image {
         return Err(fail(
@@ -139,10 +144,22 @@ fn run(args: &Args) -> Result<(), Failure> {
         ));
     }
     if image {
-        run_image(args)
+        run_image(args, gpu)
     } else {
-        run_video(args)
+        run_video(args, gpu)
     }
+}
+
+/// Parses `desc` and gives its elements `gpu` through the wgnn device context.
+fn launch(desc: &str, gpu: Option<&wgnn::gpu::Gpu>) -> Result<gst::Pipeline, Failure> {
+    let pipeline = gst::parse::launch(desc)
+        .map_err(|e| fail(1, format!("cannot build the pipeline: {e}")))?
+        .downcast::<gst::Pipeline>()
+        .expect("a launch line of several elements is a pipeline");
+    if let Some(gpu) = gpu {
+        pipeline.set_context(&wgnn::gst::device::context_for(gpu));
+    }
+    Ok(pipeline)
 }
 
 fn default_output(input: &Path, scale: u32, ext: &str) -> PathBuf {
@@ -153,6 +170,7 @@ fn default_output(input: &Path, scale: u32, ext: &str) -> PathBuf {
 /// Upscales one RGBA image through `appsrc ! wgnnsuperres ! appsink`.
 fn upscale(
     args: &Args,
+    gpu: Option<&wgnn::gpu::Gpu>,
     compare: bool,
     img: &image::RgbaImage,
 ) -> Result<image::RgbaImage, Failure> {
@@ -165,10 +183,7 @@ fn upscale(
         "appsrc name=src format=time ! {line} ! appsink name=sink sync=false \
          caps=video/x-raw,format=RGBA"
     );
-    let pipeline = gst::parse::launch(&desc)
-        .map_err(|e| fail(1, format!("cannot build the pipeline: {e}")))?
-        .downcast::<gst::Pipeline>()
-        .expect("a launch line of several elements is a pipeline");
+    let pipeline = launch(&desc, gpu)?;
     let src = pipeline
         .by_name("src")
         .and_then(|e| e.downcast::<gst_app::AppSrc>().ok())
@@ -275,15 +290,15 @@ fn save(img: &image::RgbaImage, path: &Path) -> Result<(), Failure> {
     result.map_err(|e| fail(1, format!("cannot write {}: {e}", path.display())))
 }
 
-fn run_image(args: &Args) -> Result<(), Failure> {
+fn run_image(args: &Args, gpu: Option<&wgnn::gpu::Gpu>) -> Result<(), Failure> {
     let original = image::open(&args.input)
         .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input.display())))?
         .to_rgba8();
     let began = Instant::now();
     if args.eval {
-        return run_eval(args, &original);
+        return run_eval(args, gpu, &original);
     }
-    let out = upscale(args, args.compare, &original)?;
+    let out = upscale(args, gpu, args.compare, &original)?;
     let path = args
         .output
         .clone()
@@ -303,7 +318,11 @@ fn run_image(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_eval(args: &Args, original: &image::RgbaImage) -> Result<(), Failure> {
+fn run_eval(
+    args: &Args,
+    gpu: Option<&wgnn::gpu::Gpu>,
+    original: &image::RgbaImage,
+) -> Result<(), Failure> {
     let s = args.scale;
     let (w, h) = (original.width() / s * s, original.height() / s * s);
     if w < 16 * s || h < 16 * s {
@@ -324,7 +343,7 @@ fn run_eval(args: &Args, original: &image::RgbaImage) -> Result<(), Failure> {
         image::imageops::FilterType::CatmullRom,
     );
     let began = Instant::now();
-    let both = upscale(args, true, &small)?;
+    let both = upscale(args, gpu, true, &small)?;
     let took = began.elapsed();
     let bicubic = image::imageops::crop_imm(&both, 0, 0, w, h).to_image();
     let model = image::imageops::crop_imm(&both, w, 0, w, h).to_image();
@@ -362,7 +381,7 @@ fn run_eval(args: &Args, original: &image::RgbaImage) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_video(args: &Args) -> Result<(), Failure> {
+fn run_video(args: &Args, gpu: Option<&wgnn::gpu::Gpu>) -> Result<(), Failure> {
     let path = args
         .output
         .clone()
@@ -388,10 +407,7 @@ fn run_video(args: &Args) -> Result<(), Failure> {
         element_line(args),
         quote(&path)
     );
-    let pipeline = gst::parse::launch(&desc)
-        .map_err(|e| fail(1, format!("cannot build the pipeline: {e}")))?
-        .downcast::<gst::Pipeline>()
-        .expect("a launch line of several elements is a pipeline");
+    let pipeline = launch(&desc, gpu)?;
     let sr = pipeline
         .by_name("sr")
         .expect("the line names wgnnsuperres sr");
