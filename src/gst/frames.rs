@@ -111,3 +111,14 @@ pub fn download(
     }
     Ok((out, moved))
 }
+
+/// Gives a new output buffer its input's timestamps, duration and flags.
+pub fn copy_timing(input: &gst::BufferRef, out: &mut gst::Buffer) -> Result<(), gst::FlowError> {
+    input
+        .copy_into(
+            out.make_mut(),
+            gst::BufferCopyFlags::FLAGS | gst::BufferCopyFlags::TIMESTAMPS,
+            ..,
+        )
+        .map_err(|_| gst::FlowError::Error)
+}

@@ -8,6 +8,7 @@ pub mod caps;
 pub mod device;
 pub mod device_choice;
 pub mod frame_meta;
+mod frame_meter;
 pub mod frames;
 mod latency;
 mod stats;

@@ -12,7 +12,7 @@ use super::InferResize;
 use crate::gpu::{Gpu, TransferStats};
 use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::latency::LatencyMeter;
+use crate::gst::frame_meter::FrameMeter;
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::{InferenceOutputs, WgnnTensorMeta};
 use crate::gst::{caps, frames, CAT};
@@ -140,8 +140,7 @@ pub struct WgnnInfer {
     device: DeviceSlot,
     started: Mutex<Option<Started>>,
     state: Mutex<Option<State>>,
-    stats: Stats,
-    latency: LatencyMeter,
+    meter: FrameMeter,
 }
 
 #[glib::object_subclass]
@@ -226,7 +225,7 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.stats.property(pspec.name()) {
+        if let Some(v) = self.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -319,8 +318,7 @@ impl BaseTransformImpl for WgnnInfer {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.stats.reset();
-        self.latency.reset();
+        self.meter.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -381,15 +379,9 @@ impl BaseTransformImpl for WgnnInfer {
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        if self.device.answer(query) {
-            return true;
-        }
-        let latency = matches!(query.view(), gst::QueryView::Latency(_));
-        let answered = BaseTransformImplExt::parent_query(self, direction, query);
-        if answered && latency && direction == gst::PadDirection::Src {
-            self.latency.add_to(query);
-        }
-        answered
+        self.meter.query(&self.device, direction, query, |q| {
+            BaseTransformImplExt::parent_query(self, direction, q)
+        })
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -414,22 +406,8 @@ impl BaseTransformImpl for WgnnInfer {
             .run(&frame)
             .map_err(|e| self.fail("inference failed", e))?;
         WgnnTensorMeta::add(buf, outputs);
-        let n = self.stats.frame(&moved);
-        let took = began.elapsed();
-        gst::debug!(
-            CAT,
-            imp = self,
-            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
-            buf.pts().display(),
-            moved.upload_bytes,
-            moved.download_bytes,
-            took.as_secs_f64() * 1e3
-        );
-        if self.latency.record(took) {
-            let _ = self
-                .obj()
-                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
-        }
+        self.meter
+            .frame_done(self.obj().upcast_ref(), buf.pts(), &moved, began);
         Ok(gst::FlowSuccess::Ok)
     }
 }

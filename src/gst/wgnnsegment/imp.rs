@@ -18,7 +18,7 @@ use crate::gpu::{Gpu, TransferStats};
 use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
-use crate::gst::latency::LatencyMeter;
+use crate::gst::frame_meter::FrameMeter;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames, CAT};
 use crate::models::{self, Model};
@@ -132,8 +132,7 @@ pub struct WgnnSegment {
     device: DeviceSlot,
     started: Mutex<Option<Started>>,
     state: Mutex<Option<State>>,
-    stats: Stats,
-    latency: LatencyMeter,
+    meter: FrameMeter,
     /// The model's GPU time from the last profiled frame, and when it was taken.
     gpu_ms: Mutex<(f64, Option<Instant>)>,
 }
@@ -282,7 +281,7 @@ impl ObjectImpl for WgnnSegment {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.stats.property(pspec.name()) {
+        if let Some(v) = self.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -449,8 +448,7 @@ impl BaseTransformImpl for WgnnSegment {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.stats.reset();
-        self.latency.reset();
+        self.meter.reset();
         *self.gpu_ms.lock().unwrap() = (-1.0, None);
         let settings = self.settings.lock().unwrap().clone();
         let path = settings.model_path();
@@ -533,15 +531,9 @@ impl BaseTransformImpl for WgnnSegment {
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        if self.device.answer(query) {
-            return true;
-        }
-        let latency = matches!(query.view(), gst::QueryView::Latency(_));
-        let answered = BaseTransformImplExt::parent_query(self, direction, query);
-        if answered && latency && direction == gst::PadDirection::Src {
-            self.latency.add_to(query);
-        }
-        answered
+        self.meter.query(&self.device, direction, query, |q| {
+            BaseTransformImplExt::parent_query(self, direction, q)
+        })
     }
 
     fn sink_event(&self, event: gst::Event) -> bool {
@@ -609,29 +601,9 @@ impl BaseTransformImpl for WgnnSegment {
             // System memory in and out: `negotiate` refused texture caps.
             Pass::Cpu(pass) => self.run_on_cpu(pass, &state.in_info, &state.out_info, inbuf)?,
         };
-        inbuf
-            .copy_into(
-                out.get_mut().unwrap(),
-                gst::BufferCopyFlags::FLAGS | gst::BufferCopyFlags::TIMESTAMPS,
-                ..,
-            )
-            .map_err(|_| gst::FlowError::Error)?;
-        let n = self.stats.frame(&moved);
-        let took = began.elapsed();
-        gst::debug!(
-            CAT,
-            imp = self,
-            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
-            inbuf.pts().display(),
-            moved.upload_bytes,
-            moved.download_bytes,
-            took.as_secs_f64() * 1e3
-        );
-        if self.latency.record(took) {
-            let _ = self
-                .obj()
-                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
-        }
+        frames::copy_timing(inbuf, &mut out)?;
+        self.meter
+            .frame_done(self.obj().upcast_ref(), inbuf.pts(), &moved, began);
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }
 

@@ -13,7 +13,7 @@ use crate::gpu::{Gpu, TransferStats};
 use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::frame_meta::buffer_for;
-use crate::gst::latency::LatencyMeter;
+use crate::gst::frame_meter::FrameMeter;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames, CAT};
 use crate::models::{self, Model};
@@ -77,8 +77,7 @@ pub struct WgnnSuperres {
     device: DeviceSlot,
     started: Mutex<Option<Started>>,
     state: Mutex<Option<State>>,
-    stats: Stats,
-    latency: LatencyMeter,
+    meter: FrameMeter,
 }
 
 #[glib::object_subclass]
@@ -149,7 +148,7 @@ impl ObjectImpl for WgnnSuperres {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.stats.property(pspec.name()) {
+        if let Some(v) = self.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -225,8 +224,7 @@ impl BaseTransformImpl for WgnnSuperres {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.stats.reset();
-        self.latency.reset();
+        self.meter.reset();
         let settings = self.settings.lock().unwrap().clone();
         let path = settings.model_path();
         let model = models::load(&path).map_err(|e| {
@@ -313,15 +311,9 @@ impl BaseTransformImpl for WgnnSuperres {
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        if self.device.answer(query) {
-            return true;
-        }
-        let latency = matches!(query.view(), gst::QueryView::Latency(_));
-        let answered = BaseTransformImplExt::parent_query(self, direction, query);
-        if answered && latency && direction == gst::PadDirection::Src {
-            self.latency.add_to(query);
-        }
-        answered
+        self.meter.query(&self.device, direction, query, |q| {
+            BaseTransformImplExt::parent_query(self, direction, q)
+        })
     }
 
     fn prepare_output_buffer(
@@ -367,29 +359,9 @@ impl BaseTransformImpl for WgnnSuperres {
             moved += m;
             b
         };
-        inbuf
-            .copy_into(
-                out.get_mut().unwrap(),
-                gst::BufferCopyFlags::FLAGS | gst::BufferCopyFlags::TIMESTAMPS,
-                ..,
-            )
-            .map_err(|_| gst::FlowError::Error)?;
-        let n = self.stats.frame(&moved);
-        let took = began.elapsed();
-        gst::debug!(
-            CAT,
-            imp = self,
-            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
-            inbuf.pts().display(),
-            moved.upload_bytes,
-            moved.download_bytes,
-            took.as_secs_f64() * 1e3
-        );
-        if self.latency.record(took) {
-            let _ = self
-                .obj()
-                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
-        }
+        frames::copy_timing(inbuf, &mut out)?;
+        self.meter
+            .frame_done(self.obj().upcast_ref(), inbuf.pts(), &moved, began);
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }
 

@@ -1,0 +1,79 @@
+//! The bookkeeping every processing element does per frame: its copy
+//! counters, one DEBUG line, and the processing latency it adds to the
+//! pipeline's.
+
+use std::time::Instant;
+
+use gst::glib;
+use gst::prelude::*;
+
+use crate::gpu::TransferStats;
+use crate::gst::device::DeviceSlot;
+use crate::gst::latency::LatencyMeter;
+use crate::gst::stats::Stats;
+use crate::gst::CAT;
+
+#[derive(Default)]
+pub struct FrameMeter {
+    stats: Stats,
+    latency: LatencyMeter,
+}
+
+impl FrameMeter {
+    /// The value of one of [`Stats::properties`], or `None` for other names.
+    pub fn property(&self, name: &str) -> Option<glib::Value> {
+        self.stats.property(name)
+    }
+
+    pub fn reset(&self) {
+        self.stats.reset();
+        self.latency.reset();
+    }
+
+    /// Records a processed frame that started at `began`: counts what it
+    /// moved, logs it, and posts a latency message when the processing time
+    /// grew enough for the pipeline to ask again.
+    pub fn frame_done(
+        &self,
+        element: &gst::Element,
+        pts: Option<gst::ClockTime>,
+        moved: &TransferStats,
+        began: Instant,
+    ) {
+        let n = self.stats.frame(moved);
+        let took = began.elapsed();
+        gst::debug!(
+            CAT,
+            obj = element,
+            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
+            pts.display(),
+            moved.upload_bytes,
+            moved.download_bytes,
+            took.as_secs_f64() * 1e3
+        );
+        if self.latency.record(took) {
+            let _ = element.post_message(gst::message::Latency::builder().src(element).build());
+        }
+    }
+
+    /// A processing element's query handler: the device context from
+    /// `device`, everything else from `parent`, with this element's
+    /// processing time added to a latency answer going upstream.
+    pub fn query(
+        &self,
+        device: &DeviceSlot,
+        direction: gst::PadDirection,
+        query: &mut gst::QueryRef,
+        parent: impl FnOnce(&mut gst::QueryRef) -> bool,
+    ) -> bool {
+        if device.answer(query) {
+            return true;
+        }
+        let latency = matches!(query.view(), gst::QueryView::Latency(_));
+        let answered = parent(query);
+        if answered && latency && direction == gst::PadDirection::Src {
+            self.latency.add_to(query);
+        }
+        answered
+    }
+}
