@@ -4,10 +4,7 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Output};
-
-use gst::prelude::*;
 
 fn selfie(args: &[&str]) -> Output {
     selfie_env(args, &[])
@@ -26,32 +23,6 @@ fn selfie_env(args: &[&str], env: &[(&str, &str)]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-/// Frames and size of a video file, decoded with GStreamer.
-fn decode(path: &Path) -> (usize, u32, u32) {
-    gst::init().unwrap();
-    let pipeline = gst::parse::launch(&format!(
-        "filesrc location=\"{}\" ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! appsink name=sink sync=false",
-        path.display()
-    ))
-    .unwrap()
-    .downcast::<gst::Pipeline>()
-    .unwrap();
-    let sink = pipeline
-        .by_name("sink")
-        .unwrap()
-        .downcast::<gst_app::AppSink>()
-        .unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let (mut n, mut size) = (0, (0, 0));
-    while let Ok(sample) = sink.pull_sample() {
-        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
-        size = (info.width(), info.height());
-        n += 1;
-    }
-    pipeline.set_state(gst::State::Null).unwrap();
-    (n, size.0, size.1)
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -80,7 +51,7 @@ fn the_default_job_writes_an_mp4_with_every_frame() {
         stderr.contains(&format!("wrote {}", mp4.display())),
         "{stderr}"
     );
-    assert_eq!(decode(&mp4), (6, 160, 90));
+    assert_eq!(common::decode_video(&mp4), (6, 160, 90));
 }
 
 #[test]
@@ -212,7 +183,7 @@ fn ctrl_c_ends_the_stream_and_finalises_the_mp4() {
     eprintln!("{stderr}");
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     // A finalised MP4 (moov written at EOS) decodes; an unfinished one does not.
-    let (frames, w, h) = decode(&mp4);
+    let (frames, w, h) = common::decode_video(&mp4);
     assert!(frames > 0, "no frames decode from the interrupted file");
     assert_eq!((w, h), (96, 64));
 }

@@ -6,8 +6,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gst::prelude::*;
-
 fn superres(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_wgnn-superres"))
         .args(args)
@@ -126,34 +124,9 @@ fn an_image_is_upscaled_and_compared_side_by_side() {
     assert!((mean(0) - mean(192)).abs() < 4.0);
 }
 
-fn decode(path: &Path) -> (usize, u32, u32) {
-    gst::init().unwrap();
-    let pipeline = gst::parse::launch(&format!(
-        "filesrc location=\"{}\" ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! appsink name=sink sync=false",
-        path.display()
-    ))
-    .unwrap()
-    .downcast::<gst::Pipeline>()
-    .unwrap();
-    let sink = pipeline
-        .by_name("sink")
-        .unwrap()
-        .downcast::<gst_app::AppSink>()
-        .unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let (mut n, mut size) = (0, (0, 0));
-    while let Ok(sample) = sink.pull_sample() {
-        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
-        size = (info.width(), info.height());
-        n += 1;
-    }
-    pipeline.set_state(gst::State::Null).unwrap();
-    (n, size.0, size.1)
-}
-
 #[test]
 fn a_video_is_upscaled_frame_by_frame() {
-    let (_, w, h) = decode(Path::new(&sample("astronaut.mp4")));
+    let (_, w, h) = common::decode_video(Path::new(&sample("astronaut.mp4")));
     let mp4 = temp("video_x2.mp4");
     let out = superres(&[
         &sample("astronaut.mp4"),
@@ -165,7 +138,7 @@ fn a_video_is_upscaled_frame_by_frame() {
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("2 frames in"), "{stderr}");
-    assert_eq!(decode(&mp4), (2, 2 * w, 2 * h));
+    assert_eq!(common::decode_video(&mp4), (2, 2 * w, 2 * h));
 }
 
 #[test]

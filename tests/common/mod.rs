@@ -27,3 +27,30 @@ pub fn own_gpu() -> wgnn::gpu::Gpu {
     let _ = gpu();
     wgnn::gpu::Gpu::new().expect("GPU adapter")
 }
+
+/// Frames and size of a video file, decoded with GStreamer.
+pub fn decode_video(path: &std::path::Path) -> (usize, u32, u32) {
+    use gst::prelude::*;
+    gst::init().unwrap();
+    let pipeline = gst::parse::launch(&format!(
+        "filesrc location=\"{}\" ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! appsink name=sink sync=false",
+        path.display()
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = pipeline
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let (mut n, mut size) = (0, (0, 0));
+    while let Ok(sample) = sink.pull_sample() {
+        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
+        size = (info.width(), info.height());
+        n += 1;
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    (n, size.0, size.1)
+}
