@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::video::{ColorSpec, GpuFrame, VideoFormat, YuvRange};
+use crate::video::{ColorSpec, GpuFrame, Reader, VideoFormat};
 
 /// A rectangle of the target, in pixels.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,44 +39,12 @@ pub(super) fn letterbox(aspect: f64, width: u32, height: u32) -> Rect {
     }
 }
 
-/// The video module's reader snippet for a format: they define
-/// `frame_size()` and `frame_rgb()` for every plane arrangement the elements
-/// carry, so the sink reads frames exactly as the processing shaders do.
-fn reader(format: VideoFormat) -> String {
-    let yuv = include_str!("../../video/yuv.wgsl");
-    match format {
-        VideoFormat::Rgba | VideoFormat::Bgra | VideoFormat::Rgbx | VideoFormat::Bgrx => {
-            include_str!("../../video/read_packed.wgsl").to_string()
-        }
-        VideoFormat::Rgb => include_str!("../../video/read_rgb24.wgsl").to_string(),
-        VideoFormat::Nv12 => format!("{yuv}\n{}", include_str!("../../video/read_nv12.wgsl")),
-        VideoFormat::I420 => format!("{yuv}\n{}", include_str!("../../video/read_i420.wgsl")),
-    }
-}
-
 /// Formats that share a reader share a pipeline.
 fn reader_key(format: VideoFormat) -> VideoFormat {
     match format {
         VideoFormat::Bgra | VideoFormat::Rgbx | VideoFormat::Bgrx => VideoFormat::Rgba,
         f => f,
     }
-}
-
-/// The override constants the YUV snippets declare (wgpu rejects constants
-/// a shader does not declare, so RGB readers get none).
-fn constants(format: VideoFormat, color: ColorSpec) -> Vec<(&'static str, f64)> {
-    if !format.is_yuv() {
-        return Vec::new();
-    }
-    let (kr, kb) = color.matrix.kr_kb();
-    vec![
-        ("yuv_kr", kr),
-        ("yuv_kb", kb),
-        (
-            "yuv_full_range",
-            f64::from(u8::from(color.range == YuvRange::Full)),
-        ),
-    ]
 }
 
 type Key = (VideoFormat, Option<ColorSpec>, wgpu::TextureFormat);
@@ -100,8 +68,11 @@ impl Presenter {
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(p.clone());
         }
-        let source = format!("{}\n{}", reader(format), include_str!("present.wgsl"));
-        let constants = constants(format, color);
+        // The video module's reader snippets: the sink reads frames exactly
+        // as the processing shaders do.
+        let reader = Reader::of(format);
+        let source = format!("{}\n{}", reader.source(), include_str!("present.wgsl"));
+        let constants = reader.constants(color);
         let pipeline = gpu.scoped("wgnnsink: building the present pipeline", || {
             let module = gpu
                 .device()
