@@ -289,22 +289,15 @@ fn texture_caps_are_refused_with_a_reason() {
              fakesink"
         ),
     ] {
-        let pipeline = gst::parse::launch(&launch).unwrap();
-        pipeline.set_state(gst::State::Playing).unwrap();
-        let msg = pipeline
-            .bus()
-            .unwrap()
-            .timed_pop_filtered(
-                gst::ClockTime::from_seconds(30),
-                &[gst::MessageType::Error, gst::MessageType::Eos],
-            )
-            .expect("an error");
-        pipeline.set_state(gst::State::Null).unwrap();
-        let gst::MessageView::Error(e) = msg.view() else {
-            panic!("{launch}: expected a negotiation error, got {msg:?}");
-        };
-        let text = format!("{} {:?}", e.error(), e.debug());
-        assert!(text.contains("not-negotiated"), "{launch}: {text}");
+        // Before it starts, device=cpu already rules texture caps out, so the
+        // line fails to link rather than at the first buffer.
+        let err = gst::parse::launch(&launch)
+            .map(|_| ())
+            .expect_err("texture memory next to device=cpu must not link");
+        assert!(
+            err.to_string().contains("could not link"),
+            "{launch}: {err}"
+        );
     }
     gst::log::remove_log_function(f);
     gst::log::unset_threshold_for_name("wgnn*");

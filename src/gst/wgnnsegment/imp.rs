@@ -495,14 +495,14 @@ impl BaseTransformImpl for WgnnSegment {
     ) -> Option<gst::Caps> {
         let on_cpu = self.on_cpu();
         let out = caps::processing_transform(direction, caps, filter, on_cpu, |_, _| true);
-        let texture_only = |c: &gst::Caps| {
+        let has_texture = |c: &gst::Caps| {
             !c.is_any()
-                && !c.is_empty()
                 && c.iter_with_features()
-                    .all(|(_, f)| f.contains(CAPS_FEATURE_WGPU_TEXTURE))
+                    .any(|(_, f)| f.contains(CAPS_FEATURE_WGPU_TEXTURE))
         };
-        if on_cpu && out.is_empty() && (texture_only(caps) || filter.is_some_and(texture_only)) {
-            // Negotiation fails upstream with a bare not-negotiated; say why here.
+        if on_cpu && (has_texture(caps) || filter.is_some_and(has_texture)) {
+            // A link or negotiation that needed texture memory fails with a
+            // bare "could not link" or not-negotiated; say why here.
             gst::debug!(
                 CAT,
                 imp = self,
