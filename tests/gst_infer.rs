@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::harness::{buffer, caps, element, init, start_error};
+
 use gst::prelude::*;
 use gst_check::Harness;
 use wgnn::gst::tensor_meta::outputs_of;
@@ -11,31 +13,6 @@ const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/golden/astronaut_mask.f32"
 );
-
-fn init() {
-    wgnn::gst::register_static().unwrap();
-}
-
-fn caps(format: &str, w: u32, h: u32) -> String {
-    format!("video/x-raw,format={format},width={w},height={h},framerate=30/1")
-}
-
-fn buffer(bytes: Vec<u8>, pts_ms: u64) -> gst::Buffer {
-    let mut b = gst::Buffer::from_slice(bytes);
-    b.get_mut()
-        .unwrap()
-        .set_pts(gst::ClockTime::from_mseconds(pts_ms));
-    b
-}
-
-fn element(h: &Harness, name: &str) -> gst::Element {
-    h.element()
-        .unwrap()
-        .downcast::<gst::Bin>()
-        .unwrap()
-        .by_name(name)
-        .unwrap()
-}
 
 fn model(rel: &str) -> String {
     common::root()
@@ -59,7 +36,7 @@ fn selfie_outputs_ride_on_the_untouched_frame_and_match_mediapipe() {
     );
     let mut harness = Harness::new_parse(&launch);
     harness.set_src_caps_str(&caps("RGB", w, h));
-    let out = harness.push_and_pull(buffer(rgb.clone(), 7)).unwrap();
+    let out = harness.push_and_pull(buffer(&rgb, 7)).unwrap();
     assert_eq!(out.pts(), Some(gst::ClockTime::from_mseconds(7)));
     assert!(
         out.map_readable().unwrap().as_slice() == rgb.as_slice(),
@@ -114,7 +91,7 @@ fn texture_frames_keep_everything_on_the_gpu_and_rent_the_outputs() {
     let mut held = Vec::new();
     for i in 0..3 {
         let out = harness
-            .push_and_pull(buffer(vec![(i * 60) as u8; (w * h * 4) as usize], i * 33))
+            .push_and_pull(buffer(&vec![(i * 60) as u8; (w * h * 4) as usize], i * 33))
             .unwrap();
         assert!(
             wgnn::gst::frame_meta::frame_of(&out).is_some(),
@@ -148,7 +125,7 @@ fn a_model_of_any_size_takes_the_frame_size() {
     let mut harness = Harness::new_parse(&launch);
     harness.set_src_caps_str(&caps("RGBx", w, h));
     let out = harness
-        .push_and_pull(buffer(vec![200; (w * h * 4) as usize], 0))
+        .push_and_pull(buffer(&vec![200; (w * h * 4) as usize], 0))
         .unwrap();
     let outputs = outputs_of(&out).unwrap();
     let (_, t) = &outputs.tensors()[0];
@@ -171,18 +148,7 @@ fn missing_or_bad_models_fail_the_state_change_naming_the_cause() {
         ),
     ];
     for (launch, needle) in cases {
-        let pipeline = gst::parse::launch(&launch).unwrap();
-        let _ = pipeline.set_state(gst::State::Playing);
-        let msg = pipeline
-            .bus()
-            .unwrap()
-            .timed_pop_filtered(gst::ClockTime::from_seconds(30), &[gst::MessageType::Error])
-            .unwrap_or_else(|| panic!("{launch}: no error on the bus"));
-        let gst::MessageView::Error(e) = msg.view() else {
-            unreachable!()
-        };
-        let text = format!("{} {:?}", e.error(), e.debug());
+        let text = start_error(&launch);
         assert!(text.contains(needle), "{launch}: {text}");
-        pipeline.set_state(gst::State::Null).unwrap();
     }
 }

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::harness::{buffer, bytes, caps, element, init, start_error};
+
 use gst::prelude::*;
 use gst_check::Harness;
 
@@ -12,44 +14,12 @@ const GOLDEN: &str = concat!(
     "/../shared/golden/astronaut_mask.f32"
 );
 
-fn init() {
-    wgnn::gst::register_static().unwrap();
-}
-
 fn astronaut() -> (Vec<u8>, u32, u32) {
     let img = image::open(common::root().join("assets/samples/astronaut.png"))
         .unwrap()
         .to_rgb8();
     let (w, h) = img.dimensions();
     (img.into_raw(), w, h)
-}
-
-fn caps(format: &str, w: u32, h: u32) -> String {
-    format!("video/x-raw,format={format},width={w},height={h},framerate=30/1")
-}
-
-fn buffer(bytes: &[u8], pts_ms: u64) -> gst::Buffer {
-    let mut b = gst::Buffer::from_slice(bytes.to_vec());
-    {
-        let b = b.get_mut().unwrap();
-        b.set_pts(gst::ClockTime::from_mseconds(pts_ms));
-        b.set_duration(gst::ClockTime::from_mseconds(33));
-    }
-    b
-}
-
-fn bytes(b: &gst::Buffer) -> Vec<u8> {
-    b.map_readable().unwrap().to_vec()
-}
-
-/// `launch` with `h.element()` being the named element of the parsed bin.
-fn element(h: &Harness, name: &str) -> gst::Element {
-    h.element()
-        .unwrap()
-        .downcast::<gst::Bin>()
-        .unwrap()
-        .by_name(name)
-        .unwrap()
 }
 
 #[test]
@@ -188,20 +158,6 @@ fn effects_follow_the_properties() {
         );
     }
     let _ = std::fs::remove_file(background);
-}
-
-fn start_error(launch: &str) -> String {
-    let pipeline = gst::parse::launch(launch).unwrap();
-    let result = pipeline.set_state(gst::State::Playing);
-    let bus = pipeline.bus().unwrap();
-    let msg = bus
-        .timed_pop_filtered(gst::ClockTime::from_seconds(30), &[gst::MessageType::Error])
-        .unwrap_or_else(|| panic!("{launch}: no error on the bus (state change {result:?})"));
-    let gst::MessageView::Error(e) = msg.view() else {
-        unreachable!()
-    };
-    pipeline.set_state(gst::State::Null).unwrap();
-    format!("{} {:?}", e.error(), e.debug())
 }
 
 #[test]

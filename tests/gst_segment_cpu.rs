@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::harness::{buffer, bytes, caps, element, init};
+
 use std::time::Instant;
 
 use gst::prelude::*;
@@ -16,39 +18,10 @@ const GOLDEN: &str = concat!(
     "/../shared/golden/astronaut_mask.f32"
 );
 
-fn init() {
-    wgnn::gst::register_static().unwrap();
-}
-
 fn astronaut() -> image::RgbImage {
     image::open(common::root().join("assets/samples/astronaut.png"))
         .unwrap()
         .to_rgb8()
-}
-
-fn caps(format: &str, w: u32, h: u32) -> String {
-    format!("video/x-raw,format={format},width={w},height={h},framerate=30/1")
-}
-
-fn buffer(bytes: &[u8], pts_ms: u64) -> gst::Buffer {
-    let mut b = gst::Buffer::from_slice(bytes.to_vec());
-    b.get_mut()
-        .unwrap()
-        .set_pts(gst::ClockTime::from_mseconds(pts_ms));
-    b
-}
-
-fn bytes(b: &gst::Buffer) -> Vec<u8> {
-    b.map_readable().unwrap().to_vec()
-}
-
-fn element(h: &Harness, name: &str) -> gst::Element {
-    h.element()
-        .unwrap()
-        .downcast::<gst::Bin>()
-        .unwrap()
-        .by_name(name)
-        .unwrap()
 }
 
 /// Mean and largest per-byte difference.

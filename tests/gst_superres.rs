@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::harness::{buffer, caps, element, init, start_error};
+
 use gst::prelude::*;
 use gst_check::Harness;
 
@@ -15,10 +17,6 @@ const GOLDEN_X2: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/golden/sr_astronaut_64x64_x2.f32"
 );
-
-fn init() {
-    wgnn::gst::register_static().unwrap();
-}
 
 fn golden(path: &str) -> Vec<f32> {
     bytemuck::pod_collect_to_vec(
@@ -36,27 +34,6 @@ fn golden_rgb() -> Vec<u8> {
             *x as u8
         })
         .collect()
-}
-
-fn caps(format: &str, w: u32, h: u32) -> String {
-    format!("video/x-raw,format={format},width={w},height={h},framerate=30/1")
-}
-
-fn buffer(bytes: &[u8], pts_ms: u64) -> gst::Buffer {
-    let mut b = gst::Buffer::from_slice(bytes.to_vec());
-    let r = b.get_mut().unwrap();
-    r.set_pts(gst::ClockTime::from_mseconds(pts_ms));
-    r.set_duration(gst::ClockTime::from_mseconds(33));
-    b
-}
-
-fn element(h: &Harness, name: &str) -> gst::Element {
-    h.element()
-        .unwrap()
-        .downcast::<gst::Bin>()
-        .unwrap()
-        .by_name(name)
-        .unwrap()
 }
 
 fn out_info(h: &Harness) -> gst_video::VideoInfo {
@@ -210,21 +187,6 @@ fn textures_in_and_out_move_no_bytes_and_equal_system_memory() {
     assert_eq!(sr.property::<u64>("frames"), 1);
     assert_eq!(sr.property::<u64>("bytes-uploaded"), 0);
     assert_eq!(sr.property::<u64>("bytes-downloaded"), 0);
-}
-
-fn start_error(launch: &str) -> String {
-    let pipeline = gst::parse::launch(launch).unwrap();
-    let result = pipeline.set_state(gst::State::Playing);
-    let msg = pipeline
-        .bus()
-        .unwrap()
-        .timed_pop_filtered(gst::ClockTime::from_seconds(30), &[gst::MessageType::Error])
-        .unwrap_or_else(|| panic!("{launch}: no error on the bus (state change {result:?})"));
-    let gst::MessageView::Error(e) = msg.view() else {
-        unreachable!()
-    };
-    pipeline.set_state(gst::State::Null).unwrap();
-    format!("{} {:?}", e.error(), e.debug())
 }
 
 #[test]

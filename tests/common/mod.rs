@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod harness;
+
 use std::sync::OnceLock;
 
 /// The GPU every test uses. Tests that need a GPU fail (never skip) when there
