@@ -57,21 +57,17 @@ fn selfie_outputs_ride_on_the_untouched_frame_and_match_mediapipe() {
         &std::fs::read(GOLDEN).unwrap_or_else(|e| panic!("golden mask {GOLDEN}: {e}")),
     );
     let at = |x: usize, y: usize| golden[y * 512 + x];
-    let (mut sum, mut inter, mut union) = (0.0f32, 0usize, 0usize);
-    for y in 0..256 {
-        for x in 0..256 {
-            let g = (at(2 * x, 2 * y)
+    let reference: Vec<f32> = (0..256 * 256)
+        .map(|i| {
+            let (x, y) = (i % 256, i / 256);
+            (at(2 * x, 2 * y)
                 + at(2 * x + 1, 2 * y)
                 + at(2 * x, 2 * y + 1)
                 + at(2 * x + 1, 2 * y + 1))
-                / 4.0;
-            let o = ours[y * 256 + x];
-            sum += (o - g).abs();
-            inter += (o > 0.5 && g > 0.5) as usize;
-            union += (o > 0.5 || g > 0.5) as usize;
-        }
-    }
-    let (mean, iou) = (sum / 65536.0, inter as f32 / union as f32);
+                / 4.0
+        })
+        .collect();
+    let (mean, iou) = common::mask_agreement(&ours, &reference);
     eprintln!(
         "wgnninfer selfie output vs MediaPipe (256x256): mean |diff| {mean:.4}, IoU {iou:.4}"
     );

@@ -46,19 +46,7 @@ fn mask_of_the_sample_photo_matches_mediapipe() {
         .contains(wgnn::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE));
     let rgba = bytes(&out);
     let ours: Vec<f32> = rgba.chunks_exact(4).map(|p| p[0] as f32 / 255.0).collect();
-    assert_eq!(ours.len(), golden.len());
-    let mean = ours
-        .iter()
-        .zip(&golden)
-        .map(|(a, b)| (a - b).abs())
-        .sum::<f32>()
-        / ours.len() as f32;
-    let (mut inter, mut union) = (0usize, 0usize);
-    for (a, b) in ours.iter().zip(&golden) {
-        inter += (*a > 0.5 && *b > 0.5) as usize;
-        union += (*a > 0.5 || *b > 0.5) as usize;
-    }
-    let iou = inter as f32 / union as f32;
+    let (mean, iou) = common::mask_agreement(&ours, &golden);
     eprintln!("wgnnsegment effect=mask vs MediaPipe: mean |diff| {mean:.4}, IoU {iou:.4}");
     assert!(mean <= 0.03 && iou >= 0.97, "mean {mean}, IoU {iou}");
 

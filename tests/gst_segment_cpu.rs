@@ -101,19 +101,7 @@ fn mask_of_the_sample_photo_agrees_with_the_gpu_element_and_mediapipe() {
         &std::fs::read(GOLDEN).unwrap_or_else(|e| panic!("golden mask {GOLDEN}: {e}")),
     );
     let ours: Vec<f32> = cpu_mask.iter().map(|&v| f32::from(v) / 255.0).collect();
-    assert_eq!(ours.len(), golden.len());
-    let mean = ours
-        .iter()
-        .zip(&golden)
-        .map(|(a, b)| (a - b).abs())
-        .sum::<f32>()
-        / ours.len() as f32;
-    let (mut inter, mut union) = (0usize, 0usize);
-    for (a, b) in ours.iter().zip(&golden) {
-        inter += usize::from(*a > 0.5 && *b > 0.5);
-        union += usize::from(*a > 0.5 || *b > 0.5);
-    }
-    let iou = inter as f32 / union as f32;
+    let (mean, iou) = common::mask_agreement(&ours, &golden);
     eprintln!("device=cpu effect=mask vs MediaPipe: mean |diff| {mean:.4}, IoU {iou:.4}");
     assert!(mean <= 0.03 && iou >= 0.97, "mean {mean}, IoU {iou}");
 }

@@ -103,19 +103,7 @@ fn selfie_astronaut(ctx: &Context) {
     assert_eq!(shape, [1, 256, 256, 1]);
     let mask = resize(ctx, &mask, [256, 256, 1], [h, w]);
 
-    let mean = mask
-        .iter()
-        .zip(&expected)
-        .map(|(a, b)| (a - b).abs() as f64)
-        .sum::<f64>()
-        / mask.len() as f64;
-    let (mut inter, mut union) = (0usize, 0usize);
-    for (a, b) in mask.iter().zip(&expected) {
-        let (a, b) = (*a > 0.5, *b > 0.5);
-        inter += (a && b) as usize;
-        union += (a || b) as usize;
-    }
-    let iou = inter as f64 / union as f64;
+    let (mean, iou) = common::mask_agreement(&mask, &expected);
     eprintln!("selfie mean |diff| = {mean:.5}, IoU = {iou:.5}");
     assert!(mean <= 0.03, "mean |diff| {mean} > 0.03");
     assert!(iou >= 0.97, "IoU {iou} < 0.97");

@@ -98,20 +98,7 @@ fn selfie_pass_uploads_once_and_downloads_nothing_until_asked() {
 
     // Effect::Mask draws the person probability as grey.
     let ours: Vec<f32> = rgba.chunks_exact(4).map(|p| p[0] as f32 / 255.0).collect();
-    assert_eq!(ours.len(), golden.len());
-    let mean = ours
-        .iter()
-        .zip(&golden)
-        .map(|(a, b)| (a - b).abs())
-        .sum::<f32>()
-        / ours.len() as f32;
-    let (mut inter, mut union) = (0usize, 0usize);
-    for (a, b) in ours.iter().zip(&golden) {
-        let (a, b) = (*a > 0.5, *b > 0.5);
-        inter += (a && b) as usize;
-        union += (a || b) as usize;
-    }
-    let iou = inter as f32 / union as f32;
+    let (mean, iou) = common::mask_agreement(&ours, &golden);
     eprintln!("selfie pass vs MediaPipe: mean |diff| {mean:.4}, IoU {iou:.4}");
     assert!(mean <= 0.03, "mean |diff| {mean}");
     assert!(iou >= 0.97, "IoU {iou}");

@@ -56,3 +56,18 @@ pub fn decode_video(path: &std::path::Path) -> (usize, u32, u32) {
     pipeline.set_state(gst::State::Null).unwrap();
     (n, size.0, size.1)
 }
+
+/// How well a person mask agrees with a reference, both in [0, 1]: the mean
+/// absolute difference and the IoU of (mask > 0.5), as the golden README
+/// asks for.
+pub fn mask_agreement(ours: &[f32], reference: &[f32]) -> (f64, f64) {
+    assert_eq!(ours.len(), reference.len(), "masks of different sizes");
+    let mut sum = 0.0f64;
+    let (mut inter, mut union) = (0usize, 0usize);
+    for (&a, &b) in ours.iter().zip(reference) {
+        sum += f64::from((a - b).abs());
+        inter += usize::from(a > 0.5 && b > 0.5);
+        union += usize::from(a > 0.5 || b > 0.5);
+    }
+    (sum / ours.len() as f64, inter as f64 / union as f64)
+}
