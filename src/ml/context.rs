@@ -52,9 +52,13 @@ impl Context {
             .name("wgnn-cpu-context".into())
             .spawn(move || {
                 for job in rx {
+                    // Each job runs on one of rayon's workers, so the kernels'
+                    // parallel loops split work among workers that are already
+                    // awake instead of waking the pool from outside per op.
+                    let on_pool = move || rayon::scope(|_| job());
                     // A failing job must not take the timeline down with it:
                     // later work (and reads waiting on it) still runs.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(on_pool)).is_err() {
                         log::error!("a CPU context job panicked; its outputs are left unchanged");
                     }
                 }

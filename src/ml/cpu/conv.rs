@@ -4,8 +4,10 @@
 //! GEMM into per-pixel columns gathered onto the output (col2im). Inputs in
 //! NCHW are permuted first and the result permuted back.
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
+use super::epilogue::Epilogue;
 use super::gemm::{sgemm, Mat, MatMut};
 use super::Values;
 use crate::ml::ops::{Conv2dOptions, ConvTranspose2dOptions, InputLayout};
@@ -95,13 +97,19 @@ fn rows_per_task(rows: usize, row_scratch: usize, max_scratch: usize) -> usize {
     }
 }
 
-/// Output pixels start out as the bias (or zero).
+/// Output pixels start out as the bias (or zero). The filled prefix is
+/// doubled each step: a few large copies rather than one small one per pixel.
 fn fill_bias(dst: &mut [f32], bias: Option<&[f32]>) {
-    match bias {
-        Some(b) => dst
-            .chunks_exact_mut(b.len())
-            .for_each(|p| p.copy_from_slice(b)),
-        None => dst.fill(0.0),
+    let Some(b) = bias.filter(|b| !b.is_empty() && dst.len() >= b.len()) else {
+        dst.fill(0.0);
+        return;
+    };
+    dst[..b.len()].copy_from_slice(b);
+    let mut filled = b.len();
+    while filled < dst.len() {
+        let n = filled.min(dst.len() - filled);
+        dst.copy_within(..n, filled);
+        filled += n;
     }
 }
 
@@ -125,6 +133,34 @@ struct Conv {
 }
 
 impl Conv {
+    /// Sizes in NHWC; `padding` as WebNN gives it (top, bottom, left, right).
+    fn new(
+        [n, h, w, c]: [usize; 4],
+        [oh, ow, oc]: [usize; 3],
+        [kh, kw]: [usize; 2],
+        groups: usize,
+        strides: [usize; 2],
+        dilations: [usize; 2],
+        padding: [usize; 4],
+    ) -> Conv {
+        Conv {
+            n,
+            h,
+            w,
+            c,
+            oh,
+            ow,
+            oc,
+            kh,
+            kw,
+            icg: c / groups,
+            groups,
+            strides,
+            dilations,
+            pad: [padding[0], padding[2]],
+        }
+    }
+
     /// The input row read by output row `oy` through filter row `ky`.
     fn iy(&self, oy: usize, ky: usize) -> Option<usize> {
         (oy * self.strides[0] + ky * self.dilations[0])
@@ -144,6 +180,7 @@ pub(crate) fn conv2d(
     args: &[(&Values, &OperandDescriptor)],
     out: &OperandDescriptor,
     o: &Conv2dOptions,
+    ep: Epilogue,
 ) -> Values {
     use crate::ml::ops::Conv2dFilterLayout::*;
     let [n, c, h, w] = nchw(o.input_layout, shape4(args[0].1));
@@ -159,80 +196,135 @@ pub(crate) fn conv2d(
     };
     let f = permute4(args[1].0.f32(), shape4(args[1].1), order);
     let bias = args.get(2).map(|b| b.0.f32());
-    let cv = Conv {
-        n,
-        h,
-        w,
-        c,
-        oh,
-        ow,
-        oc,
-        kh,
-        kw,
-        icg,
-        groups: o.groups,
-        strides: o.strides,
-        dilations: o.dilations,
-        pad: [o.padding[0], o.padding[2]],
-    };
+    let cv = Conv::new(
+        [n, h, w, c],
+        [oh, ow, oc],
+        [kh, kw],
+        o.groups,
+        o.strides,
+        o.dilations,
+        o.padding,
+    );
     let mut y = vec![0.0f32; n * oh * ow * oc];
     if y.is_empty() {
         return from_nhwc(y, [n, oh, ow, oc], o.input_layout);
     }
     if icg == 1 && o.groups == c {
-        depthwise(&cv, &x, &f, bias, &mut y);
+        depthwise(&cv, &x, &f, bias, &mut y, ep);
     } else {
-        gemm_conv(&cv, &x, &f, bias, &mut y);
+        gemm_conv(&cv, &x, &f, bias, &mut y, ep);
     }
     from_nhwc(y, [n, oh, ow, oc], o.input_layout)
 }
 
 /// Depthwise conv2d (one input channel per group, `oc / c` outputs each):
 /// per output pixel, a sum over the window of channel vectors.
-fn depthwise(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+fn depthwise(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32], ep: Epilogue) {
+    let streaming = cv.strides[1] == 1 && cv.oc == cv.c;
+    // Stride 1 along x: each filter tap scales a contiguous span of an input
+    // row by the same channel vector, so the filter is laid out once per tap
+    // repeated across a whole output row, and every tap becomes a long,
+    // branch-free multiply-add over the row.
+    let repeated: Vec<f32> = if streaming {
+        f.chunks_exact(cv.oc)
+            .flat_map(|tap| tap.iter().copied().cycle().take(cv.ow * cv.oc))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    y.par_chunks_mut(cv.ow * cv.oc)
+        .enumerate()
+        .for_each(|(row, dst)| {
+            fill_bias(dst, bias);
+            if streaming {
+                depthwise_row_streaming(cv, x, &repeated, row, dst);
+            } else {
+                depthwise_row(cv, x, f, row, dst);
+            }
+            ep.apply(dst);
+        });
+}
+
+/// One output row of a depthwise conv2d with unit stride along x and one
+/// output channel per input channel; `repeated` holds each tap's channel
+/// vector repeated `ow` times.
+#[multiversion(targets = "simd")]
+fn depthwise_row_streaming(cv: &Conv, x: &[f32], repeated: &[f32], row: usize, dst: &mut [f32]) {
     let Conv {
         h,
         w,
         c,
         oh,
         ow,
+        kh,
+        kw,
+        ..
+    } = *cv;
+    let (b, oy) = (row / oh, row % oh);
+    for ky in 0..kh {
+        let Some(iy) = cv.iy(oy, ky) else { continue };
+        let src = &x[(b * h + iy) * w * c..][..w * c];
+        for kx in 0..kw {
+            // Output columns whose input column ox + kx·dilation − pad is inside.
+            let shift = kx * cv.dilations[1];
+            let lo = cv.pad[1].saturating_sub(shift);
+            let hi = (w + cv.pad[1]).saturating_sub(shift).min(ow);
+            if lo >= hi {
+                continue;
+            }
+            let ix0 = lo + shift - cv.pad[1];
+            let n = (hi - lo) * c;
+            let out = &mut dst[lo * c..][..n];
+            let xs = &src[ix0 * c..][..n];
+            let fs = &repeated[(ky * kw + kx) * ow * c + lo * c..][..n];
+            for ((o, &xv), &fv) in out.iter_mut().zip(xs).zip(fs) {
+                *o += xv * fv;
+            }
+        }
+    }
+}
+
+/// One output row of a depthwise conv2d, pixel by pixel (strided, or with
+/// several output channels per input channel).
+#[multiversion(targets = "simd")]
+fn depthwise_row(cv: &Conv, x: &[f32], f: &[f32], row: usize, dst: &mut [f32]) {
+    let Conv {
+        h,
+        w,
+        c,
+        oh,
         oc,
         kh,
         kw,
         ..
     } = *cv;
     let mult = oc / c;
-    y.par_chunks_mut(ow * oc)
-        .enumerate()
-        .for_each(|(row, dst)| {
-            let (b, oy) = (row / oh, row % oh);
-            fill_bias(dst, bias);
-            for (ox, acc) in dst.chunks_exact_mut(oc).enumerate() {
-                for ky in 0..kh {
-                    let Some(iy) = cv.iy(oy, ky) else { continue };
-                    for kx in 0..kw {
-                        let Some(ix) = cv.ix(ox, kx) else { continue };
-                        let xs = &x[((b * h + iy) * w + ix) * c..][..c];
-                        let fs = &f[(ky * kw + kx) * oc..][..oc];
-                        if mult == 1 {
-                            for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
-                                *a += xv * fv;
-                            }
-                        } else {
-                            for (m, (a, &fv)) in acc.iter_mut().zip(fs).enumerate() {
-                                *a += xs[m / mult] * fv;
-                            }
-                        }
+    let (b, oy) = (row / oh, row % oh);
+    for (ox, acc) in dst.chunks_exact_mut(oc).enumerate() {
+        for ky in 0..kh {
+            let Some(iy) = cv.iy(oy, ky) else { continue };
+            for kx in 0..kw {
+                let Some(ix) = cv.ix(ox, kx) else { continue };
+                let xs = &x[((b * h + iy) * w + ix) * c..][..c];
+                let fs = &f[(ky * kw + kx) * oc..][..oc];
+                if mult == 1 {
+                    for ((a, &xv), &fv) in acc.iter_mut().zip(xs).zip(fs) {
+                        *a += xv * fv;
+                    }
+                } else {
+                    for (m, (a, &fv)) in acc.iter_mut().zip(fs).enumerate() {
+                        *a += xs[m / mult] * fv;
                     }
                 }
             }
-        });
+        }
+    }
 }
 
 /// Grouped or regular conv2d as, per group, (output pixels x window) times
 /// (window x output channels): the window is gathered (im2col) unless the
 /// conv is 1x1 with unit strides and no padding, where it is the input.
-fn gemm_conv(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+fn gemm_conv(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32], ep: Epilogue) {
     let Conv {
         h,
         w,
@@ -274,8 +366,21 @@ fn gemm_conv(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32
                     for (p, window) in col.chunks_exact_mut(k).enumerate() {
                         let (row, ox) = (row0 + p / ow, p % ow);
                         let (b, oy) = (row / oh, row % oh);
+                        // Without groups or dilation, a window row is one
+                        // contiguous run of the input wherever it lies inside.
+                        let whole_rows = groups == 1
+                            && cv.dilations[1] == 1
+                            && cv.ix(ox, 0).is_some()
+                            && cv.ix(ox, kw - 1).is_some();
                         for ky in 0..kh {
                             let Some(iy) = cv.iy(oy, ky) else { continue };
+                            if whole_rows {
+                                let ix = cv.ix(ox, 0).unwrap_or(0);
+                                let src = ((b * h + iy) * w + ix) * c;
+                                window[ky * kw * c..][..kw * c]
+                                    .copy_from_slice(&x[src..][..kw * c]);
+                                continue;
+                            }
                             for kx in 0..kw {
                                 let Some(ix) = cv.ix(ox, kx) else { continue };
                                 let src = ((b * h + iy) * w + ix) * c + g * icg;
@@ -312,6 +417,7 @@ fn gemm_conv(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32
                     },
                 );
             }
+            ep.apply(dst);
         });
 }
 
@@ -319,6 +425,7 @@ pub(crate) fn conv_transpose2d(
     args: &[(&Values, &OperandDescriptor)],
     out: &OperandDescriptor,
     o: &ConvTranspose2dOptions,
+    ep: Epilogue,
 ) -> Values {
     use crate::ml::ops::ConvTranspose2dFilterLayout::*;
     let [n, c, h, w] = nchw(o.input_layout, shape4(args[0].1));
@@ -337,6 +444,19 @@ pub(crate) fn conv_transpose2d(
     let icg = c / groups;
     let mut y = vec![0.0f32; n * oh * ow * oc];
     if y.is_empty() {
+        return from_nhwc(y, [n, oh, ow, oc], o.input_layout);
+    }
+    let geom = Conv::new(
+        [n, h, w, c],
+        [oh, ow, oc],
+        [kh, kw],
+        groups,
+        o.strides,
+        o.dilations,
+        o.padding,
+    );
+    if ocg < FEW_OUTPUT_CHANNELS {
+        direct_conv_transpose(&geom, &x, &f, bias, &mut y, ep);
         return from_nhwc(y, [n, oh, ow, oc], o.input_layout);
     }
     // cols[input pixel][group][ky][kx][out channel of the group]: what each
@@ -380,42 +500,158 @@ pub(crate) fn conv_transpose2d(
             });
     }
     // Gather form: each output pixel sums the taps that land on it.
-    let [sh, sw] = o.strides;
-    let [dh, dw] = o.dilations;
-    let (pt, pl) = (o.padding[0], o.padding[2]);
-    y.par_chunks_mut(ow * oc)
-        .enumerate()
-        .for_each(|(row, dst)| {
-            let (b, oy) = (row / oh, row % oh);
-            fill_bias(dst, bias);
-            for (ox, acc) in dst.chunks_exact_mut(oc).enumerate() {
-                for ky in 0..kh {
-                    let Some(ty) = (oy + pt).checked_sub(ky * dh) else {
-                        continue;
-                    };
-                    if ty % sh != 0 || ty / sh >= h {
-                        continue;
-                    }
-                    let iy = ty / sh;
-                    for kx in 0..kw {
-                        let Some(tx) = (ox + pl).checked_sub(kx * dw) else {
-                            continue;
-                        };
-                        if tx % sw != 0 || tx / sw >= w {
-                            continue;
-                        }
-                        let p = (b * h + iy) * w + tx / sw;
-                        for (g, acc) in acc.chunks_exact_mut(ocg).enumerate() {
-                            let src = &cols[p * row_len + g * taps + (ky * kw + kx) * ocg..][..ocg];
-                            for (a, &v) in acc.iter_mut().zip(src) {
-                                *a += v;
-                            }
+    gather_rows(&geom, &mut y, bias, ep, |b, (rows_from, cols_from), dst| {
+        for (acc, cols_at) in dst.chunks_exact_mut(oc).zip(cols_from) {
+            for &(ky, iy) in rows_from {
+                for &(kx, ix) in cols_at {
+                    let p = (b * h + iy) * w + ix;
+                    let tap = ky * kw + kx;
+                    for (g, acc) in acc.chunks_exact_mut(ocg).enumerate() {
+                        let src = &cols[p * row_len + g * taps + tap * ocg..][..ocg];
+                        for (a, &v) in acc.iter_mut().zip(src) {
+                            *a += v;
                         }
                     }
                 }
             }
-        });
+        }
+    });
     from_nhwc(y, [n, oh, ow, oc], o.input_layout)
+}
+
+/// A filter tap and the input coordinate it carries, along one axis.
+type Source = (usize, usize);
+
+impl Conv {
+    /// For the convolution read as a convTranspose2d (`h`, `w` the input's
+    /// size, `oh`, `ow` the output's): per output coordinate along one axis
+    /// (0: rows, 1: columns), the (filter tap, input coordinate) pairs that
+    /// scatter onto it.
+    fn sources(&self, axis: usize) -> Vec<Vec<Source>> {
+        let (out, k, len) = match axis {
+            0 => (self.oh, self.kh, self.h),
+            _ => (self.ow, self.kw, self.w),
+        };
+        let (pad, stride, dilation) = (self.pad[axis], self.strides[axis], self.dilations[axis]);
+        (0..out)
+            .map(|o| {
+                (0..k)
+                    .filter_map(|t| {
+                        let at = (o + pad).checked_sub(t * dilation)?;
+                        (at % stride == 0 && at / stride < len).then_some((t, at / stride))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Below this many output channels per group, the GEMM into per-pixel
+/// columns would be a sliver, so each output value is gathered directly as
+/// dot products of input pixels with filter taps.
+const FEW_OUTPUT_CHANNELS: usize = 8;
+
+/// `f` is IHWO.
+fn direct_conv_transpose(
+    geom: &Conv,
+    x: &[f32],
+    f: &[f32],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    ep: Epilogue,
+) {
+    let Conv {
+        h,
+        w,
+        c,
+        icg,
+        groups,
+        ..
+    } = *geom;
+    let ocg = geom.oc / groups;
+    let taps = geom.kh * geom.kw;
+    // [group][tap][out channel][in channel]: each dot product reads a row.
+    let mut rows = vec![0.0f32; groups * taps * ocg * icg];
+    for (r, v) in rows.iter_mut().enumerate() {
+        let (i, rest) = (r % icg, r / icg);
+        let (o, rest) = (rest % ocg, rest / ocg);
+        let (tap, g) = (rest % taps, rest / taps);
+        *v = f[((g * icg + i) * taps + tap) * ocg + o];
+    }
+    gather_rows(geom, y, bias, ep, |b, from, dst| {
+        let plane = &x[b * h * w * c..][..h * w * c];
+        transpose_row_dots(plane, &rows, from, [w, c, groups, geom.kw], dst);
+    });
+}
+
+/// Each output row of a convTranspose2d: the bias, then `row(image, taps,
+/// row)` adds what lands on it (given, for that row, the taps along y and
+/// per output column the taps along x), then the epilogue.
+fn gather_rows(
+    geom: &Conv,
+    y: &mut [f32],
+    bias: Option<&[f32]>,
+    ep: Epilogue,
+    row: impl Fn(usize, (&[Source], &[Vec<Source>]), &mut [f32]) + Sync,
+) {
+    let (rows_from, cols_from) = (geom.sources(0), geom.sources(1));
+    y.par_chunks_mut(geom.ow * geom.oc)
+        .enumerate()
+        .for_each(|(r, dst)| {
+            let (b, oy) = (r / geom.oh, r % geom.oh);
+            fill_bias(dst, bias);
+            row(b, (&rows_from[oy], &cols_from), dst);
+            ep.apply(dst);
+        });
+}
+
+/// One output row of a convTranspose2d as dot products: `rows` is the
+/// filter as [group][tap][out channel][in channel], `plane` one input image.
+#[multiversion(targets = "simd")]
+fn transpose_row_dots(
+    plane: &[f32],
+    rows: &[f32],
+    (rows_from, cols_from): (&[Source], &[Vec<Source>]),
+    [w, c, groups, kw]: [usize; 4],
+    dst: &mut [f32],
+) {
+    let oc = dst.len() / cols_from.len();
+    let (icg, ocg) = (c / groups, oc / groups);
+    let taps = rows.len() / (groups * ocg * icg);
+    for (acc, cols) in dst.chunks_exact_mut(oc).zip(cols_from) {
+        for &(ky, iy) in rows_from {
+            for &(kx, ix) in cols {
+                let xs = &plane[(iy * w + ix) * c..][..c];
+                let tap = ky * kw + kx;
+                for (g, acc) in acc.chunks_exact_mut(ocg).enumerate() {
+                    let xg = &xs[g * icg..][..icg];
+                    let fs = &rows[(g * taps + tap) * ocg * icg..][..ocg * icg];
+                    for (a, frow) in acc.iter_mut().zip(fs.chunks_exact(icg)) {
+                        *a += dot(xg, frow);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A dot product in eight independent lanes, so it vectorises.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(p, q)| p * q)
+        .sum();
+    for (p, q) in ca.zip(cb) {
+        for k in 0..8 {
+            lanes[k] += p[k] * q[k];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
@@ -424,19 +660,8 @@ mod tests {
     //! every layout, groups, strides, dilations and padding.
 
     use super::*;
+    use crate::ml::cpu::test_values as values;
     use crate::ml::ops::{Conv2dFilterLayout, ConvTranspose2dFilterLayout};
-
-    fn values(len: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2001) as f32 / 1000.0 - 1.0
-            })
-            .collect()
-    }
 
     fn desc(shape: [usize; 4]) -> OperandDescriptor {
         OperandDescriptor::f32(shape.to_vec())
@@ -505,6 +730,14 @@ mod tests {
             (2, 6, 4, 3, 5, 1, [1, 1], [1, 1], [1, 1], [0, 0, 0, 0]),
             (1, 6, 5, 7, 5, 1, [1, 1], [2, 3], [1, 1], [1, 0, 0, 1]),
             (1, 2, 3, 3, 3, 1, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            // Depthwise with unit stride along x (streamed rows), dilated,
+            // padded unevenly, 11 channels (not a multiple of the lanes).
+            (1, 11, 6, 13, 11, 11, [3, 3], [2, 1], [1, 2], [1, 2, 3, 1]),
+            (2, 9, 5, 4, 9, 9, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            // Depthwise with two outputs per channel (pixel by pixel).
+            (1, 3, 5, 6, 6, 3, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            // A window wider than the padded input at the edges.
+            (1, 4, 3, 2, 3, 1, [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
         ];
         let filter_layouts = [
             (Conv2dFilterLayout::Oihw, [0, 1, 2, 3]),
@@ -553,10 +786,17 @@ mod tests {
                     let fv = Values::F32(permute4(&f, [oc, icg, k[0], k[1]], forder));
                     let bv = Values::F32(bias.clone());
                     let (dx, df, db) = (desc(xs), desc(fshape), OperandDescriptor::f32(vec![oc]));
-                    let got = conv2d(&[(&xv, &dx), (&fv, &df), (&bv, &db)], &desc(ys), &o);
+                    // Odd cases fuse a relu, which the kernel applies per task.
+                    let relu = [crate::ml::ops::Activation::Relu];
+                    let ep = Epilogue::new(if i % 2 == 1 { &relu } else { &[] }, false);
+                    let got = conv2d(&[(&xv, &dx), (&fv, &df), (&bv, &db)], &desc(ys), &o, ep);
                     let got = match layout {
                         InputLayout::Nchw => got.f32().to_vec(),
                         InputLayout::Nhwc => permute4(got.f32(), ys, NHWC_TO_NCHW),
+                    };
+                    let want: Vec<f32> = match i % 2 {
+                        1 => want.iter().map(|v| v.max(0.0)).collect(),
+                        _ => want.clone(),
                     };
                     close(&got, &want);
                 }
@@ -571,6 +811,9 @@ mod tests {
             (1, 3, 4, 5, 2, 1, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0]),
             (2, 4, 3, 3, 3, 2, [3, 2], [2, 1], [1, 2], [1, 0, 0, 1]),
             (1, 2, 5, 4, 1, 1, [3, 3], [1, 3], [2, 1], [1, 1, 2, 0]),
+            // Enough output channels for the GEMM-into-columns form.
+            (1, 3, 3, 4, 9, 1, [2, 3], [2, 2], [1, 1], [0, 1, 1, 0]),
+            (2, 4, 2, 3, 8, 2, [3, 3], [1, 2], [1, 1], [1, 1, 0, 0]),
         ];
         for (i, &(n, c, h, w, ocg, groups, k, strides, dilations, padding)) in
             cases.iter().enumerate()
@@ -645,8 +888,12 @@ mod tests {
                     let fv = Values::F32(permute4(&f, [c, ocg, k[0], k[1]], forder));
                     let bv = Values::F32(bias.clone());
                     let (dx, df, db) = (desc(xs), desc(fshape), OperandDescriptor::f32(vec![oc]));
-                    let got =
-                        conv_transpose2d(&[(&xv, &dx), (&fv, &df), (&bv, &db)], &desc(ys), &o);
+                    let got = conv_transpose2d(
+                        &[(&xv, &dx), (&fv, &df), (&bv, &db)],
+                        &desc(ys),
+                        &o,
+                        Epilogue::new(&[], false),
+                    );
                     let got = match layout {
                         InputLayout::Nchw => got.f32().to_vec(),
                         InputLayout::Nhwc => permute4(got.f32(), ys, NHWC_TO_NCHW),

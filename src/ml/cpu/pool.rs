@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use super::conv::{from_nchw, to_nchw};
 use super::layout::coords;
 use super::Values;
-use crate::ml::ops::{Pool2dOptions, PoolKind};
+use crate::ml::ops::{InputLayout, Pool2dOptions, PoolKind};
 use crate::ml::shape::nchw;
 use crate::ml::types::{strides, OperandDescriptor};
 
@@ -21,6 +21,9 @@ pub(crate) fn pool2d(
     let so = &out.shape;
     let [_, _, oh, ow] = nchw(o.layout, [so[0], so[1], so[2], so[3]]);
     let [kh, kw] = o.window_dimensions.expect("resolved at build");
+    if o.layout == InputLayout::Nhwc {
+        return Values::F32(pool_nhwc(kind, arg.0.f32(), [n, h, w, c], [oh, ow], o));
+    }
     let x = to_nchw(arg, o.layout);
     let mut y = vec![0.0f32; n * c * oh * ow];
     y.par_chunks_mut(oh * ow)
@@ -64,12 +67,107 @@ pub(crate) fn pool2d(
     from_nchw(y, [n, c, oh, ow], o.layout)
 }
 
+/// Pooling with channels innermost: each output pixel folds the channel
+/// vectors of its window, so the inner loops run along contiguous memory.
+fn pool_nhwc(
+    kind: PoolKind,
+    x: &[f32],
+    [n, h, w, c]: [usize; 4],
+    [oh, ow]: [usize; 2],
+    o: &Pool2dOptions,
+) -> Vec<f32> {
+    let [kh, kw] = o.window_dimensions.expect("resolved at build");
+    let mut y = vec![0.0f32; n * oh * ow * c];
+    if y.is_empty() {
+        return y;
+    }
+    let tap = |out: usize, k: usize, stride: usize, dilation: usize, pad: usize, len: usize| {
+        (out * stride + k * dilation)
+            .checked_sub(pad)
+            .filter(|&i| i < len)
+    };
+    y.par_chunks_mut(ow * c).enumerate().for_each(|(row, dst)| {
+        let (b, oy) = (row / oh, row % oh);
+        for (ox, acc) in dst.chunks_exact_mut(c).enumerate() {
+            acc.fill(match kind {
+                PoolKind::Average => 0.0,
+                PoolKind::Max => f32::NEG_INFINITY,
+            });
+            let mut count = 0usize;
+            for ky in 0..kh {
+                let Some(iy) = tap(oy, ky, o.strides[0], o.dilations[0], o.padding[0], h) else {
+                    continue;
+                };
+                for kx in 0..kw {
+                    let Some(ix) = tap(ox, kx, o.strides[1], o.dilations[1], o.padding[2], w)
+                    else {
+                        continue;
+                    };
+                    let src = &x[((b * h + iy) * w + ix) * c..][..c];
+                    match kind {
+                        PoolKind::Average => acc.iter_mut().zip(src).for_each(|(a, &v)| *a += v),
+                        PoolKind::Max => acc.iter_mut().zip(src).for_each(|(a, &v)| *a = a.max(v)),
+                    }
+                    count += 1;
+                }
+            }
+            if kind == PoolKind::Average {
+                match count {
+                    0 => acc.fill(0.0),
+                    k => acc.iter_mut().for_each(|a| *a /= k as f32),
+                }
+            }
+        }
+    });
+    y
+}
+
+/// reduceMean over a block of neighbouring axes (global pooling in NHWC or
+/// NCHW): the input is [outer, reduced, inner] and each output is a sum of
+/// `reduced` rows of `inner` values. `None` for axes with gaps between them.
+fn reduce_mean_contiguous(x: &[f32], d: &OperandDescriptor, axes: &[usize]) -> Option<Vec<f32>> {
+    let (&first, &last) = (axes.first()?, axes.last()?);
+    if last - first + 1 != axes.len() {
+        return None;
+    }
+    let outer: usize = d.shape[..first].iter().product();
+    let reduced: usize = d.shape[first..=last].iter().product();
+    let inner: usize = d.shape[last + 1..].iter().product();
+    let mut y = vec![0.0f32; outer * inner];
+    if y.is_empty() {
+        return Some(y);
+    }
+    y.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
+        let mut sums = vec![0.0f64; inner];
+        for row in x[o * reduced * inner..][..reduced * inner].chunks_exact(inner) {
+            sums.iter_mut().zip(row).for_each(|(s, &v)| *s += v as f64);
+        }
+        for (y, s) in dst.iter_mut().zip(sums) {
+            *y = (s / reduced as f64) as f32;
+        }
+    });
+    Some(y)
+}
+
 pub(crate) fn reduce_mean(
     (v, d): (&Values, &OperandDescriptor),
     out: &OperandDescriptor,
     axes: &[usize],
 ) -> Values {
     let x = v.f32();
+    match reduce_mean_contiguous(x, d, axes) {
+        Some(y) => Values::F32(y),
+        None => reduce_mean_any(x, d, out, axes),
+    }
+}
+
+/// reduceMean over any set of axes, element by element.
+fn reduce_mean_any(
+    x: &[f32],
+    d: &OperandDescriptor,
+    out: &OperandDescriptor,
+    axes: &[usize],
+) -> Values {
     // Output coordinates keep every non-reduced axis in order.
     let kept: Vec<usize> = (0..d.rank()).filter(|a| !axes.contains(a)).collect();
     let kept_shape: Vec<usize> = kept.iter().map(|&a| d.shape[a]).collect();
@@ -87,4 +185,78 @@ pub(crate) fn reduce_mean(
             .map(|s| (s / count as f64) as f32)
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! The channels-innermost pooling against the NCHW one, and the
+    //! contiguous reduceMean against the element-by-element one.
+
+    use super::*;
+    use crate::ml::cpu::conv::{from_nchw, to_nchw};
+    use crate::ml::cpu::test_values as values;
+
+    #[test]
+    fn nhwc_pooling_matches_nchw() {
+        // (n, c, h, w, window, strides, dilations, padding)
+        let cases = [
+            (1, 16, 13, 17, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            (2, 5, 9, 6, [2, 3], [1, 2], [2, 1], [0, 1, 2, 0]),
+            (1, 24, 11, 11, [11, 11], [11, 11], [1, 1], [0, 0, 0, 0]),
+            (1, 3, 4, 4, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+        ];
+        for (i, (n, c, h, w, window, strides, dilations, padding)) in cases.into_iter().enumerate()
+        {
+            let oh =
+                (h + padding[0] + padding[1] - (window[0] - 1) * dilations[0] - 1) / strides[0] + 1;
+            let ow =
+                (w + padding[2] + padding[3] - (window[1] - 1) * dilations[1] - 1) / strides[1] + 1;
+            let x = values(n * c * h * w, i as u32);
+            for kind in [PoolKind::Average, PoolKind::Max] {
+                let o = |layout| Pool2dOptions {
+                    window_dimensions: Some(window),
+                    padding,
+                    strides,
+                    dilations,
+                    layout,
+                    ..Pool2dOptions::new()
+                };
+                let dn = OperandDescriptor::f32(vec![n, c, h, w]);
+                let want = pool2d(
+                    kind,
+                    (&Values::F32(x.clone()), &dn),
+                    &OperandDescriptor::f32(vec![n, c, oh, ow]),
+                    &o(InputLayout::Nchw),
+                );
+                let xh = from_nchw(x.clone(), [n, c, h, w], InputLayout::Nhwc);
+                let dh = OperandDescriptor::f32(vec![n, h, w, c]);
+                let got = pool2d(
+                    kind,
+                    (&xh, &dh),
+                    &OperandDescriptor::f32(vec![n, oh, ow, c]),
+                    &o(InputLayout::Nhwc),
+                );
+                let dy = OperandDescriptor::f32(vec![n, oh, ow, c]);
+                let got = to_nchw((&got, &dy), InputLayout::Nhwc);
+                assert_eq!(got, want.f32(), "case {i}, {kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn contiguous_reduce_mean_matches_elementwise() {
+        let shape = vec![2, 7, 9, 5];
+        let d = OperandDescriptor::f32(shape.clone());
+        let x = values(d.element_count(), 7);
+        for axes in [vec![1, 2], vec![0], vec![3], vec![0, 1, 2, 3], vec![2, 3]] {
+            let kept: Vec<usize> = (0..4)
+                .filter(|a| !axes.contains(a))
+                .map(|a| shape[a])
+                .collect();
+            let out = OperandDescriptor::f32(kept);
+            let got = reduce_mean((&Values::F32(x.clone()), &d), &out, &axes);
+            let want = reduce_mean_any(&x, &d, &out, &axes);
+            assert_eq!(got, want, "axes {axes:?}");
+        }
+    }
 }
