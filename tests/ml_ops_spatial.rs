@@ -580,6 +580,98 @@ fn conv2d_relu_fuses_to_one_node() {
     }
 }
 
+/// conv2d -> add(residual) -> relu is one node (the add and relu run in the
+/// conv's epilogue) on both kernels (implicit GEMM and depthwise), with the
+/// residual on either side of the add, in both layouts; GPU and CPU agree.
+#[test]
+fn conv2d_residual_add_fuses_to_one_node() {
+    let mut rng = StdRng::seed_from_u64(11);
+    // (name, input NCHW, output channels, groups, residual first, layout)
+    let cases = [
+        ("gemm nhwc", [1, 6, 7, 9], 8, 1, false, InputLayout::Nhwc),
+        (
+            "gemm nchw, r + conv",
+            [2, 5, 6, 5],
+            5,
+            1,
+            true,
+            InputLayout::Nchw,
+        ),
+        (
+            "depthwise nhwc",
+            [1, 7, 9, 6],
+            7,
+            7,
+            true,
+            InputLayout::Nhwc,
+        ),
+    ];
+    for (name, [n, c, h, w], oc, groups, residual_first, layout) in cases {
+        let xs = activation_shape(layout, n, c, h, w);
+        let ys = activation_shape(layout, n, oc, h, w);
+        let x = random(&mut rng, n * c * h * w);
+        let r = random(&mut rng, n * oc * h * w);
+        let filter = random(&mut rng, oc * (c / groups) * 9);
+        let bias = random(&mut rng, oc);
+        let inputs = [
+            ("x", OperandDescriptor::f32(xs.clone()), x),
+            ("r", OperandDescriptor::f32(ys.clone()), r),
+        ];
+        let build = |b: &GraphBuilder, ins: &[Operand]| {
+            let fshape = conv_filter_shape(Conv2dFilterLayout::Ohwi, oc, c / groups, [3, 3]);
+            let f = b.constant_f32(&fshape, &filter).unwrap();
+            let bias = b.constant_f32(&[oc], &bias).unwrap();
+            let o = Conv2dOptions {
+                padding: [1, 1, 1, 1],
+                groups,
+                input_layout: layout,
+                filter_layout: Conv2dFilterLayout::Ohwi,
+                ..Conv2dOptions::new()
+            };
+            let y = b.conv2d(&ins[0], &f, Some(&bias), o).unwrap();
+            let sum = match residual_first {
+                true => b.add(&ins[1], &y),
+                false => b.add(&y, &ins[1]),
+            };
+            b.relu(&sum.unwrap()).unwrap()
+        };
+        let y = compare(name, &inputs, &build);
+        assert!(y.iter().all(|&v| v >= 0.0), "{name}: relu not applied");
+        for (ctx_name, ctx) in [("gpu", gpu()), ("cpu", Context::cpu())] {
+            let (_, nodes) = run(&ctx, &inputs, &build);
+            assert_eq!(
+                nodes, 1,
+                "{name} on {ctx_name}: conv2d + add + relu is one node"
+            );
+        }
+    }
+}
+
+/// A conv2d whose result is read again after the add keeps its own node,
+/// and the values still agree.
+#[test]
+fn conv2d_add_stays_apart_when_the_result_is_reused() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let x = random(&mut rng, 4 * 5 * 5);
+    let r = random(&mut rng, 4 * 5 * 5);
+    let filter = random(&mut rng, 4 * 4);
+    let inputs = [
+        ("x", OperandDescriptor::f32([1, 4, 5, 5]), x),
+        ("r", OperandDescriptor::f32([1, 4, 5, 5]), r),
+    ];
+    let build = |b: &GraphBuilder, ins: &[Operand]| {
+        let f = b.constant_f32(&[4, 4, 1, 1], &filter).unwrap();
+        let y = b.conv2d(&ins[0], &f, None, Conv2dOptions::new()).unwrap();
+        let sum = b.add(&y, &ins[1]).unwrap();
+        b.mul(&sum, &y).unwrap()
+    };
+    compare("conv, add, mul by the conv", &inputs, &build);
+    for (ctx_name, ctx) in [("gpu", gpu()), ("cpu", Context::cpu())] {
+        let (_, nodes) = run(&ctx, &inputs, &build);
+        assert_eq!(nodes, 3, "{ctx_name}: nothing may fuse");
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct TransposeCase {
     name: &'static str,

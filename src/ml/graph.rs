@@ -33,7 +33,7 @@ pub struct Graph {
 impl Graph {
     pub(crate) fn build(context: &Context, ir: GraphIr) -> Result<Graph> {
         context.alive("build")?;
-        let ir = Arc::new(fuse::fuse_activations(ir));
+        let ir = Arc::new(fuse::fuse(ir));
         let plan = match &context.inner.backend {
             Backend::Gpu(gpu) => Plan::Gpu(GpuPlan::compile(gpu, &ir)?),
             Backend::Cpu(_) => Plan::Cpu(CpuPlan::new(ir.clone())),

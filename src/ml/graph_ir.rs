@@ -31,6 +31,21 @@ pub(crate) struct Node {
     /// Element-wise functions applied to every output value, in order, after
     /// the op itself: fused activations.
     pub activations: Vec<Activation>,
+    /// Whether the last input is a residual: a tensor of the output's shape
+    /// added to the op's result before the activations (a fused `add`).
+    pub residual: bool,
+}
+
+impl Node {
+    /// The op's own inputs, without a fused residual.
+    pub fn op_inputs(&self) -> &[OperandId] {
+        &self.inputs[..self.inputs.len() - self.residual as usize]
+    }
+
+    /// The fused residual, if any.
+    pub fn residual(&self) -> Option<OperandId> {
+        self.residual.then(|| self.inputs[self.inputs.len() - 1])
+    }
 }
 
 #[derive(Clone, Debug, Default)]

@@ -25,6 +25,14 @@ impl<'a> Epilogue<'a> {
         Epilogue { f16, ..self }
     }
 
+    /// Only the rounding.
+    pub fn without_activations(self) -> Epilogue<'a> {
+        Epilogue {
+            activations: &[],
+            ..self
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.activations.is_empty() && !self.f16
     }

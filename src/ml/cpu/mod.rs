@@ -16,7 +16,9 @@ mod resample;
 
 use std::sync::Arc;
 
-use super::graph_ir::{GraphIr, OperandKind};
+use rayon::prelude::*;
+
+use super::graph_ir::{GraphIr, OperandId, OperandKind};
 use epilogue::Epilogue;
 
 use super::ops::Op;
@@ -120,15 +122,11 @@ impl CpuPlan {
         }
         let last_uses = ir.last_uses();
         for (index, node) in ir.nodes.iter().enumerate() {
+            let value = |i: OperandId| vals[i].as_deref().expect("operand computed before use");
             let args: Vec<(&Values, &OperandDescriptor)> = node
-                .inputs
+                .op_inputs()
                 .iter()
-                .map(|&i| {
-                    (
-                        vals[i].as_deref().expect("operand computed before use"),
-                        ir.desc(i),
-                    )
-                })
+                .map(|&i| (value(i), ir.desc(i)))
                 .collect();
             let out_descs: Vec<&OperandDescriptor> =
                 node.outputs.iter().map(|&o| ir.desc(o)).collect();
@@ -136,7 +134,19 @@ impl CpuPlan {
                 &node.activations,
                 out_descs[0].data_type == DataType::Float16,
             );
-            let outs = execute(&node.op, &args, &out_descs, ep);
+            let outs = match node.residual() {
+                None => execute(&node.op, &args, &out_descs, ep),
+                // The residual is added before the activations, so those run
+                // after it, in a pass of their own.
+                Some(r) => {
+                    let mut outs = execute(&node.op, &args, &out_descs, ep.without_activations());
+                    if let (Some(Values::F32(y)), Values::F32(r)) = (outs.first_mut(), value(r)) {
+                        add_residual(y, r);
+                        ep.apply_par(y);
+                    }
+                    outs
+                }
+            };
 
             for (&o, v) in node.outputs.iter().zip(outs) {
                 vals[o] = Some(Arc::new(v));
@@ -155,6 +165,14 @@ impl CpuPlan {
             .map(|(_, id)| Arc::unwrap_or_clone(vals[*id].clone().expect("graph output computed")))
             .collect()
     }
+}
+
+/// y += r, on all cores for large outputs.
+fn add_residual(y: &mut [f32], r: &[f32]) {
+    const TASK: usize = 1 << 14;
+    y.par_chunks_mut(TASK)
+        .zip(r.par_chunks(TASK))
+        .for_each(|(y, r)| y.iter_mut().zip(r).for_each(|(a, &b)| *a += b));
 }
 
 /// Runs one node. Convolutions and binary ops apply the epilogue inside their

@@ -49,19 +49,28 @@ fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
     }
 }
 
-/// Binding declarations for the optional bias and the output (whose binding
-/// number depends on whether there is a bias), and `fn bias(m)`.
-pub(super) fn bias_and_output(has_bias: bool) -> String {
-    if has_bias {
-        "@group(0) @binding(3) var<storage, read> b: array<TI>;\n\
-         @group(0) @binding(4) var<storage, read_write> y: array<T>;\n\
-         fn bias(m: u32) -> f32 { return f32(b[m]); }\n"
-            .into()
-    } else {
-        "@group(0) @binding(3) var<storage, read_write> y: array<T>;\n\
-         fn bias(m: u32) -> f32 { return 0.0; }\n"
-            .into()
+/// Binding declarations for the optional bias, the optional residual and
+/// the output (bound after the input and the filter, in that order), with
+/// `fn bias(m)` and `fn residual(i)` (0 where absent).
+pub(super) fn bias_and_output(has_bias: bool, has_residual: bool) -> String {
+    let mut binding = 3;
+    let mut s = String::new();
+    // (present, buffer, element type, accessor, index)
+    for (present, buf, ty, f, i) in [
+        (has_bias, "b", "TI", "bias", "m"),
+        (has_residual, "r", "T", "residual", "i"),
+    ] {
+        if present {
+            s += &format!(
+                "@group(0) @binding({binding}) var<storage, read> {buf}: array<{ty}>;\n\
+                 fn {f}({i}: u32) -> f32 {{ return f32({buf}[{i}]); }}\n"
+            );
+            binding += 1;
+        } else {
+            s += &format!("fn {f}({i}: u32) -> f32 {{ return 0.0; }}\n");
+        }
     }
+    s + &format!("@group(0) @binding({binding}) var<storage, read_write> y: array<T>;\n")
 }
 
 pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result<()> {
@@ -97,7 +106,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     .collect();
     params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
     params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
-    let has_bias = node.inputs.len() > 2;
+    let has_bias = node.op_inputs().len() > 2;
+    let has_residual = node.residual;
     let ocg = oc / o.groups;
     if ocg >= GEMM_MIN_CHANNELS {
         let pixels = total / oc;
@@ -111,7 +121,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         let channel_tiles = ocg.div_ceil(GEMM_TILE);
         let x_tiles = pixel_tiles.min(65535);
         params.push(channel_tiles as u32);
-        let source = bias_and_output(has_bias) + include_str!("conv2d_gemm.wgsl");
+        let source = bias_and_output(has_bias, has_residual) + include_str!("conv2d_gemm.wgsl");
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &source,
@@ -129,7 +139,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             workgroup_size: 256,
         });
     }
-    let source = bias_and_output(has_bias) + include_str!("conv2d.wgsl");
+    let source = bias_and_output(has_bias, has_residual) + include_str!("conv2d.wgsl");
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,

@@ -68,5 +68,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
     }
-    y[i] = T(act(acc));
+    y[i] = T(act(acc + residual(i)));
 }

@@ -130,7 +130,7 @@ fn store(pp: u32, m: u32, g: u32, v: vec4<f32>) {
         if mj < ocg {
             let mo = g * ocg + mj;
             let at = select((n * oc + mo) * ohw + rr, pp * oc + mo, nhwc);
-            y[at] = T(act(v[j] + bias(mo)));
+            y[at] = T(act(v[j] + bias(mo) + residual(at)));
         }
     }
 }
