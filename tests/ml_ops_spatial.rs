@@ -580,43 +580,122 @@ fn conv2d_relu_fuses_to_one_node() {
     }
 }
 
-/// conv2d -> add(residual) -> relu is one node (the add and relu run in the
-/// conv's epilogue) on both kernels (implicit GEMM and depthwise), with the
-/// residual on either side of the add, in both layouts; GPU and CPU agree.
+/// What may surround a conv2d in `conv2d_fusions_make_one_node`.
+#[derive(Clone, Copy)]
+struct FusionCase {
+    name: &'static str,
+    /// NCHW
+    input: [usize; 4],
+    out_channels: usize,
+    groups: usize,
+    layout: InputLayout,
+    /// mul(x, per-channel gate) before the conv; `Some(true)`: gate * x.
+    gate: Option<bool>,
+    /// add(conv, r) after it; `Some(true)`: r + conv.
+    residual: Option<bool>,
+}
+
+/// Around a conv2d, a per-channel gate on its input (mul), a residual add on
+/// its output and a relu after that all fuse into the one conv node: the
+/// gate scales input channels as they are read, the residual is added
+/// before the activation. GEMM, grouped and depthwise kernels, both
+/// layouts, operands on either side; GPU and CPU agree.
 #[test]
-fn conv2d_residual_add_fuses_to_one_node() {
-    let mut rng = StdRng::seed_from_u64(11);
-    // (name, input NCHW, output channels, groups, residual first, layout)
+fn conv2d_fusions_make_one_node() {
+    let base = FusionCase {
+        name: "",
+        input: [1, 6, 7, 9],
+        out_channels: 8,
+        groups: 1,
+        layout: InputLayout::Nhwc,
+        gate: None,
+        residual: Some(false),
+    };
     let cases = [
-        ("gemm nhwc", [1, 6, 7, 9], 8, 1, false, InputLayout::Nhwc),
-        (
-            "gemm nchw, r + conv",
-            [2, 5, 6, 5],
-            5,
-            1,
-            true,
-            InputLayout::Nchw,
-        ),
-        (
-            "depthwise nhwc",
-            [1, 7, 9, 6],
-            7,
-            7,
-            true,
-            InputLayout::Nhwc,
-        ),
+        FusionCase {
+            name: "gemm nhwc + residual",
+            ..base
+        },
+        FusionCase {
+            name: "gemm nchw, r + conv",
+            input: [2, 5, 6, 5],
+            out_channels: 5,
+            layout: InputLayout::Nchw,
+            residual: Some(true),
+            ..base
+        },
+        FusionCase {
+            name: "depthwise nhwc + residual",
+            input: [1, 7, 9, 6],
+            out_channels: 7,
+            groups: 7,
+            residual: Some(true),
+            ..base
+        },
+        FusionCase {
+            name: "gate, gemm nhwc + residual",
+            input: [1, 6, 5, 7],
+            out_channels: 9,
+            gate: Some(false),
+            ..base
+        },
+        FusionCase {
+            name: "gate * x, gemm nchw",
+            input: [2, 5, 4, 6],
+            out_channels: 6,
+            layout: InputLayout::Nchw,
+            gate: Some(true),
+            residual: None,
+            ..base
+        },
+        FusionCase {
+            name: "gate, grouped nhwc",
+            input: [1, 8, 5, 5],
+            groups: 2,
+            gate: Some(false),
+            residual: None,
+            ..base
+        },
+        FusionCase {
+            name: "gate, depthwise nchw + residual",
+            input: [1, 7, 6, 5],
+            out_channels: 7,
+            groups: 7,
+            layout: InputLayout::Nchw,
+            gate: Some(false),
+            ..base
+        },
     ];
-    for (name, [n, c, h, w], oc, groups, residual_first, layout) in cases {
-        let xs = activation_shape(layout, n, c, h, w);
-        let ys = activation_shape(layout, n, oc, h, w);
-        let x = random(&mut rng, n * c * h * w);
-        let r = random(&mut rng, n * oc * h * w);
+    let mut rng = StdRng::seed_from_u64(11);
+    for case in cases {
+        let FusionCase {
+            name,
+            input: [n, c, h, w],
+            out_channels: oc,
+            groups,
+            layout,
+            gate,
+            residual,
+        } = case;
+        let mut inputs = vec![(
+            "x",
+            OperandDescriptor::f32(activation_shape(layout, n, c, h, w)),
+            random(&mut rng, n * c * h * w),
+        )];
+        if gate.is_some() {
+            let shape = activation_shape(layout, 1, c, 1, 1);
+            inputs.push(("g", OperandDescriptor::f32(shape), random(&mut rng, c)));
+        }
+        if residual.is_some() {
+            let shape = activation_shape(layout, n, oc, h, w);
+            inputs.push((
+                "r",
+                OperandDescriptor::f32(shape),
+                random(&mut rng, n * oc * h * w),
+            ));
+        }
         let filter = random(&mut rng, oc * (c / groups) * 9);
         let bias = random(&mut rng, oc);
-        let inputs = [
-            ("x", OperandDescriptor::f32(xs.clone()), x),
-            ("r", OperandDescriptor::f32(ys.clone()), r),
-        ];
         let build = |b: &GraphBuilder, ins: &[Operand]| {
             let fshape = conv_filter_shape(Conv2dFilterLayout::Ohwi, oc, c / groups, [3, 3]);
             let f = b.constant_f32(&fshape, &filter).unwrap();
@@ -628,22 +707,60 @@ fn conv2d_residual_add_fuses_to_one_node() {
                 filter_layout: Conv2dFilterLayout::Ohwi,
                 ..Conv2dOptions::new()
             };
-            let y = b.conv2d(&ins[0], &f, Some(&bias), o).unwrap();
-            let sum = match residual_first {
-                true => b.add(&ins[1], &y),
-                false => b.add(&y, &ins[1]),
+            let x = match gate {
+                Some(true) => b.mul(&ins[1], &ins[0]).unwrap(),
+                Some(false) => b.mul(&ins[0], &ins[1]).unwrap(),
+                None => ins[0].clone(),
             };
-            b.relu(&sum.unwrap()).unwrap()
+            let y = b.conv2d(&x, &f, Some(&bias), o).unwrap();
+            let r = ins.last().unwrap();
+            let y = match residual {
+                Some(true) => b.add(r, &y).unwrap(),
+                Some(false) => b.add(&y, r).unwrap(),
+                None => y,
+            };
+            b.relu(&y).unwrap()
         };
         let y = compare(name, &inputs, &build);
         assert!(y.iter().all(|&v| v >= 0.0), "{name}: relu not applied");
         for (ctx_name, ctx) in [("gpu", gpu()), ("cpu", Context::cpu())] {
             let (_, nodes) = run(&ctx, &inputs, &build);
-            assert_eq!(
-                nodes, 1,
-                "{name} on {ctx_name}: conv2d + add + relu is one node"
-            );
+            assert_eq!(nodes, 1, "{name} on {ctx_name}: one node");
         }
+    }
+}
+
+/// A gate that varies along rows rather than channels is a plain mul.
+#[test]
+fn conv2d_row_gate_stays_a_mul() {
+    let mut rng = StdRng::seed_from_u64(14);
+    let inputs = [
+        (
+            "x",
+            OperandDescriptor::f32([1, 4, 5, 3]),
+            random(&mut rng, 60),
+        ),
+        (
+            "g",
+            OperandDescriptor::f32([1, 4, 1, 1]),
+            random(&mut rng, 4),
+        ),
+    ];
+    let filter = random(&mut rng, 2 * 3);
+    let build = |b: &GraphBuilder, ins: &[Operand]| {
+        let f = b.constant_f32(&[2, 1, 1, 3], &filter).unwrap();
+        let o = Conv2dOptions {
+            input_layout: InputLayout::Nhwc,
+            filter_layout: Conv2dFilterLayout::Ohwi,
+            ..Conv2dOptions::new()
+        };
+        b.conv2d(&b.mul(&ins[0], &ins[1]).unwrap(), &f, None, o)
+            .unwrap()
+    };
+    compare("row gate", &inputs, &build);
+    for (ctx_name, ctx) in [("gpu", gpu()), ("cpu", Context::cpu())] {
+        let (_, nodes) = run(&ctx, &inputs, &build);
+        assert_eq!(nodes, 2, "{ctx_name}: a row gate stays a mul");
     }
 }
 

@@ -112,6 +112,7 @@ impl GraphBuilder {
             inputs: inputs.iter().map(|o| o.id).collect(),
             outputs: outs.iter().map(|o| o.id).collect(),
             activations: Vec::new(),
+            input_scale: false,
             residual: false,
         });
         Ok(outs)

@@ -2,15 +2,34 @@
 //! a separate pass over memory: an activation whose input is used only by it
 //! is folded into the node that produces that input, and a float32 `add` of
 //! a conv2d's result (used by nothing else) and a same-shaped tensor becomes
-//! that conv2d's residual.
+//! that conv2d's residual, and a float32 `mul` of a conv2d's input by a
+//! per-channel gate (squeeze-and-excitation) becomes its input scale.
 
 use super::graph_ir::GraphIr;
-use super::ops::{BinaryOp, Op};
+use super::ops::{BinaryOp, InputLayout, Op};
 use super::types::DataType;
 
-/// Both fusions, activations first (so an `add` brings its own along).
+/// Every fusion, activations first (so an `add` brings its own along).
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    fuse_residual_adds(fuse_activations(ir))
+    fuse_input_scales(fuse_residual_adds(fuse_activations(ir)))
+}
+
+/// What each pass tracks while it walks the nodes in order: readers of each
+/// operand (graph outputs count), the node that computes each operand as far
+/// as the walk has come, and the nodes that survive.
+fn walk_state(ir: &GraphIr) -> (Vec<usize>, Vec<Option<usize>>, Vec<bool>) {
+    (
+        ir.use_counts(),
+        vec![None; ir.operands.len()],
+        vec![true; ir.nodes.len()],
+    )
+}
+
+/// The graph without the nodes a pass folded into others.
+fn without_folded(mut ir: GraphIr, keep: Vec<bool>) -> GraphIr {
+    let mut k = keep.into_iter();
+    ir.nodes.retain(|_| k.next().unwrap());
+    ir
 }
 
 fn takes_epilogue(op: &Op) -> bool {
@@ -26,9 +45,7 @@ fn takes_epilogue(op: &Op) -> bool {
 }
 
 fn fuse_activations(mut ir: GraphIr) -> GraphIr {
-    let uses = ir.use_counts();
-    let mut producer = vec![None; ir.operands.len()];
-    let mut keep = vec![true; ir.nodes.len()];
+    let (uses, mut producer, mut keep) = walk_state(&ir);
     for i in 0..ir.nodes.len() {
         let Op::Unary(act) = ir.nodes[i].op else {
             for &o in &ir.nodes[i].outputs {
@@ -58,9 +75,7 @@ fn fuse_activations(mut ir: GraphIr) -> GraphIr {
             None => producer[out] = Some(i),
         }
     }
-    let mut k = keep.into_iter();
-    ir.nodes.retain(|_| k.next().unwrap());
-    ir
+    without_folded(ir, keep)
 }
 
 /// conv2d (without activations of its own) -> add(result, r) becomes one
@@ -68,9 +83,7 @@ fn fuse_activations(mut ir: GraphIr) -> GraphIr {
 /// float32 only: in float16 the conv's result would otherwise be rounded
 /// before the add, and fusing would change the values.
 fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
-    let uses = ir.use_counts();
-    let mut producer: Vec<Option<usize>> = vec![None; ir.operands.len()];
-    let mut keep = vec![true; ir.nodes.len()];
+    let (uses, mut producer, mut keep) = walk_state(&ir);
     for i in 0..ir.nodes.len() {
         let node = &ir.nodes[i];
         let out = node.outputs[0];
@@ -115,7 +128,69 @@ fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
             }
         }
     }
-    let mut k = keep.into_iter();
-    ir.nodes.retain(|_| k.next().unwrap());
-    ir
+    without_folded(ir, keep)
+}
+
+/// mul(x, s) -> conv2d becomes one conv2d reading x scaled by s, where s
+/// broadcasts along everything but the conv's input channels (one value per
+/// channel) and the product is read by nothing else. float32 only, as for
+/// residuals.
+fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
+    let (uses, mut producer, mut keep) = walk_state(&ir);
+    for i in 0..ir.nodes.len() {
+        let node = &ir.nodes[i];
+        let fusion = match &node.op {
+            Op::Conv2d(o) if !node.input_scale => {
+                let x = node.inputs[0];
+                producer[x].and_then(|p| {
+                    let mul = &ir.nodes[p];
+                    let channel_axis = match o.input_layout {
+                        InputLayout::Nchw => 1,
+                        InputLayout::Nhwc => 3,
+                    };
+                    let ok = matches!(mul.op, Op::Binary(BinaryOp::Mul))
+                        && keep[p]
+                        && uses[x] == 1
+                        && mul.activations.is_empty()
+                        && ir.desc(x).data_type == DataType::Float32;
+                    if !ok {
+                        return None;
+                    }
+                    let xd = ir.desc(x);
+                    let per_channel = |s: usize| {
+                        let sd = ir.desc(s);
+                        let offset = xd.rank() - sd.rank().min(xd.rank());
+                        sd.rank() <= xd.rank()
+                            && (0..sd.rank()).all(|k| {
+                                let axis = k + offset;
+                                let want = if axis == channel_axis {
+                                    xd.shape[axis]
+                                } else {
+                                    1
+                                };
+                                sd.shape[k] == want
+                            })
+                            && sd.shape.iter().product::<usize>() == xd.shape[channel_axis]
+                    };
+                    [(0, 1), (1, 0)].into_iter().find_map(|(a, s)| {
+                        let (a, s) = (mul.inputs[a], mul.inputs[s]);
+                        (ir.desc(a) == xd && per_channel(s)).then_some((p, a, s))
+                    })
+                })
+            }
+            _ => None,
+        };
+        if let Some((p, a, s)) = fusion {
+            let conv = &mut ir.nodes[i];
+            conv.inputs[0] = a;
+            let at = conv.op_inputs().len();
+            conv.inputs.insert(at, s);
+            conv.input_scale = true;
+            keep[p] = false;
+        }
+        for &o in &ir.nodes[i].outputs {
+            producer[o] = Some(i);
+        }
+    }
+    without_folded(ir, keep)
 }

@@ -31,15 +31,25 @@ pub(crate) struct Node {
     /// Element-wise functions applied to every output value, in order, after
     /// the op itself: fused activations.
     pub activations: Vec<Activation>,
+    /// Whether an input-channel scale follows the op's own inputs: the
+    /// first input is multiplied by it, channel by channel, before the op (a
+    /// fused `mul` by a per-channel gate).
+    pub input_scale: bool,
     /// Whether the last input is a residual: a tensor of the output's shape
     /// added to the op's result before the activations (a fused `add`).
     pub residual: bool,
 }
 
 impl Node {
-    /// The op's own inputs, without a fused residual.
+    /// The op's own inputs, without a fused input scale or residual.
     pub fn op_inputs(&self) -> &[OperandId] {
-        &self.inputs[..self.inputs.len() - self.residual as usize]
+        &self.inputs[..self.inputs.len() - self.input_scale as usize - self.residual as usize]
+    }
+
+    /// The fused input-channel scale, if any.
+    pub fn input_scale(&self) -> Option<OperandId> {
+        self.input_scale
+            .then(|| self.inputs[self.op_inputs().len()])
     }
 
     /// The fused residual, if any.

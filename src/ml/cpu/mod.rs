@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::graph_ir::{GraphIr, OperandId, OperandKind};
 use epilogue::Epilogue;
 
-use super::ops::Op;
+use super::ops::{BinaryOp, Op};
 use super::tensor::Tensor;
 use super::types::{DataType, OperandDescriptor};
 
@@ -123,11 +123,25 @@ impl CpuPlan {
         let last_uses = ir.last_uses();
         for (index, node) in ir.nodes.iter().enumerate() {
             let value = |i: OperandId| vals[i].as_deref().expect("operand computed before use");
-            let args: Vec<(&Values, &OperandDescriptor)> = node
+            let mut args: Vec<(&Values, &OperandDescriptor)> = node
                 .op_inputs()
                 .iter()
                 .map(|&i| (value(i), ir.desc(i)))
                 .collect();
+            // A fused input scale: the first input times the per-channel gate.
+            let scaled = node.input_scale().map(|s| {
+                let none = Epilogue::new(&[], false);
+                elementwise::binary(
+                    BinaryOp::Mul,
+                    args[0],
+                    (value(s), ir.desc(s)),
+                    args[0].1,
+                    none,
+                )
+            });
+            if let Some(scaled) = &scaled {
+                args[0].0 = scaled;
+            }
             let out_descs: Vec<&OperandDescriptor> =
                 node.outputs.iter().map(|&o| ir.desc(o)).collect();
             let ep = Epilogue::new(

@@ -49,16 +49,18 @@ fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
     }
 }
 
-/// Binding declarations for the optional bias, the optional residual and
-/// the output (bound after the input and the filter, in that order), with
-/// `fn bias(m)` and `fn residual(i)` (0 where absent).
-pub(super) fn bias_and_output(has_bias: bool, has_residual: bool) -> String {
+/// Binding declarations for the optional bias, input-channel scale and
+/// residual, then the output (bound after the input and the filter, in that
+/// order), with `fn bias(m)`, `fn in_scale(c)` and `fn residual(i)` (0, 1
+/// and 0 where absent).
+pub(super) fn bias_and_output(has_bias: bool, has_scale: bool, has_residual: bool) -> String {
     let mut binding = 3;
     let mut s = String::new();
-    // (present, buffer, element type, accessor, index)
-    for (present, buf, ty, f, i) in [
-        (has_bias, "b", "TI", "bias", "m"),
-        (has_residual, "r", "T", "residual", "i"),
+    // (present, buffer, element type, accessor, index, value when absent)
+    for (present, buf, ty, f, i, absent) in [
+        (has_bias, "b", "TI", "bias", "m", "0.0"),
+        (has_scale, "s", "TI", "in_scale", "c", "1.0"),
+        (has_residual, "r", "T", "residual", "i", "0.0"),
     ] {
         if present {
             s += &format!(
@@ -67,7 +69,7 @@ pub(super) fn bias_and_output(has_bias: bool, has_residual: bool) -> String {
             );
             binding += 1;
         } else {
-            s += &format!("fn {f}({i}: u32) -> f32 {{ return 0.0; }}\n");
+            s += &format!("fn {f}({i}: u32) -> f32 {{ return {absent}; }}\n");
         }
     }
     s + &format!("@group(0) @binding({binding}) var<storage, read_write> y: array<T>;\n")
@@ -107,7 +109,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
     params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
     let has_bias = node.op_inputs().len() > 2;
-    let has_residual = node.residual;
+    let (has_scale, has_residual) = (node.input_scale, node.residual);
     let ocg = oc / o.groups;
     if ocg >= GEMM_MIN_CHANNELS {
         let pixels = total / oc;
@@ -121,7 +123,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         let channel_tiles = ocg.div_ceil(GEMM_TILE);
         let x_tiles = pixel_tiles.min(65535);
         params.push(channel_tiles as u32);
-        let source = bias_and_output(has_bias, has_residual) + include_str!("conv2d_gemm.wgsl");
+        let source =
+            bias_and_output(has_bias, has_scale, has_residual) + include_str!("conv2d_gemm.wgsl");
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &source,
@@ -139,7 +142,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             workgroup_size: 256,
         });
     }
-    let source = bias_and_output(has_bias, has_residual) + include_str!("conv2d.wgsl");
+    let source = bias_and_output(has_bias, has_scale, has_residual) + include_str!("conv2d.wgsl");
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,

@@ -50,6 +50,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
     let xbase = n * xs.x + (m / ocg) * icg * xs.y;
     let fbase = m * fs.x;
+    let cbase = (m / ocg) * icg;
     var acc = bias(m);
     for (var ky = 0u; ky < kh; ky++) {
         let iy = i32(oy * sh + ky * dh) - pt;
@@ -64,7 +65,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             let xo = xbase + u32(iy) * xs.z + u32(ix) * xs.w;
             let fo = fbase + ky * fs.z + kx * fs.w;
             for (var ci = 0u; ci < icg; ci++) {
-                acc += f32(x[xo + ci * xs.y]) * f32(filt[fo + ci * fs.y]);
+                acc += f32(x[xo + ci * xs.y]) * in_scale(cbase + ci) * f32(filt[fo + ci * fs.y]);
             }
         }
     }

@@ -84,7 +84,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let iy = iy0 + i32(ky) * dh;
                 let ix = ix0 + i32(kx) * dw;
                 if p_ok && iy >= 0 && iy < h && ix >= 0 && ix < w {
-                    a = f32(x[xbase + u32(iy) * xs.z + u32(ix) * xs.w + ci * xs.y]);
+                    a = f32(x[xbase + u32(iy) * xs.z + u32(ix) * xs.w + ci * xs.y])
+                        * in_scale(g * icg + ci);
                 }
                 if m_ok {
                     b = f32(filt[fbase + ci * fs.y + ky * fs.z + kx * fs.w]);

@@ -64,7 +64,7 @@ pub(super) fn conv_transpose2d(
     params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
     params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
     let has_bias = node.inputs.len() > 2;
-    let source = bias_and_output(has_bias, false) + include_str!("conv_transpose2d.wgsl");
+    let source = bias_and_output(has_bias, false, false) + include_str!("conv_transpose2d.wgsl");
     l.kernel(Kernel {
         label: "convTranspose2d".into(),
         source: &source,
