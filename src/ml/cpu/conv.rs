@@ -97,8 +97,9 @@ fn rows_per_task(rows: usize, row_scratch: usize, max_scratch: usize) -> usize {
     }
 }
 
-/// Output pixels start out as the bias (or zero). The filled prefix is
-/// doubled each step: a few large copies rather than one small one per pixel.
+/// Output pixels start out as the bias (or zero): `dst` is `bias` repeated.
+/// The filled prefix is doubled each step: a few large copies rather than
+/// one small one per pixel.
 fn fill_bias(dst: &mut [f32], bias: Option<&[f32]>) {
     let Some(b) = bias.filter(|b| !b.is_empty() && dst.len() >= b.len()) else {
         dst.fill(0.0);
@@ -225,13 +226,16 @@ fn depthwise(cv: &Conv, x: &[f32], f: &[f32], bias: Option<&[f32]>, y: &mut [f32
     // row by the same channel vector, so the filter is laid out once per tap
     // repeated across a whole output row, and every tap becomes a long,
     // branch-free multiply-add over the row.
-    let repeated: Vec<f32> = if streaming {
-        f.chunks_exact(cv.oc)
-            .flat_map(|tap| tap.iter().copied().cycle().take(cv.ow * cv.oc))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut repeated = Vec::new();
+    if streaming {
+        repeated.resize(f.len() * cv.ow, 0.0);
+        for (row, tap) in repeated
+            .chunks_exact_mut(cv.ow * cv.oc)
+            .zip(f.chunks_exact(cv.oc))
+        {
+            fill_bias(row, Some(tap));
+        }
+    }
     y.par_chunks_mut(cv.ow * cv.oc)
         .enumerate()
         .for_each(|(row, dst)| {
