@@ -85,6 +85,51 @@ fn models_quick_table_and_saved_io() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--top` on the CPU context: per-op wall times and the slowest nodes of a
+/// profiled run, as a table line and in the JSON, naming real ops.
+#[test]
+fn models_cpu_top_lists_where_the_time_goes() {
+    let table = bench(&[
+        "models",
+        "--quick",
+        "--context",
+        "cpu",
+        "--filter",
+        "selfie 256",
+        "--top",
+        "4",
+    ]);
+    assert!(table.contains("CPU wall ms by op: conv2d"), "{table}");
+    let v = bench_json(&[
+        "models",
+        "--quick",
+        "--context",
+        "cpu",
+        "--filter",
+        "selfie 256",
+        "--top",
+        "4",
+        "--json",
+    ]);
+    let row = &v["models"][0];
+    assert_eq!(row["context"], "cpu", "{v}");
+    let by_op = row["ms_by_op"].as_array().unwrap();
+    assert!(by_op.iter().any(|e| e["op"] == "conv2d"), "{v}");
+    assert!(by_op.iter().all(|e| num(e, "ms") >= 0.0), "{v}");
+    // Largest first.
+    let ms: Vec<f64> = by_op.iter().map(|e| num(e, "ms")).collect();
+    assert!(ms.windows(2).all(|w| w[0] >= w[1]), "{ms:?}");
+    let slowest = row["slowest_kernels"].as_array().unwrap();
+    assert_eq!(slowest.len(), 4, "{v}");
+    let kernels = num(row, "kernels") as u64;
+    assert!(
+        slowest
+            .iter()
+            .all(|e| e["index"].as_u64().unwrap() < kernels),
+        "{v}"
+    );
+}
+
 #[test]
 fn pipeline_quick_zero_copy_downloads_nothing() {
     let v = bench_json(&["pipeline", "--quick", "--json"]);

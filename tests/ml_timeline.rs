@@ -206,3 +206,35 @@ fn shape_mismatches_are_reported_at_the_op() {
     let e = b.reshape(&a, &[7]).unwrap_err().to_string();
     assert!(e.contains("cannot reshape"), "{e}");
 }
+
+/// `Graph::profile` on a CPU context: queued behind an earlier dispatch like
+/// any other work (it sees that dispatch's result), times each node by name,
+/// and computes the same values as a dispatch.
+#[test]
+fn cpu_profile_runs_in_timeline_order_and_times_each_node() {
+    let ctx = Context::cpu();
+    let b = GraphBuilder::new(&ctx);
+    let desc = OperandDescriptor::new(DataType::Float32, [4]);
+    let x = b.input("x", desc.clone()).unwrap();
+    let doubled = b.add(&x, &x).unwrap();
+    let y = b.mul(&doubled, &x).unwrap();
+    let graph = b.build(&[("y", &y)]).unwrap();
+    let tensor = |d: TensorDescriptor| ctx.create_tensor(d.readable().writable()).unwrap();
+    let (t0, t1, t2) = (
+        tensor(TensorDescriptor::new(DataType::Float32, [4])),
+        tensor(TensorDescriptor::new(DataType::Float32, [4])),
+        tensor(TensorDescriptor::new(DataType::Float32, [4])),
+    );
+    ctx.write_tensor(&t0, bytemuck::cast_slice(&[1.0f32, 2.0, -3.0, 0.5]))
+        .unwrap();
+    // t1 = 2 t0², then the profiled run reads t1: t2 = 2 t1².
+    ctx.dispatch(&graph, &[("x", &t0)], &[("y", &t1)]).unwrap();
+    let profile = graph.profile(&ctx, &[("x", &t1)], &[("y", &t2)]).unwrap();
+    let labels: Vec<&str> = profile.kernels.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["add", "mul"]);
+    let summed: f64 = profile.kernels.iter().map(|(_, ms)| ms).sum();
+    assert!(profile.kernels.iter().all(|(_, ms)| *ms >= 0.0));
+    assert!(profile.total_ms >= summed, "{profile:?}");
+    let got: Vec<f32> = bytemuck::pod_collect_to_vec(&ctx.read_tensor_blocking(&t2).unwrap());
+    assert_eq!(got, [8.0, 128.0, 648.0, 0.5]);
+}

@@ -158,13 +158,15 @@ impl Graph {
                 let plan = plan.clone();
                 let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
                 let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
-                context.cpu_queue(Box::new(move || plan.run_on_tensors(&ins, &outs)))
+                context.cpu_queue(Box::new(move || plan.run_on_tensors(&ins, &outs, None)))
             }
         }
     }
 
-    /// Dispatches once with GPU timestamps around every kernel and waits for
-    /// the times. Needs a GPU context whose adapter has TIMESTAMP_QUERY.
+    /// Dispatches once, timing every kernel, and waits for the times. On a
+    /// GPU context they are GPU timestamps (the adapter needs
+    /// TIMESTAMP_QUERY); on a CPU context, each node's wall time on the
+    /// context's worker, queued behind earlier dispatches like any other.
     pub fn profile(
         &self,
         context: &Context,
@@ -179,7 +181,20 @@ impl Graph {
                 plan.dispatch(&ins, &outs, Some(&mut profile))?;
                 Ok(profile)
             }
-            Plan::Cpu(_) => Err(Error::invalid("profile: GPU timestamps need a GPU context")),
+            Plan::Cpu(plan) => {
+                let plan = plan.clone();
+                let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
+                let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
+                let (tx, rx) = std::sync::mpsc::channel();
+                context.cpu_queue(Box::new(move || {
+                    let mut profile = Profile::default();
+                    plan.run_on_tensors(&ins, &outs, Some(&mut profile));
+                    let _ = tx.send(profile);
+                }))?;
+                rx.recv().map_err(|_| {
+                    Error::invalid("profile: the CPU context's worker stopped before the run ended")
+                })
+            }
         }
     }
 }

@@ -62,7 +62,8 @@ enum Command {
         /// Only models whose name contains this.
         #[arg(long)]
         filter: Option<String>,
-        /// Also list this many of the slowest kernels per model (GPU).
+        /// Also list ms per op type and this many of the slowest kernels per
+        /// model (GPU timestamps; on the CPU context, wall time per node).
         #[arg(long, default_value_t = 0)]
         top: usize,
         /// Write each model's input and GPU output (raw float32, NHWC) and a
@@ -389,13 +390,17 @@ fn bench_models(
                     r.build_ms,
                     r.diff.map_or("-".into(), |d| format!("{:.2e}", d.0)),
                 );
-                if settings.top > 0 && r.context == "gpu" {
+                if settings.top > 0 {
                     let ops: Vec<String> = r
                         .by_op
                         .iter()
                         .map(|(op, ms)| format!("{op} {ms:.3}"))
                         .collect();
-                    println!("    GPU ms by op: {}", ops.join(", "));
+                    let unit = match r.context {
+                        "gpu" => "GPU ms",
+                        _ => "CPU wall ms",
+                    };
+                    println!("    {unit} by op: {}", ops.join(", "));
                     let slow: Vec<String> = r
                         .slowest
                         .iter()

@@ -89,7 +89,8 @@ pub struct ModelResult {
     /// Inferences per second with dispatches queued back to back.
     pub fps: f64,
     pub kernels: usize,
-    /// GPU ms per op type in the median profiled run, largest first.
+    /// ms per op type in the median profiled run (GPU timestamps, or wall
+    /// time per node on the CPU context), largest first.
     pub by_op: Vec<(String, f64)>,
     /// The slowest single kernels of that run: (position, op, ms).
     pub slowest: Vec<(usize, String, f64)>,
@@ -111,7 +112,7 @@ impl ModelResult {
             "wall_ms": self.wall_ms,
             "fps": self.fps,
             "kernels": self.kernels,
-            "gpu_ms_by_op": self.by_op.iter().map(|(op, ms)| json!({"op": op, "ms": ms})).collect::<Vec<_>>(),
+            "ms_by_op": self.by_op.iter().map(|(op, ms)| json!({"op": op, "ms": ms})).collect::<Vec<_>>(),
             "slowest_kernels": self.slowest.iter().map(|(i, op, ms)| json!({"index": i, "op": op, "ms": ms})).collect::<Vec<_>>(),
             "max_abs_diff_vs_gpu": self.diff.map(|d| d.0),
             "reference_max_abs": self.diff.map(|d| d.1),
@@ -240,20 +241,7 @@ pub fn run_gpu(
     profiles.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
     let median = &profiles[profiles.len() / 2];
     let kernels = median.kernels.len();
-    let mut by_op: BTreeMap<String, f64> = BTreeMap::new();
-    for (label, ms) in &median.kernels {
-        *by_op.entry(label.clone()).or_default() += ms;
-    }
-    let mut by_op: Vec<(String, f64)> = by_op.into_iter().collect();
-    by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let mut slowest: Vec<(usize, String, f64)> = median
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(i, (l, ms))| (i, l.clone(), *ms))
-        .collect();
-    slowest.sort_by(|a, b| b.2.total_cmp(&a.2));
-    slowest.truncate(s.top.max(3));
+    let (by_op, slowest) = breakdown(median, s.top);
 
     let mut walls = Vec::with_capacity(n);
     for _ in 0..n {
@@ -289,8 +277,31 @@ pub fn run_gpu(
     Ok((result, output))
 }
 
+/// Per op type, largest first, and the slowest single kernels (at least 3)
+/// of one profiled run.
+type Breakdown = (Vec<(String, f64)>, Vec<(usize, String, f64)>);
+
+fn breakdown(p: &Profile, top: usize) -> Breakdown {
+    let mut by_op: BTreeMap<String, f64> = BTreeMap::new();
+    for (label, ms) in &p.kernels {
+        *by_op.entry(label.clone()).or_default() += ms;
+    }
+    let mut by_op: Vec<(String, f64)> = by_op.into_iter().collect();
+    by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut slowest: Vec<(usize, String, f64)> = p
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, (l, ms))| (i, l.clone(), *ms))
+        .collect();
+    slowest.sort_by(|a, b| b.2.total_cmp(&a.2));
+    slowest.truncate(top.max(3));
+    (by_op, slowest)
+}
+
 /// CPU context: host time of dispatch + read per inference (median of
-/// `iterations`). Returns the result and the output.
+/// `iterations`). With `--top`, as many profiled runs again, timing each
+/// node on the context's worker. Returns the result and the output.
 pub fn run_cpu(
     case: &ModelCase,
     loaded: &Loaded,
@@ -309,6 +320,16 @@ pub fn run_cpu(
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (wall_ms, _) = median_min(&walls);
+    let (by_op, slowest) = match s.top {
+        0 => Default::default(),
+        _ => {
+            let mut profiles = (0..s.cpu_iterations.max(1))
+                .map(|_| b.profile(&ctx))
+                .collect::<wgnn::Result<Vec<Profile>>>()?;
+            profiles.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+            breakdown(&profiles[profiles.len() / 2], s.top)
+        }
+    };
     let result = ModelResult {
         name: case.name.clone(),
         context: "cpu",
@@ -320,8 +341,8 @@ pub fn run_cpu(
         wall_ms,
         fps: 1e3 / wall_ms,
         kernels: b.graph.node_count(),
-        by_op: Vec::new(),
-        slowest: Vec::new(),
+        by_op,
+        slowest,
         diff: None,
     };
     ctx.destroy();

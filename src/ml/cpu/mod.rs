@@ -24,6 +24,7 @@ use epilogue::Epilogue;
 use super::ops::{BinaryOp, Op};
 use super::tensor::Tensor;
 use super::types::{DataType, OperandDescriptor};
+use super::Profile;
 
 /// Values of one operand. float16 is held as f32 rounded to f16 precision.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,7 +95,13 @@ impl CpuPlan {
     /// Runs on the context's worker: reads the input tensors' bytes, writes
     /// the outputs'. Tensors destroyed while the dispatch was queued are
     /// skipped (the dispatch has nothing left to compute into).
-    pub fn run_on_tensors(&self, inputs: &[Tensor], outputs: &[Tensor]) {
+    /// With `profile`, each node's wall time on the worker is recorded in it.
+    pub fn run_on_tensors(
+        &self,
+        inputs: &[Tensor],
+        outputs: &[Tensor],
+        profile: Option<&mut Profile>,
+    ) {
         let mut values = Vec::with_capacity(inputs.len());
         for t in inputs {
             let bytes = t.cpu_bytes().unwrap().lock().unwrap();
@@ -104,7 +111,7 @@ impl CpuPlan {
             }
             values.push(Values::from_bytes(t.data_type(), &bytes));
         }
-        let results = self.run(values);
+        let results = self.run(values, profile);
         for (t, v) in outputs.iter().zip(results) {
             let mut dst = t.cpu_bytes().unwrap().lock().unwrap();
             if dst.len() == t.byte_length() {
@@ -113,8 +120,10 @@ impl CpuPlan {
         }
     }
 
-    /// Runs the graph on values given in the graph's input order.
-    pub fn run(&self, inputs: Vec<Values>) -> Vec<Values> {
+    /// Runs the graph on values given in the graph's input order, timing
+    /// each node into `profile` when given.
+    pub fn run(&self, inputs: Vec<Values>, mut profile: Option<&mut Profile>) -> Vec<Values> {
+        let started = std::time::Instant::now();
         let ir = &self.ir;
         let mut vals = self.constants.clone();
         for ((_, id), v) in ir.inputs.iter().zip(inputs) {
@@ -122,6 +131,7 @@ impl CpuPlan {
         }
         let last_uses = ir.last_uses();
         for (index, node) in ir.nodes.iter().enumerate() {
+            let node_started = std::time::Instant::now();
             let value = |i: OperandId| vals[i].as_deref().expect("operand computed before use");
             let mut args: Vec<(&Values, &OperandDescriptor)> = node
                 .op_inputs()
@@ -165,6 +175,10 @@ impl CpuPlan {
             for (&o, v) in node.outputs.iter().zip(outs) {
                 vals[o] = Some(Arc::new(v));
             }
+            if let Some(p) = profile.as_deref_mut() {
+                let ms = node_started.elapsed().as_secs_f64() * 1e3;
+                p.kernels.push((node.op.name().to_string(), ms));
+            }
             // Free what no later node reads.
             for &i in &node.inputs {
                 if last_uses[i] == Some(index)
@@ -173,6 +187,9 @@ impl CpuPlan {
                     vals[i] = None;
                 }
             }
+        }
+        if let Some(p) = profile {
+            p.total_ms = started.elapsed().as_secs_f64() * 1e3;
         }
         ir.outputs
             .iter()
