@@ -7,25 +7,32 @@ use super::Values;
 use crate::ml::ops::BinaryOp;
 use crate::ml::types::{strides, DataType, OperandDescriptor};
 
+/// Per axis of `out`, the stride into an operand of shape `shape` broadcast
+/// (numpy rules) to it: 0 along axes the operand lacks or has as 1.
+pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let offset = out.len() - shape.len();
+    let s = strides(shape);
+    (0..out.len())
+        .map(|k| match k.checked_sub(offset) {
+            Some(j) if shape[j] != 1 => s[j],
+            _ => 0,
+        })
+        .collect()
+}
+
 /// For each output element, the index into an operand broadcast to `out`.
 /// Called once per element, so it walks the coordinates without allocating.
 pub(crate) fn broadcast_index(
     d: &OperandDescriptor,
     out: &OperandDescriptor,
 ) -> impl Fn(usize) -> usize + Sync {
-    let offset = out.rank() - d.rank();
-    let s = strides(&d.shape);
     // (extent, stride into the operand) per output axis, innermost first.
-    let axes: Vec<(usize, usize)> = (0..out.rank())
+    let axes: Vec<(usize, usize)> = out
+        .shape
+        .iter()
+        .copied()
+        .zip(broadcast_strides(&d.shape, &out.shape))
         .rev()
-        .map(|k| {
-            let stride = if k < offset || d.shape[k - offset] == 1 {
-                0
-            } else {
-                s[k - offset]
-            };
-            (out.shape[k], stride)
-        })
         .collect();
     move |mut i| {
         let mut index = 0;
@@ -89,20 +96,10 @@ struct Broadcast {
 
 impl Broadcast {
     fn new(da: &OperandDescriptor, db: &OperandDescriptor, out: &OperandDescriptor) -> Broadcast {
-        let aligned = |d: &OperandDescriptor| -> Vec<usize> {
-            let offset = out.rank() - d.rank();
-            let s = strides(&d.shape);
-            (0..out.rank())
-                .map(|k| {
-                    if k < offset || d.shape[k - offset] == 1 {
-                        0
-                    } else {
-                        s[k - offset]
-                    }
-                })
-                .collect()
-        };
-        let (sa, sb) = (aligned(da), aligned(db));
+        let (sa, sb) = (
+            broadcast_strides(&da.shape, &out.shape),
+            broadcast_strides(&db.shape, &out.shape),
+        );
         // (extent, strides), innermost first, extent-1 axes dropped.
         let mut axes: Vec<(usize, [usize; 2])> = Vec::new();
         for k in (0..out.rank()).rev().filter(|&k| out.shape[k] != 1) {

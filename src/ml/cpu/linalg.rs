@@ -2,12 +2,13 @@
 
 use rayon::prelude::*;
 
+use super::elementwise::broadcast_strides;
 use super::gemm::{sgemm, Mat, MatMut};
 use super::layout::coords;
 use super::Values;
 use crate::ml::ops::GemmOptions;
 use crate::ml::shape::broadcast_shapes;
-use crate::ml::types::{strides, OperandDescriptor};
+use crate::ml::types::OperandDescriptor;
 
 pub(crate) fn matmul(
     (a, da): (&Values, &OperandDescriptor),
@@ -23,17 +24,7 @@ pub(crate) fn matmul(
         let own = &d.shape[..d.rank() - 2];
         let full = broadcast_shapes(own, batch_shape).unwrap();
         debug_assert_eq!(full, batch_shape);
-        let s = strides(own);
-        let off = batch_shape.len() - own.len();
-        (0..batch_shape.len())
-            .map(|i| {
-                if i < off || own[i - off] == 1 {
-                    0
-                } else {
-                    s[i - off]
-                }
-            })
-            .collect()
+        broadcast_strides(own, batch_shape)
     };
     let (sa, sb) = (batch_of(da), batch_of(db));
     let mut y = vec![0.0f32; out.element_count()];

@@ -70,11 +70,14 @@ impl Values {
 }
 
 /// A graph compiled for the CPU: the (fused) node list, with the constants
-/// decoded once at build rather than on every dispatch.
+/// decoded and the operands' lifetimes found once at build rather than on
+/// every dispatch.
 #[derive(Clone)]
 pub(crate) struct CpuPlan {
     ir: Arc<GraphIr>,
     constants: Vec<Option<Arc<Values>>>,
+    /// Per operand, the last node that reads it (`GraphIr::last_uses`).
+    last_uses: Arc<Vec<Option<usize>>>,
 }
 
 impl CpuPlan {
@@ -89,7 +92,12 @@ impl CpuPlan {
                 _ => None,
             })
             .collect();
-        CpuPlan { ir, constants }
+        let last_uses = Arc::new(ir.last_uses());
+        CpuPlan {
+            ir,
+            constants,
+            last_uses,
+        }
     }
 
     /// Runs on the context's worker: reads the input tensors' bytes, writes
@@ -129,7 +137,7 @@ impl CpuPlan {
         for ((_, id), v) in ir.inputs.iter().zip(inputs) {
             vals[*id] = Some(Arc::new(v));
         }
-        let last_uses = ir.last_uses();
+        let last_uses = &self.last_uses;
         for (index, node) in ir.nodes.iter().enumerate() {
             let node_started = std::time::Instant::now();
             let value = |i: OperandId| vals[i].as_deref().expect("operand computed before use");
