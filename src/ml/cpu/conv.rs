@@ -164,17 +164,43 @@ impl Conv {
 
     /// The input row read by output row `oy` through filter row `ky`.
     fn iy(&self, oy: usize, ky: usize) -> Option<usize> {
-        (oy * self.strides[0] + ky * self.dilations[0])
-            .checked_sub(self.pad[0])
-            .filter(|&iy| iy < self.h)
+        window_tap(
+            oy,
+            ky,
+            self.strides[0],
+            self.dilations[0],
+            self.pad[0],
+            self.h,
+        )
     }
 
     /// The input column read by output column `ox` through filter column `kx`.
     fn ix(&self, ox: usize, kx: usize) -> Option<usize> {
-        (ox * self.strides[1] + kx * self.dilations[1])
-            .checked_sub(self.pad[1])
-            .filter(|&ix| ix < self.w)
+        window_tap(
+            ox,
+            kx,
+            self.strides[1],
+            self.dilations[1],
+            self.pad[1],
+            self.w,
+        )
     }
+}
+
+/// Along one axis of a sliding window (convolution or pooling): the input
+/// coordinate that output coordinate `out` reads through window tap `k`,
+/// `None` where it falls in the padding.
+pub(super) fn window_tap(
+    out: usize,
+    k: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    len: usize,
+) -> Option<usize> {
+    (out * stride + k * dilation)
+        .checked_sub(pad)
+        .filter(|&i| i < len)
 }
 
 pub(crate) fn conv2d(

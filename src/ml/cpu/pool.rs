@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::conv::{from_nchw, to_nchw};
+use super::conv::{from_nchw, to_nchw, window_tap};
 use super::layout::coords;
 use super::Values;
 use crate::ml::ops::{InputLayout, Pool2dOptions, PoolKind};
@@ -81,11 +81,6 @@ fn pool_nhwc(
     if y.is_empty() {
         return y;
     }
-    let tap = |out: usize, k: usize, stride: usize, dilation: usize, pad: usize, len: usize| {
-        (out * stride + k * dilation)
-            .checked_sub(pad)
-            .filter(|&i| i < len)
-    };
     y.par_chunks_mut(ow * c).enumerate().for_each(|(row, dst)| {
         let (b, oy) = (row / oh, row % oh);
         for (ox, acc) in dst.chunks_exact_mut(c).enumerate() {
@@ -95,11 +90,13 @@ fn pool_nhwc(
             });
             let mut count = 0usize;
             for ky in 0..kh {
-                let Some(iy) = tap(oy, ky, o.strides[0], o.dilations[0], o.padding[0], h) else {
+                let Some(iy) = window_tap(oy, ky, o.strides[0], o.dilations[0], o.padding[0], h)
+                else {
                     continue;
                 };
                 for kx in 0..kw {
-                    let Some(ix) = tap(ox, kx, o.strides[1], o.dilations[1], o.padding[2], w)
+                    let Some(ix) =
+                        window_tap(ox, kx, o.strides[1], o.dilations[1], o.padding[2], w)
                     else {
                         continue;
                     };
