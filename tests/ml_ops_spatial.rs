@@ -1045,6 +1045,38 @@ fn pool2d_matches_cpu() {
     }
 }
 
+/// Global pooling (window = the whole unpadded input) is lowered as a
+/// parallel reduction: planes larger than a workgroup, not a multiple of it,
+/// in both layouts, with the window given explicitly (as TFLite models do)
+/// or left out.
+#[test]
+fn global_pool2d_over_large_planes_matches_cpu() {
+    let cases = [
+        (InputLayout::Nhwc, [1, 45, 37, 6], Some([45, 37])),
+        (InputLayout::Nchw, [2, 3, 40, 33], Some([40, 33])),
+        (InputLayout::Nhwc, [2, 19, 23, 5], None),
+    ];
+    for (seed, (layout, shape, window)) in cases.into_iter().enumerate() {
+        let mut rng = StdRng::seed_from_u64(340 + seed as u64);
+        let x = random(&mut rng, shape.iter().product());
+        let options = Pool2dOptions {
+            window_dimensions: window,
+            layout,
+            ..Pool2dOptions::new()
+        };
+        for kind in [PoolKind::Average, PoolKind::Max] {
+            compare(
+                &format!("global {kind:?} pool {shape:?} {layout:?}"),
+                &[("x", OperandDescriptor::f32(shape.to_vec()), x.clone())],
+                &|b, ins| match kind {
+                    PoolKind::Average => b.average_pool2d(&ins[0], options.clone()).unwrap(),
+                    PoolKind::Max => b.max_pool2d(&ins[0], options.clone()).unwrap(),
+                },
+            );
+        }
+    }
+}
+
 #[test]
 fn pool2d_float16_matches_cpu() {
     let mut rng = StdRng::seed_from_u64(350);

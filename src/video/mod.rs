@@ -19,6 +19,7 @@ pub use composite::{
     Background, CompositeOptions, Compositor, EdgeSoftening, Effect, MaskOptions, MAX_BLUR_STRENGTH,
 };
 pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
+#[cfg(feature = "gst")]
 pub(crate) use frame_read::Reader;
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
 pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};

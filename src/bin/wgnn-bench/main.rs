@@ -585,6 +585,23 @@ fn adapters() -> ExitCode {
                 limits.max_texture_dimension_2d,
                 limits.max_compute_invocations_per_workgroup
             );
+            let info = gpu.adapter().get_info();
+            println!(
+                "subgroup size: {}..{}",
+                info.subgroup_min_size, info.subgroup_max_size
+            );
+            // Tensor-core kernels are only worth writing for shapes the driver offers.
+            for p in gpu.adapter().cooperative_matrix_properties() {
+                println!(
+                    "cooperative matrix: {}x{}x{} {:?} -> {:?}{}",
+                    p.m_size,
+                    p.n_size,
+                    p.k_size,
+                    p.ab_type,
+                    p.cr_type,
+                    if p.saturating_accumulation { " (saturating)" } else { "" }
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

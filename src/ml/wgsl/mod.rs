@@ -12,7 +12,7 @@ mod matmul;
 mod pad;
 mod pool2d;
 mod prelu;
-mod reduce_mean;
+mod reduce;
 mod resample2d;
 mod slice;
 mod softmax;
@@ -46,7 +46,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Conv2d(o) => conv2d::conv2d(l, node, o),
         Op::ConvTranspose2d(o) => conv_transpose2d::conv_transpose2d(l, node, o),
         Op::Pool2d(kind, o) => pool2d::pool2d(l, node, *kind, o),
-        Op::ReduceMean { axes, .. } => reduce_mean::reduce_mean(l, node, axes),
+        Op::ReduceMean { axes, .. } => reduce::reduce_mean(l, node, axes),
         Op::Resample2d(o) => resample2d::resample2d(l, node, o),
         Op::Concat { axis } => concat::concat(l, node, *axis),
         Op::Transpose { permutation } => transpose::transpose(l, node, permutation),

@@ -1,9 +1,11 @@
-//! averagePool2d / maxPool2d: one invocation per output element. Averages
-//! count only the window positions inside the input (padding excluded), as
-//! TFLite and the CPU reference do.
+//! averagePool2d / maxPool2d: one invocation per output element, except
+//! global pooling (one window over the whole unpadded input), which is a
+//! parallel reduction. Averages count only the window positions inside the
+//! input (padding excluded), as TFLite and the CPU reference do.
 
 use super::conv2d::{activation_strides, shape4};
 use super::lower::{grid, Kernel, Lowering};
+use super::reduce::{reduce, reduction_source};
 use crate::error::Result;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{InputLayout, Pool2dOptions, PoolKind};
@@ -23,6 +25,13 @@ pub(super) fn pool2d(
     let [_, c, h, w] = nchw(o.layout, shape4(&xd.shape));
     let [_, _, oh, ow] = nchw(o.layout, shape4(&yd.shape));
     let [kh, kw] = o.window_dimensions.unwrap_or([h, w]);
+    if [oh, ow] == [1, 1] && [kh, kw] == [h, w] && o.padding == [0; 4] && o.dilations == [1, 1] {
+        let spatial = match o.layout {
+            InputLayout::Nchw => [2, 3],
+            InputLayout::Nhwc => [1, 2],
+        };
+        return reduce(l, node, &spatial, kind);
+    }
     let total = yd.element_count();
     let mut params: Vec<u32> = [
         total,
@@ -45,19 +54,7 @@ pub(super) fn pool2d(
     .map(|&v| v as u32)
     .collect();
     params.extend(activation_strides(o.layout, shape4(&xd.shape)));
-    let reduce = match kind {
-        PoolKind::Average => {
-            "const INIT: f32 = 0.0;\n\
-             fn accumulate(acc: f32, v: f32) -> f32 { return acc + v; }\n\
-             fn finish(acc: f32, count: u32) -> f32 { return select(0.0, acc / f32(count), count > 0u); }\n"
-        }
-        PoolKind::Max => {
-            "const INIT: f32 = -3.40282347e38;\n\
-             fn accumulate(acc: f32, v: f32) -> f32 { return max(acc, v); }\n\
-             fn finish(acc: f32, count: u32) -> f32 { return select(-3.40282347e38, acc, count > 0u); }\n"
-        }
-    };
-    let source = format!("{reduce}{}", include_str!("pool2d.wgsl"));
+    let source = format!("{}{}", reduction_source(kind), include_str!("pool2d.wgsl"));
     l.kernel(Kernel {
         label: node.op.name().into(),
         source: &source,

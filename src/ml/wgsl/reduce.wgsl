@@ -1,7 +1,8 @@
-// reduceMean, one workgroup per output element.
+// A reduction (mean or max, from `INIT`, `accumulate` and `finish`) over
+// some axes, one workgroup per output element.
 // params: [outputs, count, nk, kept sizes[nk], kept strides[nk],
 //          nr, reduced sizes[nr], reduced strides[nr]]
-// Sizes and strides are of merged axes (see reduce_mean.rs); strides index
+// Sizes and strides are of merged axes (see reduce.rs); strides index
 // the input. Output elements follow the kept axes in row-major order.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
@@ -33,22 +34,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let at = 4u + 2u * nk;
     // Every invocation reaches the barriers; only the sums of out-of-range
     // workgroups (from folding the grid) are thrown away.
-    var s = 0.0;
+    var s = INIT;
     if o < params[0] {
         let base = offset(o, 3u, nk);
         for (var r = lid; r < count; r += WG) {
-            s += f32(x[base + offset(r, at, nr)]);
+            s = accumulate(s, f32(x[base + offset(r, at, nr)]));
         }
     }
     partial[lid] = s;
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if lid < stride {
-            partial[lid] += partial[lid + stride];
+            partial[lid] = accumulate(partial[lid], partial[lid + stride]);
         }
         workgroupBarrier();
     }
     if lid == 0u && o < params[0] {
-        y[o] = T(act(partial[0] / f32(count)));
+        y[o] = T(act(finish(partial[0], count)));
     }
 }
