@@ -450,6 +450,27 @@ fn conv_cases() -> Vec<ConvCase> {
             filter: Hwio,
             ..BASE
         },
+        // Enough 128-pixel tiles (>= 264) for the wide implicit-GEMM
+        // kernel; pixel counts, channels and reductions (45, 27) that are
+        // not multiples of its tile.
+        ConvCase {
+            name: "wide tiles: nhwc ohwi 3x3 same, 2 channel tiles",
+            input: [1, 5, 130, 260],
+            out_channels: 70,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "wide tiles: nchw oihw 2 groups, batch 2, stride [2, 1], dilation [2, 1]",
+            input: [2, 6, 150, 130],
+            out_channels: 10,
+            groups: 2,
+            strides: [2, 1],
+            dilations: [2, 1],
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
         ConvCase {
             name: "nhwc oihw grouped asymmetric stride",
             input: [1, 4, 8, 7],
@@ -654,6 +675,12 @@ fn conv2d_fusions_make_one_node() {
             groups: 2,
             gate: Some(false),
             residual: None,
+            ..base
+        },
+        FusionCase {
+            name: "gate, wide-tile gemm nhwc + residual",
+            input: [1, 6, 130, 270],
+            gate: Some(false),
             ..base
         },
         FusionCase {
@@ -1327,16 +1354,18 @@ fn resample2d_known_values() {
     );
 }
 
-/// More output pixels than 65535 workgroups of the tiled conv2d kernel cover
-/// in one grid dimension (64 pixels each), so the grid has to fold.
+/// More output pixels than 65535 workgroups of the wide conv2d kernel cover
+/// in one grid dimension (128 pixels each), so the grid has to fold.
 #[test]
 fn conv2d_large_image_folds_the_grid() {
     let mut rng = StdRng::seed_from_u64(9);
-    let (h, w) = (2048, 2056);
+    // 2^23 pixels: 65536 tiles, and 4 f32 channels fill exactly the
+    // 128 MiB storage binding that lavapipe allows.
+    let (h, w) = (2048, 4096);
     let x = random(&mut rng, h * w);
     let filter = random(&mut rng, 4);
     compare(
-        "conv2d 1x1 on 2048x2056",
+        "conv2d 1x1 on 2048x4096",
         &[("x", OperandDescriptor::f32([1, 1, h, w]), x)],
         &|b, ins| {
             let f = b.constant_f32(&[4, 1, 1, 1], &filter).unwrap();

@@ -17,8 +17,16 @@ const WG: u32 = 64;
 /// below it (depthwise, narrow groups) most of a 64-channel tile would be
 /// idle, and the direct kernel does better.
 const GEMM_MIN_CHANNELS: usize = 4;
-/// Tile of the implicit-GEMM kernel: output pixels x output channels.
-const GEMM_TILE: usize = 64;
+/// Output channels of a tile of either implicit-GEMM kernel.
+const GEMM_TILE_CHANNELS: usize = 64;
+/// Output pixels of a tile: 64 in `conv2d_gemm.wgsl`, 128 in
+/// `conv2d_gemm_wide.wgsl`.
+const GEMM_TILE_PIXELS: usize = 64;
+const WIDE_TILE_PIXELS: usize = 128;
+/// Wide tiles from this many of them on: two per multiprocessor of a large
+/// GPU (an H100 has 132). Below it the 64 x 64 tiles keep more of a small
+/// GPU's multiprocessors busy, which matters more than reuse there.
+const WIDE_MIN_TILES: usize = 264;
 
 pub(super) fn shape4(s: &[usize]) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
@@ -119,12 +127,17 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         // Pixel tiles of a large image can pass the 65535 workgroups a grid
         // dimension allows, so they are folded over x and (with the channel
         // tiles) y.
-        let pixel_tiles = pixels.div_ceil(GEMM_TILE);
-        let channel_tiles = ocg.div_ceil(GEMM_TILE);
+        let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
+        let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
+        let (tile, kernel) = if wide {
+            (WIDE_TILE_PIXELS, include_str!("conv2d_gemm_wide.wgsl"))
+        } else {
+            (GEMM_TILE_PIXELS, include_str!("conv2d_gemm.wgsl"))
+        };
+        let pixel_tiles = pixels.div_ceil(tile);
         let x_tiles = pixel_tiles.min(65535);
         params.push(channel_tiles as u32);
-        let source =
-            bias_and_output(has_bias, has_scale, has_residual) + include_str!("conv2d_gemm.wgsl");
+        let source = bias_and_output(has_bias, has_scale, has_residual) + kernel;
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &source,
