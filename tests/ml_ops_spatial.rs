@@ -495,7 +495,7 @@ fn conv2d_matches_cpu() {
 #[test]
 fn conv2d_float16_matches_cpu() {
     let cases = conv_cases();
-    for i in [0, 3, 4, 9, 12, 17] {
+    for i in [0, 3, 4, 9, 12, 17, 20, 21] {
         check_conv(cases[i], DataType::Float16, 100 + i as u64);
     }
 }

@@ -19,7 +19,12 @@ use crate::error::{Error, Result};
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
-    .union(wgpu::Features::SUBGROUP);
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+
+/// Setting this to 0 keeps the cooperative-matrix (tensor core) kernels off,
+/// to compare them with the plain f16 kernels or to rule them out.
+pub const COOPERATIVE_MATRIX_ENV: &str = "WGNN_COOPERATIVE_MATRIX";
 
 /// A cheaply clonable handle to one GPU device.
 #[derive(Clone)]
@@ -34,6 +39,7 @@ struct Inner {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     software: bool,
+    tensor_cores_f16: bool,
     transfers: transfer::Counters,
     fault: Arc<Mutex<Option<String>>>,
 }
@@ -57,13 +63,37 @@ impl Gpu {
             software,
         } = choice;
         let info = adapter.get_info();
-        let features = adapter.features() & OPTIONAL_FEATURES;
+        let mut features = adapter.features() & OPTIONAL_FEATURES;
+        // The one shape our tensor-core kernel is written for, on 32-wide
+        // subgroups (it derives the subgroup from the invocation index).
+        let tensor_cores_f16 = features.contains(wgpu::Features::SHADER_F16)
+            && info.subgroup_min_size == 32
+            && info.subgroup_max_size == 32
+            && std::env::var(COOPERATIVE_MATRIX_ENV).as_deref() != Ok("0")
+            && adapter.cooperative_matrix_properties().iter().any(|p| {
+                (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+                    && p.ab_type == wgpu::CooperativeScalarType::F16
+                    && p.cr_type == wgpu::CooperativeScalarType::F32
+            });
+        if !tensor_cores_f16 {
+            features.remove(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+        }
         let desc = wgpu::DeviceDescriptor {
             label: Some("wgnn"),
             required_features: features,
             // Compute-heavy work wants the largest buffers and workgroups the
             // adapter allows, not WebGPU's conservative defaults.
             required_limits: adapter.limits(),
+            // SAFETY: the only experimental feature we may ask for is
+            // cooperative matrices, and only for the one kernel
+            // (ml/wgsl/conv2d_coop.wgsl) that uses the 16x16x16 f16 -> f32
+            // shape the adapter reported above; wgpu's caveat is that such
+            // features may have bugs, which the GPU-vs-CPU checks would show.
+            experimental_features: if tensor_cores_f16 {
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            },
             ..Default::default()
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
@@ -104,6 +134,7 @@ impl Gpu {
                 queue,
                 info,
                 software,
+                tensor_cores_f16,
                 transfers: transfer::Counters::default(),
                 fault,
             }),
@@ -152,6 +183,12 @@ impl Gpu {
 
     pub fn has(&self, feature: wgpu::Features) -> bool {
         self.features().contains(feature)
+    }
+
+    /// Whether float16 products can run on cooperative matrices (16x16x16,
+    /// f16 inputs, f32 sums, 32-wide subgroups).
+    pub fn has_f16_tensor_cores(&self) -> bool {
+        self.inner.tensor_cores_f16
     }
 
     /// Bytes and transfer counts in each direction since the device was opened.
@@ -232,6 +269,10 @@ fn feature_names(features: wgpu::Features) -> String {
             "timestamp-query-inside-encoders",
         ),
         (wgpu::Features::SUBGROUP, "subgroup"),
+        (
+            wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            "cooperative-matrix",
+        ),
     ]
     .into_iter()
     .filter(|(f, _)| features.contains(*f))

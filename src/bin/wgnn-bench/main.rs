@@ -225,8 +225,8 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
     if !json {
         println!("device: {}", gpu.describe());
         println!(
-            "{:<28} {:<34} {:>10} {:>10} {:>10} {:>9}",
-            "op", "shape", "median ms", "min ms", "GFLOP/s", "GB/s"
+            "{:<28} {:<34} {:>10} {:>10} {:>10} {:>9} {:>10}",
+            "op", "shape", "median ms", "min ms", "GFLOP/s", "GB/s", "rel diff"
         );
     }
     let mut rows = Vec::new();
@@ -235,13 +235,14 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
             Ok(r) => {
                 if !json {
                     println!(
-                        "{:<28} {:<34} {:>10.4} {:>10.4} {:>10} {:>9.1}",
+                        "{:<28} {:<34} {:>10.4} {:>10.4} {:>10} {:>9.1} {:>10.2e}",
                         r.name,
                         r.shape,
                         r.median_ms,
                         r.min_ms,
                         r.gflops.map_or("-".into(), |g| format!("{g:.0}")),
-                        r.gbps
+                        r.gbps,
+                        r.rel_diff
                     );
                 }
                 rows.push(r);
@@ -257,13 +258,14 @@ fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"op\":{:?},\"shape\":{:?},\"median_ms\":{},\"min_ms\":{},\"gflops\":{},\"gbps\":{}}}",
+                    "{{\"op\":{:?},\"shape\":{:?},\"median_ms\":{},\"min_ms\":{},\"gflops\":{},\"gbps\":{},\"rel_diff\":{}}}",
                     r.name,
                     r.shape,
                     r.median_ms,
                     r.min_ms,
                     r.gflops.map_or("null".into(), |g| g.to_string()),
-                    r.gbps
+                    r.gbps,
+                    r.rel_diff
                 )
             })
             .collect();
@@ -599,7 +601,11 @@ fn adapters() -> ExitCode {
                     p.k_size,
                     p.ab_type,
                     p.cr_type,
-                    if p.saturating_accumulation { " (saturating)" } else { "" }
+                    if p.saturating_accumulation {
+                        " (saturating)"
+                    } else {
+                        ""
+                    }
                 );
             }
             ExitCode::SUCCESS

@@ -25,6 +25,8 @@ pub struct OpResult {
     pub min_ms: f64,
     pub gflops: Option<f64>,
     pub gbps: f64,
+    /// max |GPU - CPU context| over max |CPU context|, same input.
+    pub rel_diff: f32,
 }
 
 fn random(n: usize, seed: u32) -> Vec<f32> {
@@ -227,9 +229,10 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
     v
 }
 
-pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult> {
-    let ctx = Context::gpu(gpu);
-    let b = GraphBuilder::new(&ctx);
+/// The case's graph on `ctx`, with its input tensor written and an output
+/// tensor to dispatch into.
+fn prepare(ctx: &Context, case: &OpCase) -> wgnn::Result<(Graph, Tensor, Tensor)> {
+    let b = GraphBuilder::new(ctx);
     let x = b.input("x", case.input.clone())?;
     let y = (case.build)(&b, &x)?;
     let out_desc = y.descriptor().clone();
@@ -237,10 +240,9 @@ pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult
     let input = ctx.create_tensor(
         TensorDescriptor::new(case.input.data_type, case.input.shape.clone()).writable(),
     )?;
-    let output = ctx.create_tensor(TensorDescriptor::new(
-        out_desc.data_type,
-        out_desc.shape.clone(),
-    ))?;
+    let output = ctx.create_tensor(
+        TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()).readable(),
+    )?;
     let n = case.input.element_count();
     let data: Vec<u8> = match case.input.data_type {
         DataType::Float16 => random(n, 7)
@@ -250,6 +252,30 @@ pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult
         _ => bytemuck::cast_slice(&random(n, 7)).to_vec(),
     };
     ctx.write_tensor(&input, &data)?;
+    Ok((graph, input, output))
+}
+
+/// The output of one dispatch, as f32 (float16 widened).
+fn output_values(
+    ctx: &Context,
+    graph: &Graph,
+    input: &Tensor,
+    output: &Tensor,
+) -> wgnn::Result<Vec<f32>> {
+    ctx.dispatch(graph, &[("x", input)], &[("y", output)])?;
+    let bytes = ctx.read_tensor_blocking(output)?;
+    Ok(match output.data_type() {
+        DataType::Float16 => bytemuck::pod_collect_to_vec::<u8, half::f16>(&bytes)
+            .iter()
+            .map(|v| v.to_f32())
+            .collect(),
+        _ => bytemuck::pod_collect_to_vec(&bytes),
+    })
+}
+
+pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult> {
+    let ctx = Context::gpu(gpu);
+    let (graph, input, output) = prepare(&ctx, case)?;
     let mut times = Vec::with_capacity(iterations);
     for i in 0..iterations + 2 {
         let p = graph.profile(&ctx, &[("x", &input)], &[("y", &output)])?;
@@ -257,6 +283,14 @@ pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult
             times.push(p.total_ms);
         }
     }
+    // Every timed kernel is also checked: a fast wrong kernel shows here.
+    // After the timing, so that the GPU does not idle (and clock down)
+    // while the CPU computes the reference.
+    let cpu = Context::cpu();
+    let (cpu_graph, cpu_input, cpu_output) = prepare(&cpu, case)?;
+    let want = output_values(&cpu, &cpu_graph, &cpu_input, &cpu_output)?;
+    let got = output_values(&ctx, &graph, &input, &output)?;
+    let (diff, scale) = crate::stamps::max_abs_diff(&got, &want);
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     Ok(OpResult {
@@ -266,5 +300,6 @@ pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult
         min_ms: times[0],
         gflops: (case.flops > 0.0).then(|| case.flops / median / 1e6),
         gbps: case.bytes / median / 1e6,
+        rel_diff: diff / scale.max(f32::MIN_POSITIVE),
     })
 }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, nchw};
-use crate::ml::types::strides;
+use crate::ml::types::{strides, DataType};
 
 const WG: u32 = 64;
 
@@ -54,6 +54,44 @@ fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
         Conv2dFilterLayout::Hwio => [s[3], s[2], s[0], s[1]],
         Conv2dFilterLayout::Ohwi => [s[0], s[3], s[1], s[2]],
         Conv2dFilterLayout::Ihwo => [s[3], s[0], s[1], s[2]],
+    }
+}
+
+/// The implicit-GEMM kernels: rows are output pixels, columns a group's
+/// output channels.
+#[derive(Clone, Copy, Debug)]
+enum Gemm {
+    /// 64 x 64 tiles, 4 x 4 per invocation: small problems.
+    Tile64,
+    /// 128 x 64 tiles, 8 x 4 per invocation.
+    Wide,
+    /// 128 x 64 tiles on 16x16x16 cooperative matrices, float16 only.
+    TensorCores,
+}
+
+impl Gemm {
+    fn tile_pixels(self) -> usize {
+        match self {
+            Gemm::Tile64 => GEMM_TILE_PIXELS,
+            Gemm::Wide | Gemm::TensorCores => WIDE_TILE_PIXELS,
+        }
+    }
+
+    fn source(self, has_bias: bool, has_scale: bool, has_residual: bool) -> String {
+        let loads = include_str!("conv2d_gemm_load.wgsl");
+        let (enable, loads, body) = match self {
+            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl")),
+            Gemm::Wide => ("", loads, include_str!("conv2d_gemm_wide.wgsl")),
+            Gemm::TensorCores => (
+                "enable wgpu_cooperative_matrix;\n",
+                loads,
+                include_str!("conv2d_coop.wgsl"),
+            ),
+        };
+        format!(
+            "{enable}{}{loads}{body}",
+            bias_and_output(has_bias, has_scale, has_residual)
+        )
     }
 }
 
@@ -129,15 +167,20 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         // tiles) y.
         let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
         let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
-        let (tile, kernel) = if wide {
-            (WIDE_TILE_PIXELS, include_str!("conv2d_gemm_wide.wgsl"))
+        let gemm = if !wide {
+            Gemm::Tile64
+        } else if xd.data_type == DataType::Float16
+            && fd.data_type == DataType::Float16
+            && l.gpu.has_f16_tensor_cores()
+        {
+            Gemm::TensorCores
         } else {
-            (GEMM_TILE_PIXELS, include_str!("conv2d_gemm.wgsl"))
+            Gemm::Wide
         };
-        let pixel_tiles = pixels.div_ceil(tile);
+        let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
         let x_tiles = pixel_tiles.min(65535);
         params.push(channel_tiles as u32);
-        let source = bias_and_output(has_bias, has_scale, has_residual) + kernel;
+        let source = gemm.source(has_bias, has_scale, has_residual);
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &source,
@@ -168,4 +211,60 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         workgroups: grid(total, WG),
         workgroup_size: WG,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ml::wgsl::lower::kernel_source;
+    use wgpu::naga;
+
+    /// Every implicit-GEMM kernel, in every binding combination and element
+    /// type, is valid WGSL that translates to SPIR-V. The tensor-core kernel
+    /// needs cooperative matrices, which lavapipe lacks: this is what CI can
+    /// check of it without such a GPU (the device run checks its numbers).
+    #[test]
+    fn gemm_kernels_validate_and_translate_to_spirv() {
+        let caps = naga::valid::Capabilities::SHADER_FLOAT16
+            | naga::valid::Capabilities::COOPERATIVE_MATRIX;
+        for gemm in [Gemm::Tile64, Gemm::Wide, Gemm::TensorCores] {
+            for flags in 0..8u8 {
+                let [b, s, r] = [1, 2, 4].map(|bit| flags & bit != 0);
+                let types: &[(DataType, DataType)] = match gemm {
+                    Gemm::TensorCores => &[
+                        (DataType::Float16, DataType::Float16),
+                        (DataType::Float32, DataType::Float16),
+                    ],
+                    _ => &[
+                        (DataType::Float32, DataType::Float32),
+                        (DataType::Float16, DataType::Float16),
+                    ],
+                };
+                for &(output_type, input_type) in types {
+                    let body = gemm.source(b, s, r);
+                    let src = kernel_source(&Kernel {
+                        label: "conv2d".into(),
+                        source: &body,
+                        output_type,
+                        input_type,
+                        activations: &[],
+                        params: vec![],
+                        inputs: vec![],
+                        outputs: vec![],
+                        workgroups: [1, 1, 1],
+                        workgroup_size: 256,
+                    });
+                    let what = format!("{gemm:?} bias {b} scale {s} residual {r} {output_type:?}");
+                    let module = naga::front::wgsl::parse_str(&src)
+                        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&src)));
+                    let info =
+                        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                            .validate(&module)
+                            .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+                    naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
+            }
+        }
+    }
 }

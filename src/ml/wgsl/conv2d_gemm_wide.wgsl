@@ -5,7 +5,9 @@
 // staged slices are rows of vec4, so each step of the reduction is three
 // 16-byte workgroup loads for 32 multiply-adds; the 64 x 64 kernel needs
 // eight 4-byte loads for 16 and is bound by them on an H100. Each loader
-// walks its run of k by carrying ci -> kx -> ky instead of dividing per load.
+// walks its run of k by carrying ci -> kx -> ky instead of dividing per load,
+// and the next slice is fetched into registers before the current one is
+// multiplied, so that global-memory latency hides behind the arithmetic.
 // params: as conv2d_gemm.wgsl. WG must be 256.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
@@ -18,43 +20,13 @@ const TK: u32 = 16u;
 var<workgroup> tile_a: array<vec4<f32>, 512>; // [k][pixel / 4], TK x TM
 var<workgroup> tile_b: array<vec4<f32>, 256>; // [k][channel / 4], TK x TN
 
-// A position in the reduction: input channel, filter column and row.
-struct Tap {
-    ci: u32,
-    kx: u32,
-    ky: u32,
-}
-
-fn tap_of(k: u32, icg: u32, kw: u32) -> Tap {
-    let kk = k / icg;
-    return Tap(k % icg, kk % kw, kk / kw);
-}
-
-fn next_tap(t: Tap, icg: u32, kw: u32) -> Tap {
-    var n = Tap(t.ci + 1u, t.kx, t.ky);
-    if n.ci == icg {
-        n.ci = 0u;
-        n.kx += 1u;
-        if n.kx == kw {
-            n.kx = 0u;
-            n.ky += 1u;
-        }
-    }
-    return n;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let npix = params[0];
     let ohw = params[2];
     let ow = params[3];
-    let h = i32(params[5]);
-    let w = i32(params[6]);
     let icg = params[7];
-    let kw = params[9];
-    let dh = i32(params[12]);
-    let dw = i32(params[13]);
     let pt = i32(params[14]);
     let pl = i32(params[15]);
     let ocg = params[16];
@@ -70,17 +42,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let acol = lid % TM;
     let arow0 = (lid / TM) * 8u;
     let p = p0 + acol;
-    let p_ok = p < npix;
+    p_ok = p < npix;
     let r = p % ohw;
-    let iy0 = i32((r / ow) * params[10]) - pt;
-    let ix0 = i32((r % ow) * params[11]) - pl;
-    let xbase = (p / ohw) * xs.x + g * icg * xs.y;
+    iy0 = i32((r / ow) * params[10]) - pt;
+    ix0 = i32((r % ow) * params[11]) - pl;
+    c0 = g * icg;
+    xbase = (p / ohw) * xs.x + c0 * xs.y;
     // Loading role for B: channel column `bcol`, reduction rows brow0 .. +3.
     let bcol = lid % TN;
     let brow0 = (lid / TN) * 4u;
     let mm = m0 + bcol;
-    let m_ok = mm < ocg;
-    let fbase = (g * ocg + mm) * fs.x;
+    m_ok = mm < ocg;
+    fbase = (g * ocg + mm) * fs.x;
 
     // Computing role: pixels 4 tx .. 4 tx + 3 and 64 + 4 tx .. + 3,
     // channels 4 ty .. 4 ty + 3; one vec4 (four channels) per pixel.
@@ -95,33 +68,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc6 = vec4<f32>(0.0);
     var acc7 = vec4<f32>(0.0);
 
+    var na0 = load_a4(arow0);
+    var na1 = load_a4(arow0 + 4u);
+    var nb = load_b4(brow0);
     for (var k0 = 0u; k0 < kdim; k0 += TK) {
-        var t = tap_of(min(k0 + arow0, kdim), icg, kw);
-        for (var q = 0u; q < 8u; q++) {
-            let row = arow0 + q;
-            var a = 0.0;
-            if k0 + row < kdim {
-                let iy = iy0 + i32(t.ky) * dh;
-                let ix = ix0 + i32(t.kx) * dw;
-                if p_ok && iy >= 0 && iy < h && ix >= 0 && ix < w {
-                    a = f32(x[xbase + u32(iy) * xs.z + u32(ix) * xs.w + t.ci * xs.y])
-                        * in_scale(g * icg + t.ci);
-                }
-            }
-            tile_a[row * 32u + acol / 4u][acol % 4u] = a;
-            t = next_tap(t, icg, kw);
-        }
-        var u = tap_of(min(k0 + brow0, kdim), icg, kw);
         for (var q = 0u; q < 4u; q++) {
-            let row = brow0 + q;
-            var b = 0.0;
-            if m_ok && k0 + row < kdim {
-                b = f32(filt[fbase + u.ci * fs.y + u.ky * fs.z + u.kx * fs.w]);
-            }
-            tile_b[row * 16u + bcol / 4u][bcol % 4u] = b;
-            u = next_tap(u, icg, kw);
+            tile_a[(arow0 + q) * 32u + acol / 4u][acol % 4u] = na0[q];
+            tile_a[(arow0 + 4u + q) * 32u + acol / 4u][acol % 4u] = na1[q];
+            tile_b[(brow0 + q) * 16u + bcol / 4u][bcol % 4u] = nb[q];
         }
         workgroupBarrier();
+        if k0 + TK < kdim {
+            na0 = load_a4(k0 + TK + arow0);
+            na1 = load_a4(k0 + TK + arow0 + 4u);
+            nb = load_b4(k0 + TK + brow0);
+        }
         for (var kl = 0u; kl < TK; kl++) {
             let a0 = tile_a[kl * 32u + tx];
             let a1 = tile_a[kl * 32u + 16u + tx];

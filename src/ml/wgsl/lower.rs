@@ -73,6 +73,37 @@ pub(crate) struct Lowering<'a> {
     pipelines: HashMap<String, wgpu::ComputePipeline>,
 }
 
+/// The whole WGSL of a kernel: its directives, the shared header (element
+/// types, params, fused activations, `flat_id`), then its body.
+pub(super) fn kernel_source(k: &Kernel<'_>) -> String {
+    let mut src = String::new();
+    if k.output_type == DataType::Float16 || k.input_type == DataType::Float16 {
+        src.push_str("enable f16;\n");
+    }
+    // WGSL wants directives before any declaration, so a kernel's own
+    // (`enable wgpu_cooperative_matrix;`) go before the shared header.
+    let mut body = k.source;
+    while let Some(rest) = body.strip_prefix("enable ") {
+        let end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+        src.push_str("enable ");
+        src.push_str(&rest[..end]);
+        body = &rest[end..];
+    }
+    let _ = write!(
+        src,
+        "alias T = {};\nalias TI = {};\nconst WG: u32 = {}u;\n\
+         @group(0) @binding(0) var<storage, read> params: array<u32>;\n\
+         fn act(v: f32) -> f32 {{\n    var y = v;\n{}    return y;\n}}\n\
+         fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {{ return gid.x + gid.y * nwg.x * WG; }}\n",
+        wgsl_type(k.output_type),
+        wgsl_type(k.input_type),
+        k.workgroup_size,
+        epilogue(k.activations)
+    );
+    src.push_str(body);
+    src
+}
+
 fn wgsl_type(dt: DataType) -> &'static str {
     match dt {
         DataType::Float32 => "f32",
@@ -248,22 +279,7 @@ impl<'a> Lowering<'a> {
                 self.gpu.info().name
             )));
         }
-        let mut src = String::new();
-        if uses_f16 {
-            src.push_str("enable f16;\n");
-        }
-        let _ = write!(
-            src,
-            "alias T = {};\nalias TI = {};\nconst WG: u32 = {}u;\n\
-             @group(0) @binding(0) var<storage, read> params: array<u32>;\n\
-             fn act(v: f32) -> f32 {{\n    var y = v;\n{}    return y;\n}}\n\
-             fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {{ return gid.x + gid.y * nwg.x * WG; }}\n",
-            wgsl_type(k.output_type),
-            wgsl_type(k.input_type),
-            k.workgroup_size,
-            epilogue(k.activations)
-        );
-        src.push_str(k.source);
+        let src = kernel_source(&k);
         let pipeline = self.pipeline(&k.label, src)?;
 
         let mut params = k.params.clone();
