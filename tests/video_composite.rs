@@ -219,6 +219,60 @@ fn every_effect_matches_the_reference_within_one_lsb() {
     gpu.check().unwrap();
 }
 
+/// The blur works on tiles (a run of outputs plus the kernel's radius either
+/// side, read once into workgroup memory): frames that end mid-tile, kernels
+/// longer than a tile, frames smaller than the kernel's reach, and tiles
+/// that meet inside a frame must all match a plain clamp-to-edge Gaussian.
+#[test]
+fn blur_tiles_match_the_reference_at_every_size() {
+    let gpu = common::gpu();
+    let pool = TexturePool::new();
+    let mut r = rng(25);
+    // Rows are split into runs of 512 outputs, columns into runs of 256,
+    // 128 or 128 (for kernels of radius up to 37, 91 and 192) across 4, 4
+    // and 2 columns at a time.
+    let cases = [
+        (VideoFormat::Rgba, 1, 1, 64.0),
+        (VideoFormat::Nv12, 1, 1, 64.0),
+        (VideoFormat::Rgba, 3, 2, 64.0),
+        (VideoFormat::Nv12, 3, 2, 1.5),
+        (VideoFormat::Nv12, 600, 3, 64.0),
+        (VideoFormat::Rgba, 517, 5, 12.0),
+        (VideoFormat::Rgba, 9, 300, 64.0),
+        (VideoFormat::Nv12, 7, 261, 2.5),
+        (VideoFormat::Rgba, 6, 133, 20.0),
+        (VideoFormat::Nv12, 11, 130, 20.0),
+    ];
+    // An all-background mask: the output is the blur itself.
+    let mask = Mask {
+        width: 1,
+        height: 1,
+        values: vec![0.0],
+    };
+    let mask_buffer = mask_buffer(&gpu, &mask);
+    for (format, w, h, strength) in cases {
+        let (layout, bytes) = random_frame(&mut r, format, w, h, 3);
+        let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
+        let effect = Effect::Blur { strength };
+        let mut compositor = Compositor::new(
+            &gpu,
+            CompositeOptions {
+                mask: MaskOptions::new(1, 1),
+                effect: effect.clone(),
+                color: ColorSpec::default(),
+            },
+        )
+        .unwrap();
+        let out = create_rgba_texture(&gpu, w, h).unwrap();
+        compositor.run(&frame, &mask_buffer, &out).unwrap();
+        let got = download_rgba(&gpu, &out).unwrap();
+        let img = decode(&layout, &bytes, ColorSpec::default());
+        let want = reference(&img, &mask, &effect, None, None);
+        assert_close_u8(&got, &want, 1, &format!("{format} {w}x{h} {effect:?}"));
+    }
+    gpu.check().unwrap();
+}
+
 #[test]
 fn temporal_smoothing_averages_masks_over_frames() {
     let gpu = common::gpu();

@@ -79,6 +79,85 @@ struct Smoothing {
     primed: bool,
 }
 
+/// Outputs each blur invocation computes along the blur; `blur.wgsl` is
+/// written out for 4.
+const BLUR_RUN: u32 = 4;
+
+/// Workgroup memory a blur tile may use: WebGPU's default limit. Larger
+/// tiles would only trim the halo further while fewer workgroups fit on a
+/// multiprocessor at once.
+const BLUR_TILE_BYTES: u32 = 16 * 1024;
+
+/// How one blur pass shares the frame among workgroups (see `blur.wgsl`):
+/// each blurs `lines` neighbouring lines over `per_line` invocations of
+/// BLUR_RUN outputs, reading the outputs' span plus the kernel's radius
+/// either side into workgroup memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct BlurTile {
+    horizontal: bool,
+    lines: u32,
+    per_line: u32,
+    /// Kernel taps (2 * radius + 1) in groups of BLUR_RUN, rounded up.
+    tap_groups: u32,
+}
+
+impl BlurTile {
+    /// The first shape, in order of preference, that fits in `budget` bytes.
+    /// Across, one line of 512 outputs reads one run of a row and keeps the
+    /// halo small next to it. Down, 4 columns side by side make each row's
+    /// read 64 contiguous bytes rather than one texel; longer kernels fall
+    /// back to shorter lines, then fewer columns.
+    fn new(horizontal: bool, radius: u32, budget: u32) -> Option<BlurTile> {
+        const ACROSS: &[(u32, u32)] = &[(1, 128)];
+        const DOWN: &[(u32, u32)] = &[(4, 64), (4, 32), (2, 32)];
+        let tap_groups = (2 * radius + 1).div_ceil(BLUR_RUN);
+        let shapes = if horizontal { ACROSS } else { DOWN };
+        shapes
+            .iter()
+            .map(|&(lines, per_line)| BlurTile {
+                horizontal,
+                lines,
+                per_line,
+                tap_groups,
+            })
+            .find(|t| t.bytes() <= u64::from(budget))
+    }
+
+    /// A line's inputs in each of the shader's BLUR_RUN storage classes.
+    fn slots(&self) -> u32 {
+        self.per_line + self.tap_groups
+    }
+
+    fn tile_len(&self) -> u32 {
+        self.lines * BLUR_RUN * self.slots()
+    }
+
+    /// Three f32 channels per input plus the weights.
+    fn bytes(&self) -> u64 {
+        4 * (3 * u64::from(self.tile_len()) + u64::from(BLUR_RUN * self.tap_groups))
+    }
+
+    fn constants(&self) -> [(&'static str, f64); 5] {
+        [
+            ("lines", f64::from(self.lines)),
+            ("per_line", f64::from(self.per_line)),
+            ("tap_groups", f64::from(self.tap_groups)),
+            ("slots", f64::from(self.slots())),
+            ("tile_len", f64::from(self.tile_len())),
+        ]
+    }
+
+    /// Workgroups covering a `width` x `height` frame.
+    fn groups(&self, width: u32, height: u32) -> (u32, u32) {
+        let run = self.per_line * BLUR_RUN;
+        if self.horizontal {
+            (width.div_ceil(run), height.div_ceil(self.lines))
+        } else {
+            (width.div_ceil(self.lines), height.div_ceil(run))
+        }
+    }
+}
+
 struct BlurTargets {
     size: (u32, u32),
     across: wgpu::Texture,
@@ -285,23 +364,39 @@ impl Compositor {
         )
     }
 
-    fn blur_pipeline(&self, reader: Reader, strength: f32) -> Result<wgpu::ComputePipeline> {
+    fn blur_pipeline(
+        &self,
+        reader: Reader,
+        strength: f32,
+    ) -> Result<(wgpu::ComputePipeline, BlurTile)> {
+        let horizontal = reader != Reader::FloatRgba;
+        let radius = (3.0 * strength).ceil();
+        let budget = self
+            .gpu
+            .limits()
+            .max_compute_workgroup_storage_size
+            .min(BLUR_TILE_BYTES);
+        let tile = BlurTile::new(horizontal, radius as u32, budget).ok_or_else(|| {
+            Error::invalid(format!(
+                "composite: no blur tile for radius {radius} fits in the device's \
+                 max_compute_workgroup_storage_size = {budget}"
+            ))
+        })?;
         let mut c = vec![
-            (
-                "horizontal",
-                f64::from(u8::from(reader != Reader::FloatRgba)),
-            ),
+            ("horizontal", f64::from(u8::from(horizontal))),
             ("sigma", f64::from(strength)),
-            ("radius", f64::from((3.0 * strength).ceil())),
+            ("radius", f64::from(radius)),
         ];
+        c.extend(tile.constants());
         c.extend(reader.constants(self.options.color));
-        self.pipelines.get(
+        let pipeline = self.pipelines.get(
             &self.gpu,
             format!("blur {reader:?} {}", constants_key(&c)),
             "wgnn blur",
             || format!("{}\n{}", reader.source(), include_str!("blur.wgsl")),
             &c,
-        )
+        )?;
+        Ok((pipeline, tile))
     }
 
     fn blur_targets(&mut self, width: u32, height: u32) -> Result<&BlurTargets> {
@@ -406,18 +501,19 @@ impl Compositor {
         let background = match self.options.effect.clone() {
             Effect::Replace(Background::Image(t)) => t,
             Effect::Blur { strength } => {
-                let across_pipe = self.blur_pipeline(reader, strength)?;
-                let down_pipe = self.blur_pipeline(Reader::FloatRgba, strength)?;
+                let (across_pipe, across_tile) = self.blur_pipeline(reader, strength)?;
+                let (down_pipe, down_tile) = self.blur_pipeline(Reader::FloatRgba, strength)?;
                 let targets = self.blur_targets(w, h)?;
                 let across = targets.across.create_view(&Default::default());
                 let done = targets.done.create_view(&Default::default());
                 let done_tex = targets.done.clone();
                 let src = frame_bind_group(&gpu, &across_pipe, frame)?;
                 let mid = textures_bind_group(&gpu, &down_pipe, std::slice::from_ref(&across))?;
-                let (gx, gy) = groups_2d(w, h);
-                for (pipe, input, output) in
-                    [(&across_pipe, &src, &across), (&down_pipe, &mid, &done)]
-                {
+                for (pipe, tile, input, output) in [
+                    (&across_pipe, across_tile, &src, &across),
+                    (&down_pipe, down_tile, &mid, &done),
+                ] {
+                    let (gx, gy) = tile.groups(w, h);
                     let target = storage_bind_group(&gpu, pipe, output)?;
                     gpu.scoped("blur pass", || {
                         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -537,4 +633,21 @@ pub(crate) fn create_texture(
             view_formats: &[],
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_blur_radius_has_a_tile_in_the_least_workgroup_memory_wgpu_allows() {
+        let least = wgpu::Limits::downlevel_defaults().max_compute_workgroup_storage_size;
+        let max_radius = (3.0 * MAX_BLUR_STRENGTH).ceil() as u32;
+        for radius in 1..=max_radius {
+            for horizontal in [true, false] {
+                let tile = BlurTile::new(horizontal, radius, least);
+                assert!(tile.is_some(), "radius {radius}, horizontal {horizontal}");
+            }
+        }
+    }
 }
