@@ -238,3 +238,53 @@ fn cpu_profile_runs_in_timeline_order_and_times_each_node() {
     let got: Vec<f32> = bytemuck::pod_collect_to_vec(&ctx.read_tensor_blocking(&t2).unwrap());
     assert_eq!(got, [8.0, 128.0, 648.0, 0.5]);
 }
+
+/// `Graph::gpu_time`: one dispatch encoded as untimed ones are, between two
+/// timestamps. It runs in timeline order and computes what a dispatch does;
+/// a CPU context answers with an error naming the cause.
+#[test]
+fn gpu_time_times_the_whole_dispatch_in_timeline_order() {
+    let ctx = Context::gpu(&common::gpu());
+    let b = GraphBuilder::new(&ctx);
+    let x = b
+        .input("x", OperandDescriptor::new(DataType::Float32, [4]))
+        .unwrap();
+    let doubled = b.add(&x, &x).unwrap();
+    let y = b.mul(&doubled, &x).unwrap();
+    let graph = b.build(&[("y", &y)]).unwrap();
+    let tensor = || {
+        ctx.create_tensor(
+            TensorDescriptor::new(DataType::Float32, [4])
+                .readable()
+                .writable(),
+        )
+        .unwrap()
+    };
+    let (t0, t1, t2) = (tensor(), tensor(), tensor());
+    ctx.write_tensor(&t0, bytemuck::cast_slice(&[1.0f32, 2.0, -3.0, 0.5]))
+        .unwrap();
+    ctx.dispatch(&graph, &[("x", &t0)], &[("y", &t1)]).unwrap();
+    let ms = graph.gpu_time(&ctx, &[("x", &t1)], &[("y", &t2)]).unwrap();
+    assert!(ms.is_finite() && ms > 0.0, "{ms}");
+    let got: Vec<f32> = bytemuck::pod_collect_to_vec(&ctx.read_tensor_blocking(&t2).unwrap());
+    assert_eq!(got, [8.0, 128.0, 648.0, 0.5]);
+
+    let cpu = Context::cpu();
+    let b = GraphBuilder::new(&cpu);
+    let x = b
+        .input("x", OperandDescriptor::new(DataType::Float32, [4]))
+        .unwrap();
+    let y = b.relu(&x).unwrap();
+    let graph = b.build(&[("y", &y)]).unwrap();
+    let t = cpu
+        .create_tensor(TensorDescriptor::new(DataType::Float32, [4]).writable())
+        .unwrap();
+    let out = cpu
+        .create_tensor(TensorDescriptor::new(DataType::Float32, [4]))
+        .unwrap();
+    let e = graph
+        .gpu_time(&cpu, &[("x", &t)], &[("y", &out)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("CPU context"), "{e}");
+}

@@ -9,6 +9,7 @@ use super::graph_ir::GraphIr;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
 use super::wgsl::GpuPlan;
+use super::wgsl::Timing;
 use super::{fuse, Profile};
 use crate::error::{Error, Result};
 
@@ -153,13 +154,39 @@ impl Graph {
     ) -> Result<()> {
         let (ins, outs) = self.bind(context, inputs, outputs)?;
         match &self.inner.plan {
-            Plan::Gpu(plan) => plan.dispatch(&ins, &outs, None),
+            Plan::Gpu(plan) => plan.dispatch(&ins, &outs, Timing::Off),
             Plan::Cpu(plan) => {
                 let plan = plan.clone();
                 let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
                 let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
                 context.cpu_queue(Box::new(move || plan.run_on_tensors(&ins, &outs, None)))
             }
+        }
+    }
+
+    /// Dispatches once, encoded exactly as [`Context::dispatch`] does, with
+    /// a GPU timestamp before the first command (the input copies) and after
+    /// the last (the output copies); waits and returns the GPU ms between
+    /// them. Needs the TIMESTAMP_QUERY_INSIDE_ENCODERS feature; a CPU context
+    /// has no GPU time (use [`Graph::profile`] for its wall times).
+    pub fn gpu_time(
+        &self,
+        context: &Context,
+        inputs: &[(&str, &Tensor)],
+        outputs: &[(&str, &Tensor)],
+    ) -> Result<f64> {
+        context.alive("gpu_time")?;
+        let (ins, outs) = self.bind(context, inputs, outputs)?;
+        match &self.inner.plan {
+            Plan::Gpu(plan) => {
+                let mut ms = 0.0;
+                plan.dispatch(&ins, &outs, Timing::Whole(&mut ms))?;
+                Ok(ms)
+            }
+            Plan::Cpu(_) => Err(Error::invalid(
+                "gpu_time: this graph runs on a CPU context, which has no GPU time; \
+                 use profile for its wall time per node",
+            )),
         }
     }
 
@@ -178,7 +205,7 @@ impl Graph {
         match &self.inner.plan {
             Plan::Gpu(plan) => {
                 let mut profile = Profile::default();
-                plan.dispatch(&ins, &outs, Some(&mut profile))?;
+                plan.dispatch(&ins, &outs, Timing::PerKernel(&mut profile))?;
                 Ok(profile)
             }
             Plan::Cpu(plan) => {

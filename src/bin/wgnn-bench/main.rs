@@ -333,11 +333,12 @@ fn bench_models(
             );
         }
         println!(
-            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9} {:>10}",
+            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9} {:>10}",
             "model",
             "ctx",
             "GPU ms",
             "GPU min",
+            "kernel sum",
             "wall ms",
             "fps",
             "kernels",
@@ -381,11 +382,12 @@ fn bench_models(
         for r in results {
             if !json {
                 println!(
-                    "{:<28} {:<4} {:>10} {:>10} {:>10.3} {:>9.1} {:>8} {:>9.0} {:>10}",
+                    "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>8} {:>9.0} {:>10}",
                     r.name,
                     r.context,
                     opt_ms(r.gpu_ms),
                     opt_ms(r.gpu_min_ms),
+                    opt_ms(r.kernel_sum_ms),
                     r.wall_ms,
                     r.fps,
                     r.kernels,

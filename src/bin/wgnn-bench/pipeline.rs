@@ -239,13 +239,13 @@ impl Bench {
         })
     }
 
-    /// Runs the model: a plain dispatch, or a profiled one returning its
-    /// kernels' GPU ms (and waiting for them).
+    /// Runs the model: a plain dispatch, or a timed one returning its GPU
+    /// ms (and waiting for it).
     fn model(&self, profile: bool) -> wgnn::Result<f64> {
         let ins = [(self.names.0.as_str(), &self.input)];
         let outs = [(self.names.1.as_str(), &self.mask)];
         if profile {
-            Ok(self.graph.profile(&self.ctx, &ins, &outs)?.total_ms)
+            self.graph.gpu_time(&self.ctx, &ins, &outs)
         } else {
             self.ctx.dispatch(&self.graph, &ins, &outs)?;
             Ok(0.0)

@@ -30,6 +30,17 @@ use crate::ml::ops::Op;
 use crate::ml::tensor::Tensor;
 use crate::ml::Profile;
 
+/// What a GPU dispatch measures.
+pub(crate) enum Timing<'a> {
+    Off,
+    /// Each kernel in its own timestamped pass, for the time per kernel
+    /// (separate passes add their own cost).
+    PerKernel(&'a mut Profile),
+    /// The whole dispatch as the untimed one encodes it, between two
+    /// timestamps, in ms.
+    Whole(&'a mut f64),
+}
+
 pub(crate) struct GpuPlan {
     gpu: Gpu,
     steps: Vec<Step>,
@@ -135,13 +146,14 @@ impl GpuPlan {
     }
 
     /// Encodes copy-in, every kernel, copy-out into one command buffer and
-    /// submits it. With `profile`, each kernel gets its own timestamped pass
-    /// and the call waits for the times.
+    /// submits it. With [`Timing::PerKernel`] each kernel gets its own
+    /// timestamped pass; with [`Timing::Whole`] two timestamps bracket the
+    /// commands, encoded as untimed. Either way the call waits for the times.
     pub fn dispatch(
         &self,
         inputs: &[&Tensor],
         outputs: &[&Tensor],
-        profile: Option<&mut Profile>,
+        timing: Timing<'_>,
     ) -> Result<()> {
         let gpu = &self.gpu;
         let kernels = self
@@ -149,6 +161,25 @@ impl GpuPlan {
             .iter()
             .filter(|s| matches!(s, Step::Kernel { .. }))
             .count() as u32;
+        let (profile, whole) = match timing {
+            Timing::Off => (None, None),
+            Timing::PerKernel(p) => (Some(p), None),
+            Timing::Whole(ms) => (None, Some(ms)),
+        };
+        let span = match &whole {
+            Some(_) if !gpu.has(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS) => {
+                return Err(Error::invalid(format!(
+                    "gpu_time: this GPU ({}) has no TIMESTAMP_QUERY_INSIDE_ENCODERS feature",
+                    gpu.info().name
+                )))
+            }
+            Some(_) => Some(gpu.device().create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("wgnn graph time"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            })),
+            None => None,
+        };
         let timing = match &profile {
             Some(_) if !gpu.has(wgpu::Features::TIMESTAMP_QUERY) => {
                 return Err(Error::invalid(format!(
@@ -170,6 +201,9 @@ impl GpuPlan {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("wgnn dispatch"),
             });
+        if let Some(qs) = &span {
+            encoder.write_timestamp(qs, 0);
+        }
         for (t, slot) in inputs.iter().zip(&self.inputs) {
             encoder.copy_buffer_to_buffer(t.gpu_buffer().unwrap(), 0, &slot.buffer, 0, slot.size);
         }
@@ -230,22 +264,32 @@ impl GpuPlan {
         for (t, slot) in outputs.iter().zip(&self.outputs) {
             encoder.copy_buffer_to_buffer(&slot.buffer, 0, t.gpu_buffer().unwrap(), 0, slot.size);
         }
-        let resolve = timing.as_ref().map(|qs| {
-            let size = kernels as u64 * 16;
+        if let Some(qs) = &span {
+            encoder.write_timestamp(qs, 1);
+        }
+        let mut resolve = |qs: &wgpu::QuerySet, count: u32| {
             let buffer = gpu.device().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("wgnn timestamps"),
-                size,
+                size: u64::from(count) * 8,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            encoder.resolve_query_set(qs, 0..kernels * 2, &buffer, 0);
+            encoder.resolve_query_set(qs, 0..count, &buffer, 0);
             buffer
-        });
+        };
+        let resolved = timing.as_ref().map(|qs| resolve(qs, kernels * 2));
+        let span_resolved = span.as_ref().map(|qs| resolve(qs, 2));
         gpu.scoped("dispatch", || gpu.queue().submit([encoder.finish()]))?;
+        let period = gpu.queue().get_timestamp_period() as f64;
+        if let (Some(ms), Some(buffer)) = (whole, span_resolved) {
+            let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
+            let ticks: &[u64] = bytemuck::cast_slice(&bytes);
+            *ms = ticks[1].saturating_sub(ticks[0]) as f64 * period / 1e6;
+        }
+        let resolve = resolved;
         if let (Some(profile), Some(buffer)) = (profile, resolve) {
             let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
             let ticks: &[u64] = bytemuck::cast_slice(&bytes);
-            let period = gpu.queue().get_timestamp_period() as f64;
             profile.kernels = labels
                 .into_iter()
                 .zip(ticks.chunks_exact(2))
