@@ -30,9 +30,13 @@ fi
     $B adapters
 } 2>&1 | tee "$OUT/env.txt"
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
-# The float16 rows again without cooperative matrices (tensor cores), as A/B.
-echo "WGNN_COOPERATIVE_MATRIX=0:" | tee -a "$OUT/ops.txt"
-WGNN_COOPERATIVE_MATRIX=0 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"
+# The float16 rows again on cooperative matrices (tensor cores), as A/B.
+echo "WGNN_COOPERATIVE_MATRIX=1:" | tee -a "$OUT/ops.txt"
+WGNN_COOPERATIVE_MATRIX=1 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"
+# And with all of wgpu's shader runtime checks back on, as A/B.
+echo "WGNN_SHADER_CHECKS=1:" | tee -a "$OUT/ops.txt"
+WGNN_SHADER_CHECKS=1 $B ops --iterations 20 --filter "64->64" 2>&1 | tee -a "$OUT/ops.txt"
+WGNN_SHADER_CHECKS=1 $B models --context gpu --filter selfie 2>&1 | tee -a "$OUT/models.txt"
 $B models --context gpu --top 6 --save-io /tmp/wgnn-io 2>&1 | tee "$OUT/models.txt"
 $B models --context both --filter selfie --iterations 20 --cpu-iterations 5 2>&1 | tee -a "$OUT/models.txt"
 $B pipeline 2>&1 | tee "$OUT/pipeline.txt"

@@ -22,8 +22,9 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
 
-/// Setting this to 0 keeps the cooperative-matrix (tensor core) kernels off,
-/// to compare them with the plain f16 kernels or to rule them out.
+/// Set to 1, float16 convolutions use the cooperative-matrix (tensor core)
+/// kernel where the adapter offers its shape. Off by default: on an H100 it
+/// is slower than the plain f16 kernel so far (docs/BENCHMARKS.md).
 pub const COOPERATIVE_MATRIX_ENV: &str = "WGNN_COOPERATIVE_MATRIX";
 
 /// A cheaply clonable handle to one GPU device.
@@ -69,7 +70,7 @@ impl Gpu {
         let tensor_cores_f16 = features.contains(wgpu::Features::SHADER_F16)
             && info.subgroup_min_size == 32
             && info.subgroup_max_size == 32
-            && std::env::var(COOPERATIVE_MATRIX_ENV).as_deref() != Ok("0")
+            && std::env::var(COOPERATIVE_MATRIX_ENV).as_deref() == Ok("1")
             && adapter.cooperative_matrix_properties().iter().any(|p| {
                 (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
                     && p.ab_type == wgpu::CooperativeScalarType::F16
