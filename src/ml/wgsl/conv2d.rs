@@ -63,8 +63,9 @@ fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
 enum Gemm {
     /// 64 x 64 tiles, 4 x 4 per invocation: small problems.
     Tile64,
-    /// 128 x 64 tiles, 8 x 4 per invocation.
-    Wide,
+    /// 128 x 64 tiles, 8 x 4 per invocation; with `along_k` (inputs whose
+    /// channels are adjacent) the loaders of x run along the reduction.
+    Wide { along_k: bool },
     /// 128 x 64 tiles on 16x16x16 cooperative matrices, float16 only.
     TensorCores,
 }
@@ -73,19 +74,24 @@ impl Gemm {
     fn tile_pixels(self) -> usize {
         match self {
             Gemm::Tile64 => GEMM_TILE_PIXELS,
-            Gemm::Wide | Gemm::TensorCores => WIDE_TILE_PIXELS,
+            Gemm::Wide { .. } | Gemm::TensorCores => WIDE_TILE_PIXELS,
         }
     }
 
     fn source(self, has_bias: bool, has_scale: bool, has_residual: bool) -> String {
         let loads = include_str!("conv2d_gemm_load.wgsl");
         let (enable, loads, body) = match self {
-            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl")),
-            Gemm::Wide => ("", loads, include_str!("conv2d_gemm_wide.wgsl")),
+            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl").to_string()),
+            Gemm::Wide { along_k } => (
+                "",
+                loads,
+                format!("const ALONG_K: bool = {along_k};\n")
+                    + include_str!("conv2d_gemm_wide.wgsl"),
+            ),
             Gemm::TensorCores => (
                 "enable wgpu_cooperative_matrix;\n",
                 loads,
-                include_str!("conv2d_coop.wgsl"),
+                include_str!("conv2d_coop.wgsl").to_string(),
             ),
         };
         format!(
@@ -175,7 +181,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         {
             Gemm::TensorCores
         } else {
-            Gemm::Wide
+            // Channel stride 1: NHWC.
+            Gemm::Wide {
+                along_k: params[18] == 1,
+            }
         };
         let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
         let x_tiles = pixel_tiles.min(65535);
@@ -227,7 +236,12 @@ mod tests {
     fn gemm_kernels_validate_and_translate_to_spirv() {
         let caps = naga::valid::Capabilities::SHADER_FLOAT16
             | naga::valid::Capabilities::COOPERATIVE_MATRIX;
-        for gemm in [Gemm::Tile64, Gemm::Wide, Gemm::TensorCores] {
+        for gemm in [
+            Gemm::Tile64,
+            Gemm::Wide { along_k: false },
+            Gemm::Wide { along_k: true },
+            Gemm::TensorCores,
+        ] {
             for flags in 0..8u8 {
                 let [b, s, r] = [1, 2, 4].map(|bit| flags & bit != 0);
                 let types: &[(DataType, DataType)] = match gemm {

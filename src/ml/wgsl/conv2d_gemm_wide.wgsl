@@ -8,6 +8,12 @@
 // walks its run of k by carrying ci -> kx -> ky instead of dividing per load,
 // and the next slice is fetched into registers before the current one is
 // multiplied, so that global-memory latency hides behind the arithmetic.
+// Where an input's channels are adjacent in memory (NHWC), the loaders of x
+// run along k instead (`ALONG_K`, set by the lowering): invocation lid takes
+// reduction row lid % 16 of pixels lid / 16 + 16 j, j = 0..7, so that
+// neighbouring invocations read neighbouring channels of one pixel. Walking
+// pixels instead, a subgroup's load touched 32 pixels' scattered words, and
+// NHWC ran 1.8x slower than NCHW on an H100.
 // params: as conv2d_gemm.wgsl. WG must be 256.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
@@ -17,20 +23,72 @@ const TM: u32 = 128u;
 const TN: u32 = 64u;
 const TK: u32 = 16u;
 
-var<workgroup> tile_a: array<vec4<f32>, 512>; // [k][pixel / 4], TK x TM
+// [k][pixel / 4], TK x TM, rows padded to RS vec4s so that the along-k
+// loaders' stores (16 rows, 2 pixels) spread over the banks.
+const RS: u32 = 33u;
+var<workgroup> tile_a: array<vec4<f32>, 528>;
 var<workgroup> tile_b: array<vec4<f32>, 256>; // [k][channel / 4], TK x TN
+
+// Where output pixel p's window starts in x: (iy, ix, offset of its image
+// and group), the offset u32 max past the last pixel.
+struct Origin {
+    iy: i32,
+    ix: i32,
+    base: u32,
+}
+
+fn origin(p: u32) -> Origin {
+    let ohw = params[2];
+    let ow = params[3];
+    let r = p % ohw;
+    let iy = i32((r / ow) * params[10]) - i32(params[14]);
+    let ix = i32((r % ow) * params[11]) - i32(params[15]);
+    let base = select(0xffffffffu, (p / ohw) * params[17] + c0 * params[18], p < params[0]);
+    return Origin(iy, ix, base);
+}
+
+// The along-k loaders' pixels: j = 0..3 in `lo`, 4..7 in `hi`.
+var<private> oy_lo: vec4<i32>;
+var<private> oy_hi: vec4<i32>;
+var<private> ox_lo: vec4<i32>;
+var<private> ox_hi: vec4<i32>;
+var<private> ob_lo: vec4<u32>;
+var<private> ob_hi: vec4<u32>;
+
+fn tap_value(iy: i32, ix: i32, base: u32, ci: u32) -> f32 {
+    if base == 0xffffffffu || iy < 0 || iy >= i32(params[5]) || ix < 0 || ix >= i32(params[6]) {
+        return 0.0;
+    }
+    return f32(x[base + u32(iy) * params[19] + u32(ix) * params[20] + ci * params[18]]);
+}
+
+struct A8 {
+    lo: vec4<f32>,
+    hi: vec4<f32>,
+}
+
+// x at reduction row k of this invocation's eight along-k pixels.
+fn load_a8_along_k(k: u32) -> A8 {
+    var r = A8(vec4<f32>(0.0), vec4<f32>(0.0));
+    if k >= params[25] {
+        return r;
+    }
+    let t = tap_of(k, params[7], params[9]);
+    let s = in_scale(c0 + t.ci);
+    let dy = i32(t.ky * params[12]);
+    let dx = i32(t.kx * params[13]);
+    for (var j = 0u; j < 4u; j++) {
+        r.lo[j] = tap_value(oy_lo[j] + dy, ox_lo[j] + dx, ob_lo[j], t.ci) * s;
+        r.hi[j] = tap_value(oy_hi[j] + dy, ox_hi[j] + dx, ob_hi[j], t.ci) * s;
+    }
+    return r;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let npix = params[0];
-    let ohw = params[2];
-    let ow = params[3];
     let icg = params[7];
-    let pt = i32(params[14]);
-    let pl = i32(params[15]);
     let ocg = params[16];
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
     let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
     let kdim = params[25];
     let g = wid.z;
@@ -38,16 +96,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
 
-    // Loading role for A: pixel column `acol`, reduction rows arow0 .. +7.
+    // Loading role for A, walking pixels: pixel column `acol`, reduction
+    // rows arow0 .. +7. Along k: row `krow` of pixels kcol + 16 j.
     let acol = lid % TM;
     let arow0 = (lid / TM) * 8u;
-    let p = p0 + acol;
-    p_ok = p < npix;
-    let r = p % ohw;
-    iy0 = i32((r / ow) * params[10]) - pt;
-    ix0 = i32((r % ow) * params[11]) - pl;
+    let krow = lid % 16u;
+    let kcol = lid / 16u;
     c0 = g * icg;
-    xbase = (p / ohw) * xs.x + c0 * xs.y;
+    let o = origin(p0 + acol);
+    iy0 = o.iy;
+    ix0 = o.ix;
+    xbase = o.base;
+    p_ok = o.base != 0xffffffffu;
+    if ALONG_K {
+        for (var j = 0u; j < 4u; j++) {
+            let lo = origin(p0 + kcol + 16u * j);
+            let hi = origin(p0 + kcol + 16u * (j + 4u));
+            oy_lo[j] = lo.iy;
+            ox_lo[j] = lo.ix;
+            ob_lo[j] = lo.base;
+            oy_hi[j] = hi.iy;
+            ox_hi[j] = hi.ix;
+            ob_hi[j] = hi.base;
+        }
+    }
     // Loading role for B: channel column `bcol`, reduction rows brow0 .. +3.
     let bcol = lid % TN;
     let brow0 = (lid / TN) * 4u;
@@ -68,24 +140,45 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc6 = vec4<f32>(0.0);
     var acc7 = vec4<f32>(0.0);
 
-    var na0 = load_a4(arow0);
-    var na1 = load_a4(arow0 + 4u);
+    var na0: vec4<f32>;
+    var na1: vec4<f32>;
+    if ALONG_K {
+        let a = load_a8_along_k(krow);
+        na0 = a.lo;
+        na1 = a.hi;
+    } else {
+        na0 = load_a4(arow0);
+        na1 = load_a4(arow0 + 4u);
+    }
     var nb = load_b4(brow0);
     for (var k0 = 0u; k0 < kdim; k0 += TK) {
         for (var q = 0u; q < 4u; q++) {
-            tile_a[(arow0 + q) * 32u + acol / 4u][acol % 4u] = na0[q];
-            tile_a[(arow0 + 4u + q) * 32u + acol / 4u][acol % 4u] = na1[q];
+            if ALONG_K {
+                let pa = kcol + 16u * q;
+                let pb = kcol + 16u * (q + 4u);
+                tile_a[krow * RS + pa / 4u][pa % 4u] = na0[q];
+                tile_a[krow * RS + pb / 4u][pb % 4u] = na1[q];
+            } else {
+                tile_a[(arow0 + q) * RS + acol / 4u][acol % 4u] = na0[q];
+                tile_a[(arow0 + 4u + q) * RS + acol / 4u][acol % 4u] = na1[q];
+            }
             tile_b[(brow0 + q) * 16u + bcol / 4u][bcol % 4u] = nb[q];
         }
         workgroupBarrier();
         if k0 + TK < kdim {
-            na0 = load_a4(k0 + TK + arow0);
-            na1 = load_a4(k0 + TK + arow0 + 4u);
+            if ALONG_K {
+                let a = load_a8_along_k(k0 + TK + krow);
+                na0 = a.lo;
+                na1 = a.hi;
+            } else {
+                na0 = load_a4(k0 + TK + arow0);
+                na1 = load_a4(k0 + TK + arow0 + 4u);
+            }
             nb = load_b4(k0 + TK + brow0);
         }
         for (var kl = 0u; kl < TK; kl++) {
-            let a0 = tile_a[kl * 32u + tx];
-            let a1 = tile_a[kl * 32u + 16u + tx];
+            let a0 = tile_a[kl * RS + tx];
+            let a1 = tile_a[kl * RS + 16u + tx];
             let bv = tile_b[kl * 16u + ty];
             acc0 += a0.x * bv;
             acc1 += a0.y * bv;
