@@ -280,21 +280,21 @@ impl GpuPlan {
         let resolved = timing.as_ref().map(|qs| resolve(qs, kernels * 2));
         let span_resolved = span.as_ref().map(|qs| resolve(qs, 2));
         gpu.scoped("dispatch", || gpu.queue().submit([encoder.finish()]))?;
-        let period = gpu.queue().get_timestamp_period() as f64;
+        // ms between the two timestamps of each pair in `buffer`.
+        let spans = |buffer: &wgpu::Buffer| -> Result<Vec<f64>> {
+            let bytes = gpu.download_buffer(buffer, 0, buffer.size())?.wait()?;
+            let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes);
+            let period = gpu.queue().get_timestamp_period() as f64;
+            Ok(ticks
+                .chunks_exact(2)
+                .map(|t| t[1].saturating_sub(t[0]) as f64 * period / 1e6)
+                .collect())
+        };
         if let (Some(ms), Some(buffer)) = (whole, span_resolved) {
-            let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
-            let ticks: &[u64] = bytemuck::cast_slice(&bytes);
-            *ms = ticks[1].saturating_sub(ticks[0]) as f64 * period / 1e6;
+            *ms = spans(&buffer)?[0];
         }
-        let resolve = resolved;
-        if let (Some(profile), Some(buffer)) = (profile, resolve) {
-            let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
-            let ticks: &[u64] = bytemuck::cast_slice(&bytes);
-            profile.kernels = labels
-                .into_iter()
-                .zip(ticks.chunks_exact(2))
-                .map(|(l, t)| (l, t[1].saturating_sub(t[0]) as f64 * period / 1e6))
-                .collect();
+        if let (Some(profile), Some(buffer)) = (profile, resolved) {
+            profile.kernels = labels.into_iter().zip(spans(&buffer)?).collect();
             profile.total_ms = profile.kernels.iter().map(|(_, ms)| ms).sum();
         }
         Ok(())
