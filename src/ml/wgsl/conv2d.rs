@@ -95,8 +95,9 @@ impl Gemm {
             ),
         };
         format!(
-            "{enable}{}{loads}{body}",
-            bias_and_output(has_bias, has_scale, has_residual)
+            "{enable}{}{}{loads}{body}",
+            bias_and_output(has_bias, has_scale, has_residual),
+            include_str!("conv2d_gemm_store.wgsl")
         )
     }
 }

@@ -26,16 +26,6 @@ var<workgroup> tile_c: array<f32, 8704>;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let npix = params[0];
-    let oc = params[1];
-    let ohw = params[2];
-    let ow = params[3];
-    let icg = params[7];
-    let pt = i32(params[14]);
-    let pl = i32(params[15]);
-    let ocg = params[16];
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
     let kdim = params[25];
     let g = wid.z;
     let channel_tiles = params[26];
@@ -45,19 +35,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // Loading role for A: pixel column `acol`, reduction rows arow0 .. +15.
     let acol = lid % TM;
     let arow0 = (lid / TM) * 16u;
-    let p = p0 + acol;
-    p_ok = p < npix;
-    let r = p % ohw;
-    iy0 = i32((r / ow) * params[10]) - pt;
-    ix0 = i32((r % ow) * params[11]) - pl;
-    c0 = g * icg;
-    xbase = (p / ohw) * xs.x + c0 * xs.y;
     // Loading role for B: channel column `bcol`, reduction rows brow0 .. +7.
     let bcol = lid % TN;
     let brow0 = (lid / TN) * 8u;
-    let mm = m0 + bcol;
-    m_ok = mm < ocg;
-    fbase = (g * ocg + mm) * fs.x;
+    set_loaders(p0 + acol, g, m0 + bcol);
 
     // Matrix role: subgroup `sg` owns pixels 32 (sg % 4) .. + 31 and
     // channels 32 (sg / 4) .. + 31 of the tile.
@@ -123,13 +104,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var i = lid; i < TM * TN; i += WG) {
         let pi = select(i % TM, i / TN, nhwc);
         let mi = select(i / TM, i % TN, nhwc);
-        let pp = p0 + pi;
-        let mj = m0 + mi;
-        if pp < npix && mj < ocg {
-            let mo = g * ocg + mj;
-            let n = pp / ohw;
-            let at = select((n * oc + mo) * ohw + pp % ohw, pp * oc + mo, nhwc);
-            y[at] = T(act(tile_c[pi * TCS + mi] + bias(mo) + residual(at)));
-        }
+        store_output(p0 + pi, m0 + mi, g, tile_c[pi * TCS + mi]);
     }
 }

@@ -26,7 +26,6 @@ var<workgroup> tile_b: array<f32, 1024>; // [k][channel], TK x TN
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let npix = params[0];
-    let oc = params[1];
     let ohw = params[2];
     let ow = params[3];
     let h = i32(params[5]);
@@ -108,30 +107,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
 
-    store(p0 + tx, m0 + ty, g, acc0);
-    store(p0 + tx + 16u, m0 + ty, g, acc1);
-    store(p0 + tx + 32u, m0 + ty, g, acc2);
-    store(p0 + tx + 48u, m0 + ty, g, acc3);
-}
-
-// Writes output pixel `pp`, channels m + 16 j of group g, from a 4-wide block.
-fn store(pp: u32, m: u32, g: u32, v: vec4<f32>) {
-    let npix = params[0];
-    let oc = params[1];
-    let ohw = params[2];
-    let ocg = params[16];
-    if pp >= npix {
-        return;
-    }
-    let nhwc = params[4] != 0u;
-    let n = pp / ohw;
-    let rr = pp % ohw;
-    for (var j = 0u; j < 4u; j++) {
-        let mj = m + 16u * j;
-        if mj < ocg {
-            let mo = g * ocg + mj;
-            let at = select((n * oc + mo) * ohw + rr, pp * oc + mo, nhwc);
-            y[at] = T(act(v[j] + bias(mo) + residual(at)));
-        }
-    }
+    store4(p0 + tx, m0 + ty, 16u, g, acc0);
+    store4(p0 + tx + 16u, m0 + ty, 16u, g, acc1);
+    store4(p0 + tx + 32u, m0 + ty, 16u, g, acc2);
+    store4(p0 + tx + 48u, m0 + ty, 16u, g, acc3);
 }

@@ -38,6 +38,37 @@ var<private> m_ok: bool;
 // The group's first input channel.
 var<private> c0: u32;
 
+// Where output pixel p's window starts in x: (iy, ix, offset of its image
+// and group), the offset u32 max past the last pixel.
+struct Origin {
+    iy: i32,
+    ix: i32,
+    base: u32,
+}
+
+fn origin(p: u32) -> Origin {
+    let ohw = params[2];
+    let ow = params[3];
+    let r = p % ohw;
+    let iy = i32((r / ow) * params[10]) - i32(params[14]);
+    let ix = i32((r % ow) * params[11]) - i32(params[15]);
+    let base = select(0xffffffffu, (p / ohw) * params[17] + c0 * params[18], p < params[0]);
+    return Origin(iy, ix, base);
+}
+
+// Sets the loaders' coordinates: output pixel `p` for x, channel `mm` of
+// group `g` for the filter.
+fn set_loaders(p: u32, g: u32, mm: u32) {
+    c0 = g * params[7];
+    let o = origin(p);
+    iy0 = o.iy;
+    ix0 = o.ix;
+    xbase = o.base;
+    p_ok = o.base != 0xffffffffu;
+    m_ok = mm < params[16];
+    fbase = (g * params[16] + mm) * params[21];
+}
+
 // x at reduction rows k .. k + 3 of this invocation's pixel (0 outside
 // the input or past the reduction).
 fn load_a4(k: u32) -> vec4<f32> {

@@ -29,24 +29,6 @@ const RS: u32 = 33u;
 var<workgroup> tile_a: array<vec4<f32>, 528>;
 var<workgroup> tile_b: array<vec4<f32>, 256>; // [k][channel / 4], TK x TN
 
-// Where output pixel p's window starts in x: (iy, ix, offset of its image
-// and group), the offset u32 max past the last pixel.
-struct Origin {
-    iy: i32,
-    ix: i32,
-    base: u32,
-}
-
-fn origin(p: u32) -> Origin {
-    let ohw = params[2];
-    let ow = params[3];
-    let r = p % ohw;
-    let iy = i32((r / ow) * params[10]) - i32(params[14]);
-    let ix = i32((r % ow) * params[11]) - i32(params[15]);
-    let base = select(0xffffffffu, (p / ohw) * params[17] + c0 * params[18], p < params[0]);
-    return Origin(iy, ix, base);
-}
-
 // The along-k loaders' pixels: j = 0..3 in `lo`, 4..7 in `hi`.
 var<private> oy_lo: vec4<i32>;
 var<private> oy_hi: vec4<i32>;
@@ -87,9 +69,6 @@ fn load_a8_along_k(k: u32) -> A8 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let icg = params[7];
-    let ocg = params[16];
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
     let kdim = params[25];
     let g = wid.z;
     let channel_tiles = params[26];
@@ -102,12 +81,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let arow0 = (lid / TM) * 8u;
     let krow = lid % 16u;
     let kcol = lid / 16u;
-    c0 = g * icg;
-    let o = origin(p0 + acol);
-    iy0 = o.iy;
-    ix0 = o.ix;
-    xbase = o.base;
-    p_ok = o.base != 0xffffffffu;
+    // Loading role for B: channel column `bcol`, reduction rows brow0 .. +3.
+    let bcol = lid % TN;
+    let brow0 = (lid / TN) * 4u;
+    set_loaders(p0 + acol, g, m0 + bcol);
     if ALONG_K {
         for (var j = 0u; j < 4u; j++) {
             let lo = origin(p0 + kcol + 16u * j);
@@ -120,13 +97,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             ob_hi[j] = hi.base;
         }
     }
-    // Loading role for B: channel column `bcol`, reduction rows brow0 .. +3.
-    let bcol = lid % TN;
-    let brow0 = (lid / TN) * 4u;
-    let mm = m0 + bcol;
-    m_ok = mm < ocg;
-    fbase = (g * ocg + mm) * fs.x;
-
     // Computing role: pixels 4 tx .. 4 tx + 3 and 64 + 4 tx .. + 3,
     // channels 4 ty .. 4 ty + 3; one vec4 (four channels) per pixel.
     let tx = lid % 16u;
@@ -195,34 +165,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let pa = p0 + 4u * tx;
     let pb = p0 + 64u + 4u * tx;
     let m = m0 + 4u * ty;
-    store(pa, m, g, acc0);
-    store(pa + 1u, m, g, acc1);
-    store(pa + 2u, m, g, acc2);
-    store(pa + 3u, m, g, acc3);
-    store(pb, m, g, acc4);
-    store(pb + 1u, m, g, acc5);
-    store(pb + 2u, m, g, acc6);
-    store(pb + 3u, m, g, acc7);
-}
-
-// Writes output pixel `pp`, channels m .. m + 3 of group g.
-fn store(pp: u32, m: u32, g: u32, v: vec4<f32>) {
-    let npix = params[0];
-    let oc = params[1];
-    let ohw = params[2];
-    let ocg = params[16];
-    if pp >= npix {
-        return;
-    }
-    let nhwc = params[4] != 0u;
-    let n = pp / ohw;
-    let rr = pp % ohw;
-    for (var j = 0u; j < 4u; j++) {
-        let mj = m + j;
-        if mj < ocg {
-            let mo = g * ocg + mj;
-            let at = select((n * oc + mo) * ohw + rr, pp * oc + mo, nhwc);
-            y[at] = T(act(v[j] + bias(mo) + residual(at)));
-        }
-    }
+    store4(pa, m, 1u, g, acc0);
+    store4(pa + 1u, m, 1u, g, acc1);
+    store4(pa + 2u, m, 1u, g, acc2);
+    store4(pa + 3u, m, 1u, g, acc3);
+    store4(pb, m, 1u, g, acc4);
+    store4(pb + 1u, m, 1u, g, acc5);
+    store4(pb + 2u, m, 1u, g, acc6);
+    store4(pb + 3u, m, 1u, g, acc7);
 }

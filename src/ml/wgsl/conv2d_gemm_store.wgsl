@@ -1,0 +1,35 @@
+// The epilogue shared by the implicit-GEMM conv2d kernels: bias, residual
+// and activations, then the write in the output's layout.
+
+// Writes the sum `v` for output pixel `pp` (image n, position rr) and
+// channel `mj` of group `g`; both must exist.
+fn write_output(pp: u32, n: u32, rr: u32, mj: u32, g: u32, v: f32) {
+    let oc = params[1];
+    let mo = g * params[16] + mj;
+    let at = select((n * oc + mo) * params[2] + rr, pp * oc + mo, params[4] != 0u);
+    y[at] = T(act(v + bias(mo) + residual(at)));
+}
+
+// Writes the sum `v` for output pixel `pp` and channel `mj` of group `g`,
+// if both exist.
+fn store_output(pp: u32, mj: u32, g: u32, v: f32) {
+    if pp < params[0] && mj < params[16] {
+        write_output(pp, pp / params[2], pp % params[2], mj, g, v);
+    }
+}
+
+// Writes pixel `pp`'s channels m + step * j, j = 0..3, from a 4-wide block,
+// dividing the pixel index once for the four.
+fn store4(pp: u32, m: u32, step: u32, g: u32, v: vec4<f32>) {
+    if pp >= params[0] {
+        return;
+    }
+    let n = pp / params[2];
+    let rr = pp % params[2];
+    for (var j = 0u; j < 4u; j++) {
+        let mj = m + step * j;
+        if mj < params[16] {
+            write_output(pp, n, rr, mj, g, v[j]);
+        }
+    }
+}
