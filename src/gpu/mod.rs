@@ -87,7 +87,7 @@ impl Gpu {
             required_limits: adapter.limits(),
             // SAFETY: the only experimental feature we may ask for is
             // cooperative matrices, and only for the one kernel
-            // (ml/wgsl/conv2d_coop.wgsl) that uses the 16x16x16 f16 -> f32
+            // (ml/gpu/conv2d_coop.wgsl) that uses the 16x16x16 f16 -> f32
             // shape the adapter reported above; wgpu's caveat is that such
             // features may have bugs, which the GPU-vs-CPU checks would show.
             experimental_features: if tensor_cores_f16 {

@@ -8,8 +8,8 @@ use super::cpu::CpuPlan;
 use super::graph_ir::GraphIr;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
-use super::wgsl::GpuPlan;
-use super::wgsl::Timing;
+use super::gpu::GpuPlan;
+use super::gpu::Timing;
 use super::{fuse, Profile};
 use crate::error::{Error, Result};
 

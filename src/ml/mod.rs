@@ -17,7 +17,7 @@ mod resample_taps;
 mod shape;
 mod tensor;
 mod types;
-mod wgsl;
+mod gpu;
 
 pub use builder::{GraphBuilder, Operand};
 pub use context::{Context, ReadHandle};

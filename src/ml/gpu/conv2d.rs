@@ -226,7 +226,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ml::wgsl::lower::kernel_source;
+    use crate::ml::gpu::lower::kernel_source;
     use wgpu::naga;
 
     /// Every implicit-GEMM kernel, in every binding combination and element
