@@ -6,11 +6,13 @@
 //! every transfer, so a broken shader or a lost device is an `Err`, not an abort.
 
 mod adapter;
+pub mod shader;
 pub mod transfer;
 
 use std::sync::{Arc, Mutex};
 
 pub use adapter::{AdapterChoice, GpuOptions};
+pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use transfer::{Download, TransferStats};
 
 use crate::error::{Error, Result};
@@ -42,6 +44,7 @@ struct Inner {
     software: bool,
     tensor_cores_f16: bool,
     transfers: transfer::Counters,
+    pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<String>>>,
 }
 
@@ -137,6 +140,7 @@ impl Gpu {
                 software,
                 tensor_cores_f16,
                 transfers: transfer::Counters::default(),
+                pipelines: shader::PipelineCache::default(),
                 fault,
             }),
         })

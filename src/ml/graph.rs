@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use super::context::{Backend, Context};
 use super::cpu::CpuPlan;
+use super::gpu::GpuPlan;
+use super::gpu::Timing;
 use super::graph_ir::GraphIr;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
-use super::gpu::GpuPlan;
-use super::gpu::Timing;
 use super::{fuse, Profile};
 use crate::error::{Error, Result};
 

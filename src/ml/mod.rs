@@ -10,6 +10,7 @@ mod builder;
 mod context;
 mod cpu;
 mod fuse;
+mod gpu;
 mod graph;
 mod graph_ir;
 pub mod ops;
@@ -17,7 +18,6 @@ mod resample_taps;
 mod shape;
 mod tensor;
 mod types;
-mod gpu;
 
 pub use builder::{GraphBuilder, Operand};
 pub use context::{Context, ReadHandle};

@@ -2,11 +2,10 @@
 //! reused by liveness), pipelines compiled once, and the list of steps a
 //! dispatch encodes.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Checks, Gpu};
 use crate::ml::graph_ir::{GraphIr, OperandId};
 use crate::ml::ops::Activation;
 use crate::ml::types::DataType;
@@ -70,31 +69,6 @@ pub(crate) struct Lowering<'a> {
     free: Vec<wgpu::Buffer>,
     pub buffers: Vec<wgpu::Buffer>,
     pub steps: Vec<Step>,
-    pipelines: HashMap<String, wgpu::ComputePipeline>,
-}
-
-/// Set to 1, every kernel keeps all of wgpu's injected runtime checks (to
-/// tell a kernel's indexing bug from a driver's, say).
-pub const SHADER_CHECKS_ENV: &str = "WGNN_SHADER_CHECKS";
-
-/// The runtime checks wgpu injects into our kernels. The kernels are
-/// generated here, never taken from users; each guards its own indices (the
-/// GPU-vs-CPU tests run them on ragged shapes) and every loop has a bound
-/// from its params. So the two checks that cost most are off: the clamp on
-/// every array and vector index, and the loop counters that keep drivers
-/// from unrolling the inner products. Buffer accesses stay bounded by the
-/// driver wherever it offers robust buffer access, which wgpu enables.
-/// Together they made the 3x3 64->64 conv2d 1.9x faster on an H100 (1.58 to
-/// 0.84 ms) and the selfie model 1.2x (0.81 to 0.66 ms). Division by zero
-/// stays guarded: a zero-sized dimension must not become undefined.
-fn kernel_checks() -> wgpu::ShaderRuntimeChecks {
-    if std::env::var(SHADER_CHECKS_ENV).as_deref() == Ok("1") {
-        return wgpu::ShaderRuntimeChecks::checked();
-    }
-    let mut checks = wgpu::ShaderRuntimeChecks::checked();
-    checks.bounds_checks = false;
-    checks.force_loop_bounding = false;
-    checks
 }
 
 /// The whole WGSL of a kernel: its directives, the shared header (element
@@ -176,7 +150,6 @@ impl<'a> Lowering<'a> {
             free: Vec::new(),
             buffers: Vec::new(),
             steps: Vec::new(),
-            pipelines: HashMap::new(),
         }
     }
 
@@ -269,34 +242,6 @@ impl<'a> Lowering<'a> {
         self.steps.push(Step::Copy { src, dst });
     }
 
-    fn pipeline(&mut self, label: &str, source: String) -> Result<wgpu::ComputePipeline> {
-        if let Some(p) = self.pipelines.get(&source) {
-            return Ok(p.clone());
-        }
-        let device = self.gpu.device();
-        let pipeline = self
-            .gpu
-            .scoped(&format!("compiling the {label} kernel"), || {
-                let desc = wgpu::ShaderModuleDescriptor {
-                    label: Some(label),
-                    source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-                };
-                // SAFETY: see `kernel_checks`: these are our own kernels, with
-                // bounded loops and every index guarded in the WGSL itself.
-                let module = unsafe { device.create_shader_module_trusted(desc, kernel_checks()) };
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(label),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            })?;
-        self.pipelines.insert(source, pipeline.clone());
-        Ok(pipeline)
-    }
-
     pub fn kernel(&mut self, k: Kernel<'_>) -> Result<()> {
         let uses_f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
         if uses_f16 && !self.gpu.has(wgpu::Features::SHADER_F16) {
@@ -307,7 +252,7 @@ impl<'a> Lowering<'a> {
             )));
         }
         let src = kernel_source(&k);
-        let pipeline = self.pipeline(&k.label, src)?;
+        let pipeline = self.gpu.compute_pipeline(&k.label, &src, Checks::Trusted)?;
 
         let mut params = k.params.clone();
         if params.is_empty() {
