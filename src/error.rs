@@ -41,17 +41,9 @@ pub enum Error {
     Invalid(String),
 }
 
-#[allow(dead_code)] // used by the ml and models modules as they land
 impl Error {
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Error::Invalid(message.into())
-    }
-
-    pub(crate) fn file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
-        Error::File {
-            path: path.into(),
-            message: message.to_string(),
-        }
     }
 }
 
