@@ -6,10 +6,12 @@
 //! semantics: writes, dispatches and reads are queued in call order and the
 //! caller never waits except on a read's result.
 
+mod backend;
 mod builder;
 mod context;
 mod cpu;
 mod fuse;
+mod gpu;
 mod graph;
 mod graph_ir;
 pub mod ops;
@@ -17,7 +19,6 @@ mod resample_taps;
 mod shape;
 mod tensor;
 mod types;
-mod gpu;
 
 pub use builder::{GraphBuilder, Operand};
 pub use context::{Context, ReadHandle};
