@@ -27,6 +27,9 @@ pub use ops::*;
 pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
 pub use types::{DataType, OperandDescriptor};
 
+#[cfg(test)]
+pub(crate) use cpu::workers_started_here;
+
 /// GPU times of one profiled dispatch ([`Graph::profile`]), in milliseconds.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
