@@ -40,7 +40,8 @@ impl Operand {
 
 /// WebNN `MLGraphBuilder`.
 pub struct GraphBuilder {
-    context: Context,
+    /// `None` for a builder that only infers shapes ([`GraphBuilder::shapes_only`]).
+    context: Option<Context>,
     id: u64,
     ir: RefCell<GraphIr>,
     built: Cell<bool>,
@@ -48,8 +49,20 @@ pub struct GraphBuilder {
 
 impl GraphBuilder {
     pub fn new(context: &Context) -> Self {
+        GraphBuilder::with_context(Some(context.clone()))
+    }
+
+    /// A builder with no context: it infers and checks every shape as the
+    /// graph is written, as one from [`GraphBuilder::new`] does, but cannot
+    /// [`build`](GraphBuilder::build). For checking a model's shapes or
+    /// working out its outputs without starting a context.
+    pub fn shapes_only() -> Self {
+        GraphBuilder::with_context(None)
+    }
+
+    fn with_context(context: Option<Context>) -> Self {
         GraphBuilder {
-            context: context.clone(),
+            context,
             id: NEXT_BUILDER.fetch_add(1, Ordering::Relaxed),
             ir: RefCell::default(),
             built: Cell::new(false),
@@ -460,6 +473,12 @@ impl GraphBuilder {
     pub fn build(&self, outputs: &[(&str, &Operand)]) -> Result<Graph> {
         let ops: Vec<&Operand> = outputs.iter().map(|(_, o)| *o).collect();
         self.check("build", &ops)?;
+        let Some(context) = &self.context else {
+            return Err(Error::invalid(
+                "build: this builder checks shapes only; build needs a context \
+                 (GraphBuilder::new)",
+            ));
+        };
         if outputs.is_empty() {
             return Err(Error::invalid("build: a graph needs at least one output"));
         }
@@ -478,6 +497,29 @@ impl GraphBuilder {
             ir.outputs.push((name.to_string(), o.id));
         }
         self.built.set(true);
-        Graph::build(&self.context, ir)
+        Graph::build(context, ir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GraphBuilder;
+    use crate::ml::OperandDescriptor;
+
+    #[test]
+    fn a_shapes_only_builder_infers_and_checks_but_does_not_build() {
+        let b = GraphBuilder::shapes_only();
+        let x = b.input("x", OperandDescriptor::f32([2, 3])).unwrap();
+        let w = b.constant_f32(&[3, 4], &[0.0; 12]).unwrap();
+        let y = b.matmul(&x, &w).unwrap();
+        assert_eq!(y.shape(), [2, 4]);
+        let e = b.matmul(&y, &w).unwrap_err().to_string();
+        assert!(e.contains("matmul: inner dimensions differ"), "{e}");
+        let e = b.build(&[("y", &y)]).err().expect("a shapes-only build");
+        let e = e.to_string();
+        assert!(
+            e.contains("build: this builder checks shapes only; build needs a context"),
+            "{e}"
+        );
     }
 }

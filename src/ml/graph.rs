@@ -1,22 +1,17 @@
-//! `Graph` (WebNN `MLGraph`): a built graph, compiled once for its context.
+//! `Graph` (WebNN `MLGraph`): a built graph, compiled once for its context
+//! by the context's back end. This file checks each dispatch's bindings and
+//! hands the compiled plan to the back end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::context::{Backend, Context};
-use super::cpu::CpuPlan;
-use super::gpu::GpuPlan;
-use super::gpu::Timing;
+use super::backend::{Plan, Storage, Timing};
+use super::context::Context;
 use super::graph_ir::GraphIr;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
 use super::{fuse, Profile};
 use crate::error::{Error, Result};
-
-pub(crate) enum Plan {
-    Gpu(GpuPlan),
-    Cpu(CpuPlan),
-}
 
 pub(crate) struct GraphInner {
     pub context: u64,
@@ -35,10 +30,7 @@ impl Graph {
     pub(crate) fn build(context: &Context, ir: GraphIr) -> Result<Graph> {
         context.alive("build")?;
         let ir = Arc::new(fuse::fuse(ir));
-        let plan = match &context.inner.backend {
-            Backend::Gpu(gpu) => Plan::Gpu(GpuPlan::compile(gpu, &ir)?),
-            Backend::Cpu(_) => Plan::Cpu(CpuPlan::new(ir.clone())),
-        };
+        let plan = context.inner.backend.compile(&ir)?;
         Ok(Graph {
             inner: Arc::new(GraphInner {
                 context: context.id(),
@@ -75,19 +67,17 @@ impl Graph {
     /// WebNN `MLGraph.destroy()`: releases weights and intermediates now.
     pub fn destroy(&self) {
         self.inner.destroyed.store(true, Ordering::Release);
-        if let Plan::Gpu(plan) = &self.inner.plan {
-            plan.destroy();
-        }
+        self.inner.plan.release();
     }
 
     /// Checks names, descriptors and states of the tensors of a dispatch, and
-    /// returns them in the graph's input and output order.
+    /// returns their storage in the graph's input and output order.
     fn bind<'t>(
         &self,
         context: &Context,
         inputs: &[(&str, &'t Tensor)],
         outputs: &[(&str, &'t Tensor)],
-    ) -> Result<(Vec<&'t Tensor>, Vec<&'t Tensor>)> {
+    ) -> Result<(Vec<&'t Storage>, Vec<&'t Storage>)> {
         if self.inner.destroyed.load(Ordering::Acquire) {
             return Err(Error::invalid("dispatch: the graph has been destroyed"));
         }
@@ -143,7 +133,25 @@ impl Graph {
                 )));
             }
         }
-        Ok((ins, outs))
+        let storage = |list: Vec<&'t Tensor>| list.into_iter().map(Tensor::storage).collect();
+        Ok((storage(ins), storage(outs)))
+    }
+
+    /// Binds and runs one dispatch on the context's back end.
+    fn run(
+        &self,
+        what: &'static str,
+        context: &Context,
+        inputs: &[(&str, &Tensor)],
+        outputs: &[(&str, &Tensor)],
+        timing: Timing<'_>,
+    ) -> Result<()> {
+        let (ins, outs) = self.bind(context, inputs, outputs)?;
+        let plan = &self.inner.plan;
+        context
+            .inner
+            .backend
+            .dispatch(what, plan, &ins, &outs, timing)
     }
 
     pub(crate) fn dispatch(
@@ -152,16 +160,7 @@ impl Graph {
         inputs: &[(&str, &Tensor)],
         outputs: &[(&str, &Tensor)],
     ) -> Result<()> {
-        let (ins, outs) = self.bind(context, inputs, outputs)?;
-        match &self.inner.plan {
-            Plan::Gpu(plan) => plan.dispatch(&ins, &outs, Timing::Off),
-            Plan::Cpu(plan) => {
-                let plan = plan.clone();
-                let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
-                let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
-                context.cpu_queue(Box::new(move || plan.run_on_tensors(&ins, &outs, None)))
-            }
-        }
+        self.run("dispatch", context, inputs, outputs, Timing::Off)
     }
 
     /// Dispatches once, encoded exactly as [`Context::dispatch`] does, with
@@ -176,18 +175,9 @@ impl Graph {
         outputs: &[(&str, &Tensor)],
     ) -> Result<f64> {
         context.alive("gpu_time")?;
-        let (ins, outs) = self.bind(context, inputs, outputs)?;
-        match &self.inner.plan {
-            Plan::Gpu(plan) => {
-                let mut ms = 0.0;
-                plan.dispatch(&ins, &outs, Timing::Whole(&mut ms))?;
-                Ok(ms)
-            }
-            Plan::Cpu(_) => Err(Error::invalid(
-                "gpu_time: this graph runs on a CPU context, which has no GPU time; \
-                 use profile for its wall time per node",
-            )),
-        }
+        let mut ms = 0.0;
+        self.run("gpu_time", context, inputs, outputs, Timing::Whole(&mut ms))?;
+        Ok(ms)
     }
 
     /// Dispatches once, timing every kernel, and waits for the times. On a
@@ -201,27 +191,14 @@ impl Graph {
         outputs: &[(&str, &Tensor)],
     ) -> Result<Profile> {
         context.alive("profile")?;
-        let (ins, outs) = self.bind(context, inputs, outputs)?;
-        match &self.inner.plan {
-            Plan::Gpu(plan) => {
-                let mut profile = Profile::default();
-                plan.dispatch(&ins, &outs, Timing::PerKernel(&mut profile))?;
-                Ok(profile)
-            }
-            Plan::Cpu(plan) => {
-                let plan = plan.clone();
-                let ins: Vec<Tensor> = ins.into_iter().cloned().collect();
-                let outs: Vec<Tensor> = outs.into_iter().cloned().collect();
-                let (tx, rx) = std::sync::mpsc::channel();
-                context.cpu_queue(Box::new(move || {
-                    let mut profile = Profile::default();
-                    plan.run_on_tensors(&ins, &outs, Some(&mut profile));
-                    let _ = tx.send(profile);
-                }))?;
-                rx.recv().map_err(|_| {
-                    Error::invalid("profile: the CPU context's worker stopped before the run ended")
-                })
-            }
-        }
+        let mut profile = Profile::default();
+        self.run(
+            "profile",
+            context,
+            inputs,
+            outputs,
+            Timing::PerKernel(&mut profile),
+        )?;
+        Ok(profile)
     }
 }

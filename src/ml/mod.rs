@@ -6,6 +6,7 @@
 //! semantics: writes, dispatches and reads are queued in call order and the
 //! caller never waits except on a read's result.
 
+mod backend;
 mod builder;
 mod context;
 mod cpu;
@@ -25,6 +26,9 @@ pub use graph::Graph;
 pub use ops::*;
 pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
 pub use types::{DataType, OperandDescriptor};
+
+#[cfg(test)]
+pub(crate) use cpu::workers_started_here;
 
 /// GPU times of one profiled dispatch ([`Graph::profile`]), in milliseconds.
 #[derive(Clone, Debug, Default)]

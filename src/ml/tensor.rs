@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::backend::Storage;
 use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
@@ -52,13 +53,6 @@ impl TensorDescriptor {
 
 static NEXT_TENSOR: AtomicU64 = AtomicU64::new(1);
 
-pub(crate) enum Storage {
-    /// The tensor's own GPU buffer (size rounded up to 4 bytes).
-    Gpu(wgpu::Buffer),
-    /// Bytes owned by the CPU context's worker.
-    Cpu(Arc<Mutex<Vec<u8>>>),
-}
-
 #[derive(Default)]
 pub(crate) struct TensorState {
     pub destroyed: bool,
@@ -69,6 +63,7 @@ pub(crate) struct TensorInner {
     pub id: u64,
     pub context: u64,
     pub desc: TensorDescriptor,
+    /// Memory made and used by the context's back end.
     pub storage: Storage,
     pub state: Mutex<TensorState>,
 }
@@ -112,13 +107,10 @@ impl Tensor {
     pub fn destroy(&self) {
         let mut state = self.inner.state.lock().unwrap();
         state.destroyed = true;
-        if let Storage::Gpu(buffer) = &self.inner.storage {
-            if !state.rented {
-                buffer.destroy();
-            }
-        }
-        if let Storage::Cpu(bytes) = &self.inner.storage {
-            *bytes.lock().unwrap() = Vec::new();
+        // A rented buffer is still in the renter's hands: it is released
+        // when it comes back (`RentedBuffer`'s drop).
+        if !state.rented {
+            self.inner.storage.release();
         }
     }
 
@@ -145,18 +137,8 @@ impl Tensor {
         Ok(())
     }
 
-    pub(crate) fn gpu_buffer(&self) -> Option<&wgpu::Buffer> {
-        match &self.inner.storage {
-            Storage::Gpu(b) => Some(b),
-            Storage::Cpu(_) => None,
-        }
-    }
-
-    pub(crate) fn cpu_bytes(&self) -> Option<&Arc<Mutex<Vec<u8>>>> {
-        match &self.inner.storage {
-            Storage::Cpu(b) => Some(b),
-            Storage::Gpu(_) => None,
-        }
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.inner.storage
     }
 }
 
@@ -190,6 +172,7 @@ impl RentedBuffer {
     /// float16, `array<u32>` words for uint8).
     pub fn buffer(&self) -> &wgpu::Buffer {
         self.tensor
+            .storage()
             .gpu_buffer()
             .expect("rented tensors live on the GPU")
     }
@@ -207,9 +190,7 @@ impl Drop for RentedBuffer {
         state.rented = false;
         // A tensor destroyed while rented is released once it comes back.
         if state.destroyed {
-            if let Some(buffer) = self.tensor.gpu_buffer() {
-                buffer.destroy();
-            }
+            self.tensor.storage().release();
         }
     }
 }

@@ -107,12 +107,10 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         source,
         graphs: Mutex::default(),
     };
-    // Writing the graph once (without compiling it) checks every op's
-    // options and that the shapes chain, so a bad file fails here.
-    let ctx = Context::cpu();
-    let builder = GraphBuilder::new(&ctx);
+    // Writing the graph once (without compiling it, with no context) checks
+    // every op's options and that the shapes chain, so a bad file fails here.
+    let builder = GraphBuilder::shapes_only();
     model.source.write(&builder, model.source.probe_size())?;
-    ctx.destroy();
     Ok(model)
 }
 
@@ -176,11 +174,9 @@ impl Model {
     /// worked out by writing the graph without compiling it: cheap, and an
     /// error names the layer where a size does not fit.
     pub fn output_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
-        let ctx = Context::cpu();
-        let builder = GraphBuilder::new(&ctx);
-        let outputs = self.source.write(&builder, input_hw);
-        ctx.destroy();
-        Ok(outputs?.iter().map(|(_, o)| o.shape().to_vec()).collect())
+        let builder = GraphBuilder::shapes_only();
+        let outputs = self.source.write(&builder, input_hw)?;
+        Ok(outputs.iter().map(|(_, o)| o.shape().to_vec()).collect())
     }
 
     /// Runs the model once on `input` (float32, the layout the file declares)
@@ -230,7 +226,26 @@ pub(crate) fn same_padding(
 
 #[cfg(test)]
 mod tests {
-    use super::same_padding;
+    use super::{bundled, load, same_padding};
+    use crate::ml::{workers_started_here, Context};
+
+    #[test]
+    fn checking_a_model_starts_no_context() {
+        let before = workers_started_here();
+        let selfie = load(bundled("selfie/selfie_segmentation.tflite")).unwrap();
+        assert_eq!(selfie.output_shapes(None).unwrap(), [vec![1, 256, 256, 1]]);
+        let esrgan = load(bundled("esrgan-slim/x2/model.json")).unwrap();
+        let shapes = esrgan.output_shapes(Some((6, 10))).unwrap();
+        assert_eq!(shapes, [vec![1, 12, 20, 3]]);
+        assert_eq!(
+            workers_started_here(),
+            before,
+            "loading started a CPU context"
+        );
+        // The counter does count what it watches.
+        Context::cpu().destroy();
+        assert_eq!(workers_started_here(), before + 1);
+    }
 
     #[test]
     fn same_padding_matches_tf() {

@@ -5,13 +5,19 @@
 //! unit test against a direct, per-element form of the same op.
 //! Convolutions, pooling and resampling work in the layout they are given
 //! where it pays (NHWC, channels innermost); the rest transpose to NCHW.
+//!
+//! The context's side (worker thread, tensor bytes, jobs, replies, faults)
+//! is in `backend`; this file holds the plan and the node interpreter.
+mod backend;
 mod conv;
 mod elementwise;
 mod epilogue;
+mod fault;
 mod gemm;
 mod layout;
 mod linalg;
 mod pool;
+mod reply;
 mod resample;
 
 use std::sync::Arc;
@@ -19,10 +25,13 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::graph_ir::{GraphIr, OperandId, OperandKind};
+#[cfg(test)]
+pub(crate) use backend::workers_started_here;
+pub(crate) use backend::{CpuBackend, CpuStorage};
 use epilogue::Epilogue;
+pub(crate) use reply::Pending;
 
 use super::ops::{BinaryOp, Op};
-use super::tensor::Tensor;
 use super::types::{DataType, OperandDescriptor};
 use super::Profile;
 
@@ -97,34 +106,6 @@ impl CpuPlan {
             ir,
             constants,
             last_uses,
-        }
-    }
-
-    /// Runs on the context's worker: reads the input tensors' bytes, writes
-    /// the outputs'. Tensors destroyed while the dispatch was queued are
-    /// skipped (the dispatch has nothing left to compute into).
-    /// With `profile`, each node's wall time on the worker is recorded in it.
-    pub fn run_on_tensors(
-        &self,
-        inputs: &[Tensor],
-        outputs: &[Tensor],
-        profile: Option<&mut Profile>,
-    ) {
-        let mut values = Vec::with_capacity(inputs.len());
-        for t in inputs {
-            let bytes = t.cpu_bytes().unwrap().lock().unwrap();
-            if bytes.len() != t.byte_length() {
-                log::warn!("dispatch skipped: {t} was destroyed before the dispatch ran");
-                return;
-            }
-            values.push(Values::from_bytes(t.data_type(), &bytes));
-        }
-        let results = self.run(values, profile);
-        for (t, v) in outputs.iter().zip(results) {
-            let mut dst = t.cpu_bytes().unwrap().lock().unwrap();
-            if dst.len() == t.byte_length() {
-                *dst = v.to_bytes(t.data_type());
-            }
         }
     }
 

@@ -2,6 +2,7 @@
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
+mod backend;
 mod concat;
 mod conv2d;
 mod conv_transpose2d;
@@ -21,25 +22,14 @@ mod transpose;
 
 use std::sync::Mutex;
 
+pub(crate) use backend::GpuBackend;
 use lower::{Lowering, Slot, Step};
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::ml::backend::Timing;
 use crate::ml::graph_ir::{GraphIr, Node, OperandKind};
 use crate::ml::ops::Op;
-use crate::ml::tensor::Tensor;
-use crate::ml::Profile;
-
-/// What a GPU dispatch measures.
-pub(crate) enum Timing<'a> {
-    Off,
-    /// Each kernel in its own timestamped pass, for the time per kernel
-    /// (separate passes add their own cost).
-    PerKernel(&'a mut Profile),
-    /// The whole dispatch as the untimed one encodes it, between two
-    /// timestamps, in ms.
-    Whole(&'a mut f64),
-}
 
 pub(crate) struct GpuPlan {
     gpu: Gpu,
@@ -151,8 +141,8 @@ impl GpuPlan {
     /// commands, encoded as untimed. Either way the call waits for the times.
     pub fn dispatch(
         &self,
-        inputs: &[&Tensor],
-        outputs: &[&Tensor],
+        inputs: &[&wgpu::Buffer],
+        outputs: &[&wgpu::Buffer],
         timing: Timing<'_>,
     ) -> Result<()> {
         let gpu = &self.gpu;
@@ -204,8 +194,8 @@ impl GpuPlan {
         if let Some(qs) = &span {
             encoder.write_timestamp(qs, 0);
         }
-        for (t, slot) in inputs.iter().zip(&self.inputs) {
-            encoder.copy_buffer_to_buffer(t.gpu_buffer().unwrap(), 0, &slot.buffer, 0, slot.size);
+        for (buffer, slot) in inputs.iter().zip(&self.inputs) {
+            encoder.copy_buffer_to_buffer(buffer, 0, &slot.buffer, 0, slot.size);
         }
         let mut labels = Vec::new();
         let mut pass: Option<wgpu::ComputePass<'static>> = None;
@@ -261,8 +251,8 @@ impl GpuPlan {
             }
         }
         drop(pass);
-        for (t, slot) in outputs.iter().zip(&self.outputs) {
-            encoder.copy_buffer_to_buffer(&slot.buffer, 0, t.gpu_buffer().unwrap(), 0, slot.size);
+        for (buffer, slot) in outputs.iter().zip(&self.outputs) {
+            encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, 0, slot.size);
         }
         if let Some(qs) = &span {
             encoder.write_timestamp(qs, 1);
