@@ -33,7 +33,7 @@ kernel_params! {
     /// `struct Params` of conv2d_params.wgsl, shared by the four kernels.
     #[repr(C)]
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-    pub(super) struct Params {
+    struct Params {
         x_strides: [u32; 4],
         f_strides: [u32; 4],
         stride: [u32; 2],

@@ -1,6 +1,10 @@
 //! Lowering a graph to GPU work: buffers for every operand (intermediates
 //! reused by liveness), pipelines compiled once, and the list of steps a
-//! dispatch encodes.
+//! dispatch encodes. Each kernel's parameters travel as the bytes of its
+//! `Params` struct in a uniform buffer; its WGSL is specialised (types,
+//! switches, generated helpers) with [`Specialization`] lines only, never
+//! with sizes, so a new input size reuses every pipeline. Tests lower with
+//! no GPU at all (`Lowering::record`) to check every kernel variant.
 
 use std::fmt::Write;
 
@@ -49,7 +53,7 @@ pub(crate) const MAX_RANK: usize = 8;
 
 /// A kernel's `Params`: a `#[repr(C)]` `Pod` struct mirroring, field by
 /// field, the WGSL `struct Params` its shader declares and reads as
-/// `params` (binding 0, a uniform). Declare one with [`kernel_params!`].
+/// `params` (binding 0, a uniform). Declare one with `kernel_params!`.
 pub(crate) trait KernelParams: bytemuck::Pod {
     /// Every field (padding too), for the test that checks the WGSL struct
     /// against the Rust one.
@@ -181,7 +185,7 @@ pub(crate) struct Lowering<'a> {
 /// The whole WGSL of a kernel: its directives, the shared prelude (element
 /// types, params, fused activations, `flat_id`), its own specialisation,
 /// then its body.
-pub(super) fn kernel_source(k: &Kernel<'_>) -> String {
+fn kernel_source(k: &Kernel<'_>) -> String {
     let f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
     let spec = activations(
         Specialization::new()
