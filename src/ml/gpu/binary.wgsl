@@ -1,8 +1,15 @@
-// Element-wise binary op with numpy broadcasting.
-// params: [n, rank, out_shape[rank], a_strides[rank], b_strides[rank]]
-// (a stride of 0 repeats the operand along that axis). The helper functions
+// Element-wise binary op with numpy broadcasting. The helper functions
 // `binop` (in the computation type C) and `finish` (C -> T, applying the fused
 // activations for floats) are generated per op and type.
+
+// Mirrored by `BinaryParams` in elementwise.rs.
+struct Params {
+    n: u32,
+    rank: u32,
+    // Per axis (folded, see lower.rs `axes`): (output extent, a stride,
+    // b stride, 0); a stride of 0 repeats the operand along that axis.
+    axes: array<vec4<u32>, MAX_RANK>,
+}
 
 @group(0) @binding(1) var<storage, read> a: array<TI>;
 @group(0) @binding(2) var<storage, read> b: array<TI>;
@@ -11,19 +18,19 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_id(gid, nwg);
-    if i >= params[0] {
+    if i >= params.n {
         return;
     }
-    let rank = params[1];
+    let rank = params.rank;
     var rem = i;
     var ia = 0u;
     var ib = 0u;
     for (var d = rank; d > 0u; d--) {
-        let k = d - 1u;
-        let c = rem % params[2u + k];
-        rem = rem / params[2u + k];
-        ia += c * params[2u + rank + k];
-        ib += c * params[2u + 2u * rank + k];
+        let axis = params.axes[d - 1u];
+        let c = rem % axis.x;
+        rem = rem / axis.x;
+        ia += c * axis.y;
+        ib += c * axis.z;
     }
     y[i] = finish(binop(C(a[ia]), C(b[ib])));
 }

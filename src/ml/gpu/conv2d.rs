@@ -1,11 +1,12 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
-//! channels, else (depthwise) one invocation per output element. Layouts are not specialised in
-//! the shader text: the lowering passes element strides of the input (in
-//! N, C, H, W order) and of the filter (in O, I, H, W order), so every
-//! input/filter layout pair shares one pipeline.
+//! channels, else (depthwise) one invocation per output element. Layouts are
+//! not specialised in the shader text: the lowering passes element strides
+//! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
+//! order), so every input/filter layout pair shares one pipeline.
 
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, nchw};
@@ -28,8 +29,42 @@ const WIDE_TILE_PIXELS: usize = 128;
 /// GPU's multiprocessors busy, which matters more than reuse there.
 const WIDE_MIN_TILES: usize = 264;
 
+kernel_params! {
+    /// `struct Params` of conv2d_params.wgsl, shared by the four kernels.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        x_strides: [u32; 4],
+        f_strides: [u32; 4],
+        stride: [u32; 2],
+        dilation: [u32; 2],
+        padding: [u32; 2],
+        filter_size: [u32; 2],
+        total: u32,
+        pixels: u32,
+        oc: u32,
+        ocg: u32,
+        oh: u32,
+        ow: u32,
+        ohw: u32,
+        nhwc: u32,
+        h: u32,
+        w: u32,
+        icg: u32,
+        kdim: u32,
+        channel_tiles: u32,
+        _pad: [u32; 3],
+    }
+}
+
 pub(super) fn shape4(s: &[usize]) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
+}
+
+/// `v` as u32 lanes (sizes and strides of a graph that passed the
+/// builder's checks fit: elements stay below 2^31).
+pub(super) fn u32s<const N: usize>(v: [usize; N]) -> [u32; N] {
+    v.map(|x| x as u32)
 }
 
 /// Element strides of a 4-D activation tensor, in (n, c, h, w) order.
@@ -78,27 +113,32 @@ impl Gemm {
         }
     }
 
-    fn source(self, has_bias: bool, has_scale: bool, has_residual: bool) -> String {
+    /// The kernel's WGSL: its directives, the shared params, epilogue and
+    /// loaders, then its own body.
+    fn source(self) -> String {
         let loads = include_str!("conv2d_gemm_load.wgsl");
         let (enable, loads, body) = match self {
-            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl").to_string()),
-            Gemm::Wide { along_k } => (
-                "",
-                loads,
-                format!("const ALONG_K: bool = {along_k};\n")
-                    + include_str!("conv2d_gemm_wide.wgsl"),
-            ),
+            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl")),
+            Gemm::Wide { .. } => ("", loads, include_str!("conv2d_gemm_wide.wgsl")),
             Gemm::TensorCores => (
                 "enable wgpu_cooperative_matrix;\n",
                 loads,
-                include_str!("conv2d_coop.wgsl").to_string(),
+                include_str!("conv2d_coop.wgsl"),
             ),
         };
         format!(
             "{enable}{}{}{loads}{body}",
-            bias_and_output(has_bias, has_scale, has_residual),
+            include_str!("conv2d_params.wgsl"),
             include_str!("conv2d_gemm_store.wgsl")
         )
+    }
+
+    fn spec(self, has_bias: bool, has_scale: bool, has_residual: bool) -> Specialization {
+        let spec = match self {
+            Gemm::Wide { along_k } => Specialization::new().bool("ALONG_K", along_k),
+            Gemm::Tile64 | Gemm::TensorCores => Specialization::new(),
+        };
+        spec.code(&bias_and_output(has_bias, has_scale, has_residual))
     }
 }
 
@@ -137,67 +177,63 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
     let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
     let total = yd.element_count();
-    let mut params: Vec<u32> = [
-        total,
-        oc,
-        oh,
-        ow,
-        (o.input_layout == InputLayout::Nhwc) as usize,
-        h,
-        w,
-        icg,
-        kh,
-        kw,
-        o.strides[0],
-        o.strides[1],
-        o.dilations[0],
-        o.dilations[1],
-        o.padding[0],
-        o.padding[2],
-        oc / o.groups,
-    ]
-    .iter()
-    .map(|&v| v as u32)
-    .collect();
-    params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
-    params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
+    let ocg = oc / o.groups;
+    let pixels = total / oc;
+    let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
+    let params = Params {
+        x_strides: activation_strides(o.input_layout, shape4(&xd.shape)),
+        f_strides: filter_strides(o.filter_layout, shape4(&fd.shape)),
+        stride: u32s(o.strides),
+        dilation: u32s(o.dilations),
+        padding: u32s([o.padding[0], o.padding[2]]),
+        filter_size: u32s([kh, kw]),
+        total: total as u32,
+        pixels: pixels as u32,
+        oc: oc as u32,
+        ocg: ocg as u32,
+        oh: oh as u32,
+        ow: ow as u32,
+        ohw: (oh * ow) as u32,
+        nhwc: (o.input_layout == InputLayout::Nhwc) as u32,
+        h: h as u32,
+        w: w as u32,
+        icg: icg as u32,
+        kdim: (icg * kh * kw) as u32,
+        channel_tiles: channel_tiles as u32,
+        _pad: [0; 3],
+    };
     let has_bias = node.op_inputs().len() > 2;
     let (has_scale, has_residual) = (node.input_scale, node.residual);
-    let ocg = oc / o.groups;
     if ocg >= GEMM_MIN_CHANNELS {
-        let pixels = total / oc;
-        params[0] = pixels as u32;
-        params[2] = (oh * ow) as u32;
-        params.push((icg * kh * kw) as u32);
         // Pixel tiles of a large image can pass the 65535 workgroups a grid
         // dimension allows, so they are folded over x and (with the channel
         // tiles) y.
-        let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
         let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
         let gemm = if !wide {
             Gemm::Tile64
         } else if xd.data_type == DataType::Float16
             && fd.data_type == DataType::Float16
-            && l.gpu.has_f16_tensor_cores()
+            && l.target.f16_tensor_cores
         {
             Gemm::TensorCores
         } else {
             // Channel stride 1: NHWC.
             Gemm::Wide {
-                along_k: params[18] == 1,
+                along_k: params.x_strides[1] == 1,
             }
         };
         let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
         let x_tiles = pixel_tiles.min(65535);
-        params.push(channel_tiles as u32);
-        let source = gemm.source(has_bias, has_scale, has_residual);
+        let source = gemm.source();
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &source,
+            spec: gemm.spec(has_bias, has_scale, has_residual),
             output_type: yd.data_type,
             input_type: xd.data_type,
             activations: &node.activations,
-            params,
+            params: Kernel::params(&params),
+            table: None,
             inputs: node.inputs.clone(),
             outputs: vec![y],
             workgroups: [
@@ -208,78 +244,23 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             workgroup_size: 256,
         });
     }
-    let source = bias_and_output(has_bias, has_scale, has_residual) + include_str!("conv2d.wgsl");
+    let source = format!(
+        "{}{}",
+        include_str!("conv2d_params.wgsl"),
+        include_str!("conv2d.wgsl")
+    );
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
+        spec: Specialization::new().code(&bias_and_output(has_bias, has_scale, has_residual)),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: node.inputs.clone(),
         outputs: vec![y],
         workgroups: grid(total, WG),
         workgroup_size: WG,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ml::gpu::lower::kernel_source;
-    use wgpu::naga;
-
-    /// Every implicit-GEMM kernel, in every binding combination and element
-    /// type, is valid WGSL that translates to SPIR-V. The tensor-core kernel
-    /// needs cooperative matrices, which lavapipe lacks: this is what CI can
-    /// check of it without such a GPU (the device run checks its numbers).
-    #[test]
-    fn gemm_kernels_validate_and_translate_to_spirv() {
-        let caps = naga::valid::Capabilities::SHADER_FLOAT16
-            | naga::valid::Capabilities::COOPERATIVE_MATRIX;
-        for gemm in [
-            Gemm::Tile64,
-            Gemm::Wide { along_k: false },
-            Gemm::Wide { along_k: true },
-            Gemm::TensorCores,
-        ] {
-            for flags in 0..8u8 {
-                let [b, s, r] = [1, 2, 4].map(|bit| flags & bit != 0);
-                let types: &[(DataType, DataType)] = match gemm {
-                    Gemm::TensorCores => &[
-                        (DataType::Float16, DataType::Float16),
-                        (DataType::Float32, DataType::Float16),
-                    ],
-                    _ => &[
-                        (DataType::Float32, DataType::Float32),
-                        (DataType::Float16, DataType::Float16),
-                    ],
-                };
-                for &(output_type, input_type) in types {
-                    let body = gemm.source(b, s, r);
-                    let src = kernel_source(&Kernel {
-                        label: "conv2d".into(),
-                        source: &body,
-                        output_type,
-                        input_type,
-                        activations: &[],
-                        params: vec![],
-                        inputs: vec![],
-                        outputs: vec![],
-                        workgroups: [1, 1, 1],
-                        workgroup_size: 256,
-                    });
-                    let what = format!("{gemm:?} bias {b} scale {s} residual {r} {output_type:?}");
-                    let module = naga::front::wgsl::parse_str(&src)
-                        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&src)));
-                    let info =
-                        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-                            .validate(&module)
-                            .unwrap_or_else(|e| panic!("{what}: {e:?}"));
-                    naga::back::spv::write_vec(&module, &info, &Default::default(), None)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                }
-            }
-        }
-    }
 }

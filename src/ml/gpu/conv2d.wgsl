@@ -1,7 +1,5 @@
 // conv2d, one output element per invocation, accumulating in f32.
-// params: [total, oc, oh, ow, nhwc, h, w, icg, kh, kw, stride_h, stride_w,
-//          dilation_h, dilation_w, pad_top, pad_left, ocg,
-//          input strides (n, c, h, w), filter strides (o, i, h, w)]
+// Params: conv2d_params.wgsl.
 // The invocation index walks the output in memory order (so neighbouring
 // invocations write neighbouring addresses in either layout).
 
@@ -11,17 +9,17 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_id(gid, nwg);
-    if i >= params[0] {
+    if i >= params.total {
         return;
     }
-    let oc = params[1];
-    let oh = params[2];
-    let ow = params[3];
+    let oc = params.oc;
+    let oh = params.oh;
+    let ow = params.ow;
     var m: u32;
     var oy: u32;
     var ox: u32;
     var n: u32;
-    if params[4] != 0u {
+    if params.nhwc != 0u {
         m = i % oc;
         let r = i / oc;
         ox = r % ow;
@@ -34,20 +32,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         m = (r / oh) % oc;
         n = r / (oh * oc);
     }
-    let h = i32(params[5]);
-    let w = i32(params[6]);
-    let icg = params[7];
-    let kh = params[8];
-    let kw = params[9];
-    let sh = params[10];
-    let sw = params[11];
-    let dh = params[12];
-    let dw = params[13];
-    let pt = i32(params[14]);
-    let pl = i32(params[15]);
-    let ocg = params[16];
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let icg = params.icg;
+    let kh = params.filter_size.x;
+    let kw = params.filter_size.y;
+    let sh = params.stride.x;
+    let sw = params.stride.y;
+    let dh = params.dilation.x;
+    let dw = params.dilation.y;
+    let pt = i32(params.padding.x);
+    let pl = i32(params.padding.y);
+    let ocg = params.ocg;
+    let xs = params.x_strides;
+    let fs = params.f_strides;
     let xbase = n * xs.x + (m / ocg) * icg * xs.y;
     let fbase = m * fs.x;
     let cbase = (m / ocg) * icg;

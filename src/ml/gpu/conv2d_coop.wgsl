@@ -7,7 +7,7 @@
 // The next slice is fetched into registers while the current one is
 // multiplied. Used only where the adapter offers that shape with 32-wide
 // subgroups (lid / 32 is then the subgroup, so every matrix operation is
-// uniform in its subgroup). params: as conv2d_gemm.wgsl. WG must be 256.
+// uniform in its subgroup). Params: conv2d_params.wgsl. WG must be 256.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read> filt: array<TI>;
@@ -26,9 +26,9 @@ var<workgroup> tile_c: array<f32, 8704>;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let kdim = params[25];
+    let kdim = params.kdim;
     let g = wid.z;
-    let channel_tiles = params[26];
+    let channel_tiles = params.channel_tiles;
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
 
@@ -100,7 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
     // Epilogue: consecutive invocations write consecutive addresses, which
     // are channels of a pixel in NHWC and pixels of a channel in NCHW.
-    let nhwc = params[4] != 0u;
+    let nhwc = params.nhwc != 0u;
     for (var i = lid; i < TM * TN; i += WG) {
         let pi = select(i % TM, i / TN, nhwc);
         let mi = select(i / TM, i % TN, nhwc);

@@ -4,10 +4,7 @@
 // k = (ky * kw + kx) * icg + ci. A workgroup of 256 computes a 64 x 64 tile,
 // each invocation a 4 x 4 block, staging 16-deep slices of both operands in
 // workgroup memory so that every loaded value is used 64 times.
-// params: [P, oc, oh * ow, ow, nhwc, h, w, icg, kh, kw, stride_h, stride_w,
-//          dilation_h, dilation_w, pad_top, pad_left, ocg,
-//          input strides (n, c, h, w), filter strides (o, i, h, w), K,
-//          channel tiles]
+// Params: conv2d_params.wgsl.
 // Workgroup grid: (pixel tiles, pixel tiles folded past 65535 x channel
 // tiles, groups); tiles past the last pixel compute nothing but still meet
 // every barrier. WG must be 256.
@@ -25,21 +22,21 @@ var<workgroup> tile_b: array<f32, 1024>; // [k][channel], TK x TN
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let npix = params[0];
-    let ohw = params[2];
-    let ow = params[3];
-    let h = i32(params[5]);
-    let w = i32(params[6]);
-    let icg = params[7];
-    let kw = params[9];
-    let pt = i32(params[14]);
-    let pl = i32(params[15]);
-    let ocg = params[16];
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
-    let kdim = params[25];
+    let npix = params.pixels;
+    let ohw = params.ohw;
+    let ow = params.ow;
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let icg = params.icg;
+    let kw = params.filter_size.y;
+    let pt = i32(params.padding.x);
+    let pl = i32(params.padding.y);
+    let ocg = params.ocg;
+    let xs = params.x_strides;
+    let fs = params.f_strides;
+    let kdim = params.kdim;
     let g = wid.z;
-    let channel_tiles = params[26];
+    let channel_tiles = params.channel_tiles;
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
 
@@ -49,8 +46,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let p = p0 + col;
     let p_ok = p < npix;
     let r = p % ohw;
-    let iy0 = i32((r / ow) * params[10]) - pt;
-    let ix0 = i32((r % ow) * params[11]) - pl;
+    let iy0 = i32((r / ow) * params.stride.x) - pt;
+    let ix0 = i32((r % ow) * params.stride.y) - pl;
     let xbase = (p / ohw) * xs.x + g * icg * xs.y;
     let mm = m0 + col;
     let m_ok = mm < ocg;
@@ -62,8 +59,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // slower on an H100.
     let tx = lid % 16u;
     let ty = lid / 16u;
-    let dh = i32(params[12]);
-    let dw = i32(params[13]);
+    let dh = i32(params.dilation.x);
+    let dw = i32(params.dilation.y);
     var acc0 = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);

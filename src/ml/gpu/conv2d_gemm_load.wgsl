@@ -47,39 +47,43 @@ struct Origin {
 }
 
 fn origin(p: u32) -> Origin {
-    let ohw = params[2];
-    let ow = params[3];
+    let ohw = params.ohw;
+    let ow = params.ow;
     let r = p % ohw;
-    let iy = i32((r / ow) * params[10]) - i32(params[14]);
-    let ix = i32((r % ow) * params[11]) - i32(params[15]);
-    let base = select(0xffffffffu, (p / ohw) * params[17] + c0 * params[18], p < params[0]);
+    let iy = i32((r / ow) * params.stride.x) - i32(params.padding.x);
+    let ix = i32((r % ow) * params.stride.y) - i32(params.padding.y);
+    let base = select(
+        0xffffffffu,
+        (p / ohw) * params.x_strides.x + c0 * params.x_strides.y,
+        p < params.pixels,
+    );
     return Origin(iy, ix, base);
 }
 
 // Sets the loaders' coordinates: output pixel `p` for x, channel `mm` of
 // group `g` for the filter.
 fn set_loaders(p: u32, g: u32, mm: u32) {
-    c0 = g * params[7];
+    c0 = g * params.icg;
     let o = origin(p);
     iy0 = o.iy;
     ix0 = o.ix;
     xbase = o.base;
     p_ok = o.base != 0xffffffffu;
-    m_ok = mm < params[16];
-    fbase = (g * params[16] + mm) * params[21];
+    m_ok = mm < params.ocg;
+    fbase = (g * params.ocg + mm) * params.f_strides.x;
 }
 
 // x at reduction rows k .. k + 3 of this invocation's pixel (0 outside
 // the input or past the reduction).
 fn load_a4(k: u32) -> vec4<f32> {
-    let kdim = params[25];
-    let icg = params[7];
-    let kw = params[9];
-    let h = i32(params[5]);
-    let w = i32(params[6]);
-    let dh = i32(params[12]);
-    let dw = i32(params[13]);
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
+    let kdim = params.kdim;
+    let icg = params.icg;
+    let kw = params.filter_size.y;
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let dh = i32(params.dilation.x);
+    let dw = i32(params.dilation.y);
+    let xs = params.x_strides;
     var v = vec4<f32>(0.0);
     var t = tap_of(min(k, kdim), icg, kw);
     for (var q = 0u; q < 4u; q++) {
@@ -96,10 +100,10 @@ fn load_a4(k: u32) -> vec4<f32> {
 
 // The filter at reduction rows k .. k + 3 of this invocation's channel.
 fn load_b4(k: u32) -> vec4<f32> {
-    let kdim = params[25];
-    let icg = params[7];
-    let kw = params[9];
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
+    let kdim = params.kdim;
+    let icg = params.icg;
+    let kw = params.filter_size.y;
+    let fs = params.f_strides;
     var v = vec4<f32>(0.0);
     var t = tap_of(min(k, kdim), icg, kw);
     for (var q = 0u; q < 4u; q++) {

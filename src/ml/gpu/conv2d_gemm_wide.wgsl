@@ -14,7 +14,7 @@
 // neighbouring invocations read neighbouring channels of one pixel. Walking
 // pixels instead, a subgroup's load touched 32 pixels' scattered words, and
 // NHWC ran 1.8x slower than NCHW on an H100.
-// params: as conv2d_gemm.wgsl. WG must be 256.
+// Params: conv2d_params.wgsl. WG must be 256.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read> filt: array<TI>;
@@ -38,10 +38,11 @@ var<private> ob_lo: vec4<u32>;
 var<private> ob_hi: vec4<u32>;
 
 fn tap_value(iy: i32, ix: i32, base: u32, ci: u32) -> f32 {
-    if base == 0xffffffffu || iy < 0 || iy >= i32(params[5]) || ix < 0 || ix >= i32(params[6]) {
+    if base == 0xffffffffu || iy < 0 || iy >= i32(params.h) || ix < 0 || ix >= i32(params.w) {
         return 0.0;
     }
-    return f32(x[base + u32(iy) * params[19] + u32(ix) * params[20] + ci * params[18]]);
+    return f32(x[base + u32(iy) * params.x_strides.z + u32(ix) * params.x_strides.w
+        + ci * params.x_strides.y]);
 }
 
 struct A8 {
@@ -52,13 +53,13 @@ struct A8 {
 // x at reduction row k of this invocation's eight along-k pixels.
 fn load_a8_along_k(k: u32) -> A8 {
     var r = A8(vec4<f32>(0.0), vec4<f32>(0.0));
-    if k >= params[25] {
+    if k >= params.kdim {
         return r;
     }
-    let t = tap_of(k, params[7], params[9]);
+    let t = tap_of(k, params.icg, params.filter_size.y);
     let s = in_scale(c0 + t.ci);
-    let dy = i32(t.ky * params[12]);
-    let dx = i32(t.kx * params[13]);
+    let dy = i32(t.ky * params.dilation.x);
+    let dx = i32(t.kx * params.dilation.y);
     for (var j = 0u; j < 4u; j++) {
         r.lo[j] = tap_value(oy_lo[j] + dy, ox_lo[j] + dx, ob_lo[j], t.ci) * s;
         r.hi[j] = tap_value(oy_hi[j] + dy, ox_hi[j] + dx, ob_hi[j], t.ci) * s;
@@ -69,9 +70,9 @@ fn load_a8_along_k(k: u32) -> A8 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let kdim = params[25];
+    let kdim = params.kdim;
     let g = wid.z;
-    let channel_tiles = params[26];
+    let channel_tiles = params.channel_tiles;
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
 

@@ -3,15 +3,40 @@
 //! it, so no two invocations write the same address. Layouts are passed as
 //! element strides, as for conv2d.
 
-use super::conv2d::{activation_strides, bias_and_output, shape4};
-use super::lower::{grid, Kernel, Lowering};
+use super::conv2d::{activation_strides, bias_and_output, shape4, u32s};
+use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{ConvTranspose2dFilterLayout, ConvTranspose2dOptions, InputLayout};
 use crate::ml::shape::{conv_transpose_filter_iohw, nchw};
 use crate::ml::types::strides;
 
 const WG: u32 = 64;
+
+kernel_params! {
+    /// `struct Params` of conv_transpose2d.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        x_strides: [u32; 4],
+        f_strides: [u32; 4],
+        stride: [u32; 2],
+        dilation: [u32; 2],
+        padding: [u32; 2],
+        filter_size: [u32; 2],
+        total: u32,
+        oc: u32,
+        ocg: u32,
+        oh: u32,
+        ow: u32,
+        nhwc: u32,
+        h: u32,
+        w: u32,
+        icg: u32,
+        _pad: [u32; 3],
+    }
+}
 
 /// Filter element strides in (i, o, h, w) order.
 fn filter_strides(layout: ConvTranspose2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
@@ -39,39 +64,34 @@ pub(super) fn conv_transpose2d(
     let [_, ocg, kh, kw] = conv_transpose_filter_iohw(o.filter_layout, shape4(&fd.shape));
     let [_, oc, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
     let total = yd.element_count();
-    let mut params: Vec<u32> = [
-        total,
-        oc,
-        oh,
-        ow,
-        (o.input_layout == InputLayout::Nhwc) as usize,
-        h,
-        w,
-        c / o.groups,
-        kh,
-        kw,
-        o.strides[0],
-        o.strides[1],
-        o.dilations[0],
-        o.dilations[1],
-        o.padding[0],
-        o.padding[2],
-        ocg,
-    ]
-    .iter()
-    .map(|&v| v as u32)
-    .collect();
-    params.extend(activation_strides(o.input_layout, shape4(&xd.shape)));
-    params.extend(filter_strides(o.filter_layout, shape4(&fd.shape)));
+    let params = Params {
+        x_strides: activation_strides(o.input_layout, shape4(&xd.shape)),
+        f_strides: filter_strides(o.filter_layout, shape4(&fd.shape)),
+        stride: u32s(o.strides),
+        dilation: u32s(o.dilations),
+        padding: u32s([o.padding[0], o.padding[2]]),
+        filter_size: u32s([kh, kw]),
+        total: total as u32,
+        oc: oc as u32,
+        ocg: ocg as u32,
+        oh: oh as u32,
+        ow: ow as u32,
+        nhwc: (o.input_layout == InputLayout::Nhwc) as u32,
+        h: h as u32,
+        w: w as u32,
+        icg: (c / o.groups) as u32,
+        _pad: [0; 3],
+    };
     let has_bias = node.inputs.len() > 2;
-    let source = bias_and_output(has_bias, false, false) + include_str!("conv_transpose2d.wgsl");
     l.kernel(Kernel {
         label: "convTranspose2d".into(),
-        source: &source,
+        source: include_str!("conv_transpose2d.wgsl"),
+        spec: Specialization::new().code(&bias_and_output(has_bias, false, false)),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: node.inputs.clone(),
         outputs: vec![y],
         workgroups: grid(total, WG),

@@ -1,10 +1,35 @@
 // convTranspose2d, gather form, one output element per invocation.
-// params: [total, oc, oh, ow, nhwc, h, w, icg, kh, kw, stride_h, stride_w,
-//          dilation_h, dilation_w, pad_top, pad_left, ocg,
-//          input strides (n, c, h, w), filter strides (i, o, h, w)]
 // Input pixel iy scatters onto output row iy * stride + ky * dilation - pad,
 // so output row oy gathers from iy = (oy + pad - ky * dilation) / stride
 // where that division is exact.
+
+// Mirrored by `Params` in conv_transpose2d.rs. Layouts come as element
+// strides, as for conv2d.
+struct Params {
+    // Input strides in (n, c, h, w) order, filter strides in (i, o, h, w).
+    x_strides: vec4<u32>,
+    f_strides: vec4<u32>,
+    // (y, x) pairs.
+    stride: vec2<u32>,
+    dilation: vec2<u32>,
+    // (top, left)
+    padding: vec2<u32>,
+    // (kh, kw)
+    filter_size: vec2<u32>,
+    // Output elements.
+    total: u32,
+    oc: u32,
+    // Output channels per group.
+    ocg: u32,
+    oh: u32,
+    ow: u32,
+    // 1 where input and output are NHWC.
+    nhwc: u32,
+    h: u32,
+    w: u32,
+    // Input channels per group.
+    icg: u32,
+}
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read> filt: array<TI>;
@@ -12,17 +37,17 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_id(gid, nwg);
-    if i >= params[0] {
+    if i >= params.total {
         return;
     }
-    let oc = params[1];
-    let oh = params[2];
-    let ow = params[3];
+    let oc = params.oc;
+    let oh = params.oh;
+    let ow = params.ow;
     var m: u32;
     var oy: u32;
     var ox: u32;
     var n: u32;
-    if params[4] != 0u {
+    if params.nhwc != 0u {
         m = i % oc;
         let r = i / oc;
         ox = r % ow;
@@ -35,20 +60,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         m = (r / oh) % oc;
         n = r / (oh * oc);
     }
-    let h = i32(params[5]);
-    let w = i32(params[6]);
-    let icg = params[7];
-    let kh = params[8];
-    let kw = params[9];
-    let sh = i32(params[10]);
-    let sw = i32(params[11]);
-    let dh = params[12];
-    let dw = params[13];
-    let pt = params[14];
-    let pl = params[15];
-    let ocg = params[16];
-    let xs = vec4<u32>(params[17], params[18], params[19], params[20]);
-    let fs = vec4<u32>(params[21], params[22], params[23], params[24]);
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let icg = params.icg;
+    let kh = params.filter_size.x;
+    let kw = params.filter_size.y;
+    let sh = i32(params.stride.x);
+    let sw = i32(params.stride.y);
+    let dh = params.dilation.x;
+    let dw = params.dilation.y;
+    let pt = params.padding.x;
+    let pl = params.padding.y;
+    let ocg = params.ocg;
+    let xs = params.x_strides;
+    let fs = params.f_strides;
     let g = m / ocg;
     let xbase = n * xs.x + g * icg * xs.y;
     let fbase = g * icg * fs.x + (m % ocg) * fs.y;

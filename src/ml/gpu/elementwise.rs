@@ -1,36 +1,61 @@
 //! binary (add, sub, mul, div, max, min), unary activations and cast.
 
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
+use super::matmul::broadcast_strides;
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{BinaryOp, Op};
-use crate::ml::types::{strides, DataType};
+use crate::ml::types::DataType;
 
 const WG: u32 = 256;
+
+kernel_params! {
+    /// `struct Params` of binary.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct BinaryParams {
+        n: u32,
+        rank: u32,
+        _pad: [u32; 2],
+        axes: [[u32; 4]; MAX_RANK],
+    }
+}
+
+kernel_params! {
+    /// `struct Params` of unary.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct UnaryParams {
+        n: u32,
+        _pad: [u32; 3],
+    }
+}
+
+kernel_params! {
+    /// `struct Params` of cast.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct CastParams {
+        n: u32,
+        threads: u32,
+        _pad: [u32; 2],
+    }
+}
 
 pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> {
     let (a, b, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
     let out = l.ir.desc(y).clone();
     let dt = out.data_type;
-    let rank = out.rank();
-    let bstrides = |id| {
-        let d = l.ir.desc(id);
-        let s = strides(&d.shape);
-        let off = rank - d.rank();
-        (0..rank)
-            .map(|k| {
-                if k < off || d.shape[k - off] == 1 {
-                    0
-                } else {
-                    s[k - off] as u32
-                }
-            })
-            .collect::<Vec<u32>>()
+    let sa = broadcast_strides(&l.ir.desc(a).shape, &out.shape);
+    let sb = broadcast_strides(&l.ir.desc(b).shape, &out.shape);
+    let (rank, axes) = axes(op.name(), &out.shape, &[&sa, &sb])?;
+    let params = BinaryParams {
+        n: out.element_count() as u32,
+        rank,
+        _pad: [0; 2],
+        axes,
     };
-    let mut params = vec![out.element_count() as u32, rank as u32];
-    params.extend(out.shape.iter().map(|&d| d as u32));
-    params.extend(bstrides(a));
-    params.extend(bstrides(b));
     let int = dt == DataType::Int32;
     let expr = match (op, int) {
         (BinaryOp::Add, _) => "x + y",
@@ -42,19 +67,23 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         (BinaryOp::Max, _) => "max(x, y)",
         (BinaryOp::Min, _) => "min(x, y)",
     };
-    let helpers = if int {
-        format!("alias C = i32;\nfn binop(x: C, y: C) -> C {{ return {expr}; }}\nfn finish(v: C) -> T {{ return v; }}\n")
-    } else {
-        format!("alias C = f32;\nfn binop(x: C, y: C) -> C {{ return {expr}; }}\nfn finish(v: C) -> T {{ return T(act(v)); }}\n")
-    };
-    let source = helpers + include_str!("binary.wgsl");
+    let spec = Specialization::new()
+        .alias("C", if int { "i32" } else { "f32" })
+        .code(&format!("fn binop(x: C, y: C) -> C {{ return {expr}; }}"))
+        .code(if int {
+            "fn finish(v: C) -> T { return v; }"
+        } else {
+            "fn finish(v: C) -> T { return T(act(v)); }"
+        });
     l.kernel(Kernel {
         label: op.name().into(),
-        source: &source,
+        source: include_str!("binary.wgsl"),
+        spec,
         output_type: dt,
         input_type: dt,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![a, b],
         outputs: vec![y],
         workgroups: grid(out.element_count(), WG),
@@ -72,13 +101,19 @@ pub(super) fn unary(l: &mut Lowering, node: &Node) -> Result<()> {
     let (x, y) = (node.inputs[0], node.outputs[0]);
     let n = l.ir.desc(y).element_count();
     let dt = l.ir.desc(y).data_type;
+    let params = UnaryParams {
+        n: n as u32,
+        _pad: [0; 3],
+    };
     l.kernel(Kernel {
         label: act.name().into(),
         source: include_str!("unary.wgsl"),
+        spec: Specialization::new(),
         output_type: dt,
         input_type: dt,
         activations: &acts,
-        params: vec![n as u32],
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x],
         outputs: vec![y],
         workgroups: grid(n, WG),
@@ -128,14 +163,20 @@ pub(super) fn cast(l: &mut Lowering, node: &Node) -> Result<()> {
             n,
         )
     };
-    let source = format!("{load}\n{store}\n{}", include_str!("cast.wgsl"));
+    let params = CastParams {
+        n: n as u32,
+        threads: threads as u32,
+        _pad: [0; 2],
+    };
     l.kernel(Kernel {
         label: "cast".into(),
-        source: &source,
+        source: include_str!("cast.wgsl"),
+        spec: Specialization::new().code(load).code(&store),
         output_type: to,
         input_type: from,
         activations: &[],
-        params: vec![n as u32, threads as u32],
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x],
         outputs: vec![y],
         workgroups: grid(threads, WG),

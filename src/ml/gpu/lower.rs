@@ -1,11 +1,15 @@
 //! Lowering a graph to GPU work: buffers for every operand (intermediates
 //! reused by liveness), pipelines compiled once, and the list of steps a
-//! dispatch encodes.
+//! dispatch encodes. Each kernel's parameters travel as the bytes of its
+//! `Params` struct in a uniform buffer; its WGSL is specialised (types,
+//! switches, generated helpers) with [`Specialization`] lines only, never
+//! with sizes, so a new input size reuses every pipeline. Tests lower with
+//! no GPU at all (`Lowering::record`) to check every kernel variant.
 
 use std::fmt::Write;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Checks, Gpu};
+use crate::gpu::{Checks, Gpu, Specialization};
 use crate::ml::graph_ir::{GraphIr, OperandId};
 use crate::ml::ops::Activation;
 use crate::ml::types::DataType;
@@ -40,66 +44,163 @@ pub(crate) enum Step {
     },
 }
 
+/// Axes the rank-N kernels (broadcasting element-wise ops, prelu, strided
+/// views, pad, reductions, matmul's batch) take in their `Params`: each axis
+/// is one `vec4<u32>` of a uniform array. Size-1 axes are dropped and runs of
+/// axes contiguous in every operand merged first ([`axes`]), so only tensors
+/// that cannot be folded to 8 axes are refused.
+pub(crate) const MAX_RANK: usize = 8;
+
+/// A kernel's `Params`: a `#[repr(C)]` `Pod` struct mirroring, field by
+/// field, the WGSL `struct Params` its shader declares and reads as
+/// `params` (binding 0, a uniform). Declare one with `kernel_params!`.
+pub(crate) trait KernelParams: bytemuck::Pod {
+    /// Every field (padding too), for the test that checks the WGSL struct
+    /// against the Rust one.
+    #[cfg(test)]
+    const FIELDS: &'static [ParamField];
+}
+
+/// One field of a [`KernelParams`] struct as Rust lays it out.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParamField {
+    pub name: &'static str,
+    pub offset: usize,
+    pub size: usize,
+    /// The Rust type as written (`u32`, `[u32; 4]`, `[[u32; 4]; MAX_RANK]`).
+    pub ty: &'static str,
+}
+
+/// Declares a kernel's `Params` struct (written out with its `#[repr(C)]`
+/// and `Pod` derives) and its [`KernelParams`] field list. Fields whose name
+/// starts with `_` are padding that WGSL inserts implicitly (before a
+/// `vec4`, at the end of a struct whose size rounds up to 16 bytes).
+macro_rules! kernel_params {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($(#[$fmeta])* $fvis $field: $ty,)*
+        }
+
+        impl $crate::ml::gpu::lower::KernelParams for $name {
+            #[cfg(test)]
+            const FIELDS: &'static [$crate::ml::gpu::lower::ParamField] = &[$(
+                $crate::ml::gpu::lower::ParamField {
+                    name: stringify!($field),
+                    offset: std::mem::offset_of!($name, $field),
+                    size: std::mem::size_of::<$ty>(),
+                    ty: stringify!($ty),
+                },
+            )*];
+        }
+    };
+}
+pub(crate) use kernel_params;
+
+/// A kernel's `Params` as the bytes of its uniform buffer.
+pub(crate) struct ParamBytes {
+    bytes: Vec<u8>,
+    #[cfg(test)]
+    fields: &'static [ParamField],
+}
+
 /// One compute dispatch, as an op's lowering describes it.
 ///
-/// The shader source is the kernel body; the lowering prepends a prelude with
-/// `alias T` (the output element type), `alias TI` (the first input's type),
-/// `const WG: u32` (the workgroup size, 64 unless `workgroup_size` says
-/// otherwise), `params: array<u32>` at binding 0, `fn act(f32) -> f32` (the
-/// fused activations) and `fn flat_id(gid, nwg) -> u32`. Inputs are bound
-/// read-only at bindings 1.., outputs read-write after them; every binding
+/// The shader source is the kernel body, which declares `struct Params`;
+/// the lowering puts a prelude before it (a [`Specialization`]): `alias T`
+/// (the output element type), `alias TI` (the first input's type), `const
+/// WG: u32` (the workgroup size), `const MAX_RANK: u32`, `params: Params` as
+/// a uniform at binding 0, `fn act(f32) -> f32` (the fused activations),
+/// `fn flat_id(gid, nwg) -> u32`, then the kernel's own `spec` lines
+/// (switches and generated helpers). Inputs are bound read-only at bindings
+/// 1.., outputs read-write after them, then `table` if any; every binding
 /// must be used by the shader.
 pub(crate) struct Kernel<'a> {
     pub label: String,
     pub source: &'a str,
+    pub spec: Specialization,
     pub output_type: DataType,
     pub input_type: DataType,
     pub activations: &'a [Activation],
-    pub params: Vec<u32>,
+    pub params: ParamBytes,
+    /// Read-only data the lowering computed for this kernel alone (the tap
+    /// tables of resample2d), too large for a uniform: a storage buffer.
+    pub table: Option<Vec<u32>>,
     pub inputs: Vec<OperandId>,
     pub outputs: Vec<OperandId>,
     pub workgroups: [u32; 3],
     pub workgroup_size: u32,
 }
 
+impl Kernel<'_> {
+    /// `p` as its uniform buffer's bytes.
+    pub fn params<P: KernelParams>(p: &P) -> ParamBytes {
+        ParamBytes {
+            bytes: bytemuck::bytes_of(p).to_vec(),
+            #[cfg(test)]
+            fields: P::FIELDS,
+        }
+    }
+}
+
+/// What the device offers that the lowering's choices depend on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    pub shader_f16: bool,
+    /// 16x16x16 f16 -> f32 cooperative matrices (conv2d's tensor-core kernel).
+    pub f16_tensor_cores: bool,
+}
+
+/// A kernel as a recording lowering saw it (tests).
+#[cfg(test)]
+pub(crate) struct Recorded {
+    pub label: String,
+    pub source: String,
+    pub params: Vec<u8>,
+    pub fields: &'static [ParamField],
+    /// Storage buffers bound after the params: inputs, outputs, table.
+    pub storage_bindings: usize,
+}
+
 pub(crate) struct Lowering<'a> {
-    pub gpu: &'a Gpu,
+    /// None when recording (tests): kernels are described, nothing is
+    /// allocated or compiled.
+    gpu: Option<&'a Gpu>,
     pub ir: &'a GraphIr,
+    pub target: Target,
     slots: Vec<Option<Slot>>,
     free: Vec<wgpu::Buffer>,
     pub buffers: Vec<wgpu::Buffer>,
     pub steps: Vec<Step>,
+    #[cfg(test)]
+    pub recorded: Vec<Recorded>,
 }
 
-/// The whole WGSL of a kernel: its directives, the shared header (element
-/// types, params, fused activations, `flat_id`), then its body.
-pub(super) fn kernel_source(k: &Kernel<'_>) -> String {
-    let mut src = String::new();
-    if k.output_type == DataType::Float16 || k.input_type == DataType::Float16 {
-        src.push_str("enable f16;\n");
-    }
-    // WGSL wants directives before any declaration, so a kernel's own
-    // (`enable wgpu_cooperative_matrix;`) go before the shared header.
-    let mut body = k.source;
-    while let Some(rest) = body.strip_prefix("enable ") {
-        let end = rest.find('\n').map_or(rest.len(), |i| i + 1);
-        src.push_str("enable ");
-        src.push_str(&rest[..end]);
-        body = &rest[end..];
-    }
-    let _ = write!(
-        src,
-        "alias T = {};\nalias TI = {};\nconst WG: u32 = {}u;\n\
-         @group(0) @binding(0) var<storage, read> params: array<u32>;\n\
-         fn act(v: f32) -> f32 {{\n    var y = v;\n{}    return y;\n}}\n\
-         fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {{ return gid.x + gid.y * nwg.x * WG; }}\n",
-        wgsl_type(k.output_type),
-        wgsl_type(k.input_type),
-        k.workgroup_size,
-        epilogue(k.activations)
-    );
-    src.push_str(body);
-    src
+/// The whole WGSL of a kernel: its directives, the shared prelude (element
+/// types, params, fused activations, `flat_id`), its own specialisation,
+/// then its body.
+fn kernel_source(k: &Kernel<'_>) -> String {
+    let f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
+    let spec = activations(
+        Specialization::new()
+            .alias("T", wgsl_type(k.output_type))
+            .alias("TI", wgsl_type(k.input_type))
+            .u32("WG", k.workgroup_size)
+            .u32("MAX_RANK", MAX_RANK as u32)
+            .code("@group(0) @binding(0) var<uniform> params: Params;"),
+        k.activations,
+    )
+    .code(
+        "fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gid.x + gid.y * nwg.x * WG; }",
+    )
+    .code(k.spec.text());
+    spec.module(if f16 { &["f16"] } else { &[] }, k.source)
 }
 
 fn wgsl_type(dt: DataType) -> &'static str {
@@ -112,25 +213,90 @@ fn wgsl_type(dt: DataType) -> &'static str {
     }
 }
 
-/// The fused activations as WGSL statements on `y`.
-fn epilogue(acts: &[Activation]) -> String {
-    let mut s = String::new();
-    for a in acts {
+/// `fn act(v: f32) -> f32`: the fused activations in order, their
+/// constants as `ACT<i>_<NAME>` lines.
+fn activations(mut spec: Specialization, acts: &[Activation]) -> Specialization {
+    let mut body = String::new();
+    for (i, a) in acts.iter().enumerate() {
+        let c = |name: &str| format!("ACT{i}_{name}");
         let line = match *a {
             Activation::Relu => "y = max(y, 0.0);".to_string(),
-            Activation::Clamp { min, max } => format!("y = clamp(y, {min:?}, {max:?});"),
+            Activation::Clamp { min, max } => {
+                spec = spec.f32(&c("MIN"), min).f32(&c("MAX"), max);
+                format!("y = clamp(y, {}, {});", c("MIN"), c("MAX"))
+            }
             Activation::Sigmoid => "y = 1.0 / (1.0 + exp(-y));".to_string(),
             Activation::Tanh => "y = tanh(clamp(y, -15.0, 15.0));".to_string(),
-            Activation::LeakyRelu { alpha } => format!("y = select({alpha:?} * y, y, y >= 0.0);"),
+            Activation::LeakyRelu { alpha } => {
+                spec = spec.f32(&c("ALPHA"), alpha);
+                format!("y = select({} * y, y, y >= 0.0);", c("ALPHA"))
+            }
             Activation::HardSwish => "y = y * clamp(y + 3.0, 0.0, 6.0) / 6.0;".to_string(),
             Activation::HardSigmoid { alpha, beta } => {
-                format!("y = clamp({alpha:?} * y + {beta:?}, 0.0, 1.0);")
+                spec = spec.f32(&c("ALPHA"), alpha).f32(&c("BETA"), beta);
+                format!("y = clamp({} * y + {}, 0.0, 1.0);", c("ALPHA"), c("BETA"))
             }
-            Activation::Linear { alpha, beta } => format!("y = y * {alpha:?} + {beta:?};"),
+            Activation::Linear { alpha, beta } => {
+                spec = spec.f32(&c("ALPHA"), alpha).f32(&c("BETA"), beta);
+                format!("y = y * {} + {};", c("ALPHA"), c("BETA"))
+            }
         };
-        let _ = writeln!(s, "    {line}");
+        let _ = writeln!(body, "    {line}");
     }
-    s
+    spec.code(&format!(
+        "fn act(v: f32) -> f32 {{\n    var y = v;\n{body}    return y;\n}}"
+    ))
+}
+
+/// `shape`'s axes as the rank-N kernels take them: per axis `[extent,
+/// stride in operand 0, stride in operand 1, ...]` (unused lanes 0), with
+/// size-1 axes dropped and each run of axes that is contiguous in every
+/// operand merged into one, so that kernels divide as little as possible
+/// per element. Refuses what still has more than [`MAX_RANK`] axes.
+pub(crate) fn axes(
+    what: &str,
+    shape: &[usize],
+    strides: &[&[usize]],
+) -> Result<(u32, [[u32; 4]; MAX_RANK])> {
+    debug_assert!(strides.len() < 4);
+    let mut merged: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (k, &extent) in shape.iter().enumerate() {
+        if extent == 1 {
+            continue;
+        }
+        let s: Vec<usize> = strides.iter().map(|st| st[k]).collect();
+        // Row-major: the previous axis continues this one when each
+        // operand's stride there is this axis's stride times its extent.
+        if let Some((e, prev)) = merged.last_mut() {
+            if prev.iter().zip(&s).all(|(&p, &q)| p == q * extent) {
+                *e *= extent;
+                *prev = s;
+                continue;
+            }
+        }
+        merged.push((extent, s));
+    }
+    let rank = check_rank(what, shape.len(), merged.len())?;
+    let mut out = [[0u32; 4]; MAX_RANK];
+    for (slot, (extent, s)) in out.iter_mut().zip(&merged) {
+        slot[0] = *extent as u32;
+        for (lane, &v) in slot[1..].iter_mut().zip(s) {
+            *lane = v as u32;
+        }
+    }
+    Ok((rank, out))
+}
+
+/// `rank` (of a tensor of `original` axes, once folded) as a `Params` field,
+/// if the kernels take that many.
+pub(crate) fn check_rank(what: &str, original: usize, rank: usize) -> Result<u32> {
+    if rank > MAX_RANK {
+        return Err(Error::invalid(format!(
+            "{what}: a tensor of {original} axes that folds to no fewer than {rank} is more \
+             than the GPU kernels take ({MAX_RANK})"
+        )));
+    }
+    Ok(rank as u32)
 }
 
 /// Workgroup counts covering `threads` invocations of `wg` each, folded into
@@ -143,14 +309,38 @@ pub(crate) fn grid(threads: usize, wg: u32) -> [u32; 3] {
 
 impl<'a> Lowering<'a> {
     pub fn new(gpu: &'a Gpu, ir: &'a GraphIr) -> Self {
+        let target = Target {
+            shader_f16: gpu.has(wgpu::Features::SHADER_F16),
+            f16_tensor_cores: gpu.has_f16_tensor_cores(),
+        };
+        Self::with(Some(gpu), ir, target)
+    }
+
+    /// A lowering that records each kernel (label, source, params) instead
+    /// of compiling it: tests enumerate kernel variants with it, no GPU.
+    #[cfg(test)]
+    pub fn record(ir: &'a GraphIr, target: Target) -> Self {
+        Self::with(None, ir, target)
+    }
+
+    fn with(gpu: Option<&'a Gpu>, ir: &'a GraphIr, target: Target) -> Self {
         Lowering {
             gpu,
             ir,
+            target,
             slots: vec![None; ir.operands.len()],
             free: Vec::new(),
             buffers: Vec::new(),
             steps: Vec::new(),
+            #[cfg(test)]
+            recorded: Vec::new(),
         }
+    }
+
+    /// The device; only a recording lowering has none, and it never gets as
+    /// far as allocating.
+    fn gpu(&self) -> &'a Gpu {
+        self.gpu.expect("a recording lowering allocates nothing")
     }
 
     pub fn slot(&self, id: OperandId) -> &Slot {
@@ -164,14 +354,15 @@ impl<'a> Lowering<'a> {
     }
 
     fn new_buffer(&mut self, size: u64, label: &str) -> Result<wgpu::Buffer> {
-        let max = self.gpu.limits().max_storage_buffer_binding_size;
+        let gpu = self.gpu();
+        let max = gpu.limits().max_storage_buffer_binding_size;
         if size > max {
             return Err(Error::invalid(format!(
                 "{label} needs {size} bytes, more than this GPU's max_storage_buffer_binding_size ({max})"
             )));
         }
-        let buffer = self.gpu.scoped(label, || {
-            self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        let buffer = gpu.scoped(label, || {
+            gpu.device().create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size,
                 usage: wgpu::BufferUsages::STORAGE
@@ -196,7 +387,7 @@ impl<'a> Lowering<'a> {
     /// Uploads a constant once.
     pub fn constant(&mut self, id: OperandId, bytes: &[u8]) -> Result<()> {
         let label = self.ir.label(id).to_string();
-        let buffer = self.gpu.create_buffer_with_data(
+        let buffer = self.gpu().create_buffer_with_data(
             &label,
             bytes,
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
@@ -238,38 +429,58 @@ impl<'a> Lowering<'a> {
     }
 
     pub fn copy(&mut self, src: OperandId, dst: OperandId) {
+        if self.gpu.is_none() {
+            return;
+        }
         let (src, dst) = (self.slot(src).clone(), self.slot(dst).clone());
         self.steps.push(Step::Copy { src, dst });
     }
 
     pub fn kernel(&mut self, k: Kernel<'_>) -> Result<()> {
         let uses_f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
-        if uses_f16 && !self.gpu.has(wgpu::Features::SHADER_F16) {
+        if uses_f16 && !self.target.shader_f16 {
             return Err(Error::invalid(format!(
                 "{}: float16 needs the SHADER_F16 feature, which this GPU ({}) lacks",
                 k.label,
-                self.gpu.info().name
+                self.gpu.map_or_else(String::new, |g| g.info().name.clone())
             )));
         }
         let src = kernel_source(&k);
-        let pipeline = self.gpu.compute_pipeline(&k.label, &src, Checks::Trusted)?;
+        let Some(gpu) = self.gpu else {
+            #[cfg(test)]
+            self.recorded.push(Recorded {
+                storage_bindings: k.inputs.len() + k.outputs.len() + k.table.is_some() as usize,
+                label: k.label,
+                source: src,
+                params: k.params.bytes,
+                fields: k.params.fields,
+            });
+            return Ok(());
+        };
+        let pipeline = gpu.compute_pipeline(&k.label, &src, Checks::Trusted)?;
 
-        let mut params = k.params.clone();
-        if params.is_empty() {
-            params.push(0);
-        }
-        let param_buffer = self.gpu.create_buffer_with_data(
+        let param_buffer = gpu.create_buffer_with_data(
             &format!("{} params", k.label),
-            bytemuck::cast_slice(&params),
-            wgpu::BufferUsages::STORAGE,
+            &k.params.bytes,
+            wgpu::BufferUsages::UNIFORM,
         )?;
         self.buffers.push(param_buffer.clone());
-        let slots: Vec<Slot> = k
+        let mut slots: Vec<Slot> = k
             .inputs
             .iter()
             .chain(&k.outputs)
             .map(|&id| self.slot(id).clone())
             .collect();
+        if let Some(table) = &k.table {
+            let buffer = gpu.create_buffer_with_data(
+                &format!("{} table", k.label),
+                bytemuck::cast_slice(table),
+                wgpu::BufferUsages::STORAGE,
+            )?;
+            self.buffers.push(buffer.clone());
+            let size = buffer.size();
+            slots.push(Slot { buffer, size });
+        }
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: param_buffer.as_entire_binding(),
@@ -280,18 +491,14 @@ impl<'a> Lowering<'a> {
                 resource: slot.binding(),
             });
         }
-        let bind_group = self
-            .gpu
-            .scoped(&format!("binding the {} kernel", k.label), || {
-                self.gpu
-                    .device()
-                    .create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some(&k.label),
-                        layout: &pipeline.get_bind_group_layout(0),
-                        entries: &entries,
-                    })
-            })?;
-        let max = self.gpu.limits().max_compute_workgroups_per_dimension;
+        let bind_group = gpu.scoped(&format!("binding the {} kernel", k.label), || {
+            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&k.label),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            })
+        })?;
+        let max = gpu.limits().max_compute_workgroups_per_dimension;
         if k.workgroups.iter().any(|&w| w > max) {
             return Err(Error::invalid(format!(
                 "{}: {:?} workgroups exceed this GPU's limit of {max} per dimension",
@@ -307,3 +514,9 @@ impl<'a> Lowering<'a> {
         Ok(())
     }
 }
+
+// The kernel tests lower real graphs through `lower_node` (mod.rs), so they
+// live beside the lowering.
+#[cfg(test)]
+#[path = "kernel_tests.rs"]
+mod kernel_tests;

@@ -1,12 +1,31 @@
 //! matmul (batched, batch dimensions broadcast) and the tiled kernel it
 //! shares with gemm.
 
-use super::lower::{Kernel, Lowering};
+use super::lower::{axes, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::strides;
 
 const TILE: usize = 32;
+
+kernel_params! {
+    /// `struct Params` of matmul.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        m: u32,
+        n: u32,
+        k: u32,
+        batch_rank: u32,
+        a_strides: [u32; 2],
+        b_strides: [u32; 2],
+        c_strides: [u32; 2],
+        alpha: f32,
+        beta: f32,
+        batch: [[u32; 4]; MAX_RANK],
+    }
+}
 
 /// How the tiled kernel reads its operands: A(i, p) = a[i * rs + p * cs],
 /// B(p, j) = b[p * rs + j * cs], and an optional `beta * c` broadcast to
@@ -31,21 +50,19 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
     let dt = l.ir.desc(y).data_type;
     let (shape, sa, sb) = &p.batch;
     let (c_rs, c_cs) = p.c.map_or((0, 0), |(_, rs, cs)| (rs, cs));
-    let mut params = vec![
-        p.m as u32,
-        p.n as u32,
-        p.k as u32,
-        p.a.1 as u32,
-        p.a.2 as u32,
-        p.b.1 as u32,
-        p.b.2 as u32,
-        c_rs as u32,
-        c_cs as u32,
-        p.alpha.to_bits(),
-        p.beta.to_bits(),
-        shape.len() as u32,
-    ];
-    params.extend(shape.iter().chain(sa).chain(sb).map(|&v| v as u32));
+    let (batch_rank, batch) = axes(p.label, shape, &[sa, sb])?;
+    let params = Params {
+        m: p.m as u32,
+        n: p.n as u32,
+        k: p.k as u32,
+        batch_rank,
+        a_strides: [p.a.1 as u32, p.a.2 as u32],
+        b_strides: [p.b.1 as u32, p.b.2 as u32],
+        c_strides: [c_rs as u32, c_cs as u32],
+        alpha: p.alpha,
+        beta: p.beta,
+        batch,
+    };
     let mut inputs = vec![p.a.0, p.b.0];
     let bindings = match p.c {
         Some((c, _, _)) => {
@@ -53,22 +70,23 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
             "@group(0) @binding(3) var<storage, read> c: array<TI>;\n\
              @group(0) @binding(4) var<storage, read_write> y: array<T>;\n\
              fn bias(i: u32, j: u32) -> f32 {\n    \
-             return bitcast<f32>(params[10]) * f32(c[i * params[7] + j * params[8]]);\n}\n"
+             return params.beta * f32(c[i * params.c_strides.x + j * params.c_strides.y]);\n}\n"
         }
         None => {
             "@group(0) @binding(3) var<storage, read_write> y: array<T>;\n\
              fn bias(i: u32, j: u32) -> f32 { return 0.0; }\n"
         }
     };
-    let source = format!("{bindings}{}", include_str!("matmul.wgsl"));
     let batches: usize = shape.iter().product();
     l.kernel(Kernel {
         label: p.label.into(),
-        source: &source,
+        source: include_str!("matmul.wgsl"),
+        spec: Specialization::new().code(bindings),
         output_type: dt,
         input_type: dt,
         activations: &p.node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs,
         outputs: vec![y],
         workgroups: [

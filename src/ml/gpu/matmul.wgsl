@@ -7,8 +7,23 @@
 // tile, 2x2 values per invocation, staging 32x16 of A and 16x32 of B in
 // workgroup memory per step along K. The output binding `y` and `bias` (0,
 // or beta * c broadcast) are generated per op.
-// params: [M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, alpha bits,
-//          beta bits, batch_rank, batch_shape[r], a_bstride[r], b_bstride[r]]
+
+// Mirrored by `Params` in matmul.rs.
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    batch_rank: u32,
+    // Element strides (row, column) of A and B, and of the c that gemm adds.
+    a_strides: vec2<u32>,
+    b_strides: vec2<u32>,
+    c_strides: vec2<u32>,
+    alpha: f32,
+    beta: f32,
+    // Per batch axis (folded, see lower.rs `axes`): (extent, a stride,
+    // b stride, 0), strides in elements, 0 where broadcast.
+    batch: array<vec4<u32>, MAX_RANK>,
+}
 
 @group(0) @binding(1) var<storage, read> a: array<TI>;
 @group(0) @binding(2) var<storage, read> b: array<TI>;
@@ -21,10 +36,10 @@ var<workgroup> tile_a: array<f32, 512>; // [TM][TK]
 var<workgroup> tile_b: array<f32, 512>; // [TK][TN]
 
 fn store(z: u32, i: u32, j: u32, acc: f32) {
-    let m = params[0];
-    let n = params[1];
+    let m = params.m;
+    let n = params.n;
     if i < m && j < n {
-        y[(z * m + i) * n + j] = T(act(bitcast<f32>(params[9]) * acc + bias(i, j)));
+        y[(z * m + i) * n + j] = T(act(params.alpha * acc + bias(i, j)));
     }
 }
 
@@ -34,25 +49,23 @@ fn main(
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(local_invocation_index) li: u32,
 ) {
-    let m = params[0];
-    let n = params[1];
-    let k = params[2];
-    let a_rs = params[3];
-    let a_cs = params[4];
-    let b_rs = params[5];
-    let b_cs = params[6];
-    let rank = params[11];
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
+    let a_rs = params.a_strides.x;
+    let a_cs = params.a_strides.y;
+    let b_rs = params.b_strides.x;
+    let b_cs = params.b_strides.y;
     let z = wid.z;
     var rem = z;
     var a_off = 0u;
     var b_off = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let q = d - 1u;
-        let extent = params[12u + q];
-        let c = rem % extent;
-        rem = rem / extent;
-        a_off += c * params[12u + rank + q];
-        b_off += c * params[12u + 2u * rank + q];
+    for (var d = params.batch_rank; d > 0u; d--) {
+        let axis = params.batch[d - 1u];
+        let c = rem % axis.x;
+        rem = rem / axis.x;
+        a_off += c * axis.y;
+        b_off += c * axis.z;
     }
     let row0 = wid.y * TM;
     let col0 = wid.x * TN;

@@ -3,15 +3,36 @@
 //! parallel reduction. Averages count only the window positions inside the
 //! input (padding excluded), as TFLite and the CPU reference do.
 
-use super::conv2d::{activation_strides, shape4};
-use super::lower::{grid, Kernel, Lowering};
-use super::reduce::{reduce, reduction_source};
+use super::conv2d::{activation_strides, shape4, u32s};
+use super::lower::{grid, kernel_params, Kernel, Lowering};
+use super::reduce::{reduce, reduction};
 use crate::error::Result;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{InputLayout, Pool2dOptions, PoolKind};
 use crate::ml::shape::nchw;
 
 const WG: u32 = 64;
+
+kernel_params! {
+    /// `struct Params` of pool2d.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        x_strides: [u32; 4],
+        stride: [u32; 2],
+        dilation: [u32; 2],
+        padding: [u32; 2],
+        window: [u32; 2],
+        total: u32,
+        c: u32,
+        oh: u32,
+        ow: u32,
+        nhwc: u32,
+        h: u32,
+        w: u32,
+        _pad: u32,
+    }
+}
 
 pub(super) fn pool2d(
     l: &mut Lowering,
@@ -33,35 +54,30 @@ pub(super) fn pool2d(
         return reduce(l, node, &spatial, kind);
     }
     let total = yd.element_count();
-    let mut params: Vec<u32> = [
-        total,
-        c,
-        oh,
-        ow,
-        (o.layout == InputLayout::Nhwc) as usize,
-        h,
-        w,
-        kh,
-        kw,
-        o.strides[0],
-        o.strides[1],
-        o.dilations[0],
-        o.dilations[1],
-        o.padding[0],
-        o.padding[2],
-    ]
-    .iter()
-    .map(|&v| v as u32)
-    .collect();
-    params.extend(activation_strides(o.layout, shape4(&xd.shape)));
-    let source = format!("{}{}", reduction_source(kind), include_str!("pool2d.wgsl"));
+    let params = Params {
+        x_strides: activation_strides(o.layout, shape4(&xd.shape)),
+        stride: u32s(o.strides),
+        dilation: u32s(o.dilations),
+        padding: u32s([o.padding[0], o.padding[2]]),
+        window: u32s([kh, kw]),
+        total: total as u32,
+        c: c as u32,
+        oh: oh as u32,
+        ow: ow as u32,
+        nhwc: (o.layout == InputLayout::Nhwc) as u32,
+        h: h as u32,
+        w: w as u32,
+        _pad: 0,
+    };
     l.kernel(Kernel {
         label: node.op.name().into(),
-        source: &source,
+        source: include_str!("pool2d.wgsl"),
+        spec: reduction(kind),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x],
         outputs: vec![y],
         workgroups: grid(total, WG),

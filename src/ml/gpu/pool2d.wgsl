@@ -1,7 +1,27 @@
 // 2-D pooling, one output element per invocation. `INIT`, `accumulate` and
-// `finish` (average or max) are generated per kind.
-// params: [total, c, oh, ow, nhwc, h, w, kh, kw, stride_h, stride_w,
-//          dilation_h, dilation_w, pad_top, pad_left, input strides (n, c, h, w)]
+// `finish` (average or max) are generated per kind (reduce.rs `reduction`).
+
+// Mirrored by `Params` in pool2d.rs.
+struct Params {
+    // Input element strides in (n, c, h, w) order, whatever the layout.
+    x_strides: vec4<u32>,
+    // (y, x) pairs.
+    stride: vec2<u32>,
+    dilation: vec2<u32>,
+    // (top, left)
+    padding: vec2<u32>,
+    // (kh, kw)
+    window: vec2<u32>,
+    // Output elements.
+    total: u32,
+    c: u32,
+    oh: u32,
+    ow: u32,
+    // 1 where input and output are NHWC.
+    nhwc: u32,
+    h: u32,
+    w: u32,
+}
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read_write> y: array<T>;
@@ -9,17 +29,17 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_id(gid, nwg);
-    if i >= params[0] {
+    if i >= params.total {
         return;
     }
-    let c = params[1];
-    let oh = params[2];
-    let ow = params[3];
+    let c = params.c;
+    let oh = params.oh;
+    let ow = params.ow;
     var ch: u32;
     var oy: u32;
     var ox: u32;
     var n: u32;
-    if params[4] != 0u {
+    if params.nhwc != 0u {
         ch = i % c;
         let r = i / c;
         ox = r % ow;
@@ -32,17 +52,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ch = (r / oh) % c;
         n = r / (oh * c);
     }
-    let h = i32(params[5]);
-    let w = i32(params[6]);
-    let kh = params[7];
-    let kw = params[8];
-    let sh = params[9];
-    let sw = params[10];
-    let dh = params[11];
-    let dw = params[12];
-    let pt = i32(params[13]);
-    let pl = i32(params[14]);
-    let xs = vec4<u32>(params[15], params[16], params[17], params[18]);
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let kh = params.window.x;
+    let kw = params.window.y;
+    let sh = params.stride.x;
+    let sw = params.stride.y;
+    let dh = params.dilation.x;
+    let dw = params.dilation.y;
+    let pt = i32(params.padding.x);
+    let pl = i32(params.padding.y);
+    let xs = params.x_strides;
     let base = n * xs.x + ch * xs.y;
     var acc = INIT;
     var count = 0u;

@@ -1,35 +1,45 @@
 //! prelu with the slope broadcast numpy-style to the input.
 
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
+use super::matmul::broadcast_strides;
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
-use crate::ml::types::strides;
 
 const WG: u32 = 256;
+
+kernel_params! {
+    /// `struct Params` of prelu.wgsl.
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        n: u32,
+        rank: u32,
+        _pad: [u32; 2],
+        axes: [[u32; 4]; MAX_RANK],
+    }
+}
 
 pub(super) fn prelu(l: &mut Lowering, node: &Node) -> Result<()> {
     let (x, s, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
     let out = l.ir.desc(y).clone();
-    let slope = l.ir.desc(s);
-    let rank = out.rank();
-    let off = rank - slope.rank();
-    let own = strides(&slope.shape);
-    let mut params = vec![out.element_count() as u32, rank as u32];
-    params.extend(out.shape.iter().map(|&d| d as u32));
-    params.extend((0..rank).map(|k| {
-        if k < off || slope.shape[k - off] == 1 {
-            0
-        } else {
-            own[k - off] as u32
-        }
-    }));
+    let slope = broadcast_strides(&l.ir.desc(s).shape, &out.shape);
+    let (rank, axes) = axes("prelu", &out.shape, &[&slope])?;
+    let params = Params {
+        n: out.element_count() as u32,
+        rank,
+        _pad: [0; 2],
+        axes,
+    };
     l.kernel(Kernel {
         label: "prelu".into(),
         source: include_str!("prelu.wgsl"),
+        spec: Specialization::new(),
         output_type: out.data_type,
         input_type: out.data_type,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x, s],
         outputs: vec![y],
         workgroups: grid(out.element_count(), WG),

@@ -5,28 +5,40 @@
 //! with one invocation per output (the windowed pooling kernel) a 128x128
 //! plane took 3.4 ms on an H100.
 
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{check_rank, grid, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::Result;
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::ops::PoolKind;
 use crate::ml::types::strides;
 
 const WG: u32 = 256;
 
+kernel_params! {
+    /// `struct Params` of reduce.wgsl (reduceMean and global pooling).
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        outputs: u32,
+        count: u32,
+        kept_rank: u32,
+        reduced_rank: u32,
+        axes: [[u32; 4]; MAX_RANK],
+    }
+}
+
 /// `INIT`, `accumulate` and `finish(acc, count)` of a mean or a max; an
 /// empty window gives 0 for the mean and the lowest float for the max.
-pub(super) fn reduction_source(kind: PoolKind) -> &'static str {
+pub(super) fn reduction(kind: PoolKind) -> Specialization {
     match kind {
-        PoolKind::Average => {
-            "const INIT: f32 = 0.0;\n\
-             fn accumulate(acc: f32, v: f32) -> f32 { return acc + v; }\n\
-             fn finish(acc: f32, count: u32) -> f32 { return select(0.0, acc / f32(count), count > 0u); }\n"
-        }
-        PoolKind::Max => {
-            "const INIT: f32 = -3.40282347e38;\n\
-             fn accumulate(acc: f32, v: f32) -> f32 { return max(acc, v); }\n\
-             fn finish(acc: f32, count: u32) -> f32 { return select(-3.40282347e38, acc, count > 0u); }\n"
-        }
+        PoolKind::Average => Specialization::new().f32("INIT", 0.0).code(
+            "fn accumulate(acc: f32, v: f32) -> f32 { return acc + v; }\n\
+             fn finish(acc: f32, count: u32) -> f32 { return select(0.0, acc / f32(count), count > 0u); }",
+        ),
+        PoolKind::Max => Specialization::new().f32("INIT", f32::MIN).code(
+            "fn accumulate(acc: f32, v: f32) -> f32 { return max(acc, v); }\n\
+             fn finish(acc: f32, count: u32) -> f32 { return select(INIT, acc, count > 0u); }",
+        ),
     }
 }
 
@@ -68,20 +80,31 @@ pub(super) fn reduce(l: &mut Lowering, node: &Node, axes: &[usize], kind: PoolKi
     let outputs = yd.element_count();
     let count: usize = axes.iter().map(|&a| xd.shape[a]).product();
     let [kept, reduced] = merged_axes(&xd.shape, axes);
-    let mut params = vec![outputs as u32, count as u32, kept.0.len() as u32];
-    params.extend(&kept.0);
-    params.extend(&kept.1);
-    params.push(reduced.0.len() as u32);
-    params.extend(&reduced.0);
-    params.extend(&reduced.1);
-    let source = format!("{}{}", reduction_source(kind), include_str!("reduce.wgsl"));
+    let label = node.op.name();
+    let mut params = Params {
+        outputs: outputs as u32,
+        count: count as u32,
+        kept_rank: check_rank(label, xd.rank(), kept.0.len())?,
+        reduced_rank: check_rank(label, xd.rank(), reduced.0.len())?,
+        axes: [[0; 4]; MAX_RANK],
+    };
+    for (k, (&size, &stride)) in kept.0.iter().zip(&kept.1).enumerate() {
+        params.axes[k][0] = size;
+        params.axes[k][1] = stride;
+    }
+    for (k, (&size, &stride)) in reduced.0.iter().zip(&reduced.1).enumerate() {
+        params.axes[k][2] = size;
+        params.axes[k][3] = stride;
+    }
     l.kernel(Kernel {
-        label: node.op.name().into(),
-        source: &source,
+        label: label.into(),
+        source: include_str!("reduce.wgsl"),
+        spec: reduction(kind),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x],
         outputs: vec![y],
         workgroups: grid(outputs * WG as usize, WG),

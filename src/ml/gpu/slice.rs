@@ -1,12 +1,26 @@
 //! slice (starts, sizes, strides), and the strided-view kernel that
 //! transpose and split share with it.
 
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::{Error, Result};
+use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::{strides, DataType};
 
 const WG: u32 = 256;
+
+kernel_params! {
+    /// `struct Params` of slice.wgsl (slice, split, transpose).
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Params {
+        n: u32,
+        rank: u32,
+        base: u32,
+        _pad: u32,
+        axes: [[u32; 4]; MAX_RANK],
+    }
+}
 
 /// uint8 is packed four to a u32 word, so an element-indexed copy would move
 /// whole words; refusing is better than returning scrambled bytes.
@@ -31,16 +45,23 @@ pub(super) fn strided_view(
 ) -> Result<()> {
     let out = l.ir.desc(y).clone();
     let n = out.element_count();
-    let mut params = vec![n as u32, out.rank() as u32, base as u32];
-    params.extend(out.shape.iter().map(|&d| d as u32));
-    params.extend(mult.iter().map(|&m| m as u32));
+    let (rank, axes) = axes(label, &out.shape, &[mult])?;
+    let params = Params {
+        n: n as u32,
+        rank,
+        base: base as u32,
+        _pad: 0,
+        axes,
+    };
     l.kernel(Kernel {
         label: label.into(),
         source: include_str!("slice.wgsl"),
+        spec: Specialization::new(),
         output_type: out.data_type,
         input_type: out.data_type,
         activations: &[],
-        params,
+        params: Kernel::params(&params),
+        table: None,
         inputs: vec![x],
         outputs: vec![y],
         workgroups: grid(n, WG),

@@ -1,4 +1,9 @@
-// Element-wise activation chain: y = act(x). params: [n]
+// Element-wise activation chain: y = act(x).
+
+// Mirrored by `UnaryParams` in elementwise.rs.
+struct Params {
+    n: u32,
+}
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read_write> y: array<T>;
@@ -6,7 +11,7 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_id(gid, nwg);
-    if i >= params[0] {
+    if i >= params.n {
         return;
     }
     y[i] = T(act(f32(x[i])));

@@ -1,0 +1,38 @@
+// conv2d's parameters, one struct for its four kernels (direct and the
+// implicit GEMMs); mirrored by `Params` in conv2d.rs. Layouts are not
+// specialised: the input's element strides come in (n, c, h, w) order and
+// the filter's in (o, i, h, w) order whatever the layouts, so every layout
+// pair shares one pipeline.
+struct Params {
+    x_strides: vec4<u32>,
+    f_strides: vec4<u32>,
+    // (y, x) pairs.
+    stride: vec2<u32>,
+    dilation: vec2<u32>,
+    // (top, left)
+    padding: vec2<u32>,
+    // (kh, kw)
+    filter_size: vec2<u32>,
+    // Output elements (the direct kernel's invocations).
+    total: u32,
+    // Output pixels, n * oh * ow (the GEMM rows).
+    pixels: u32,
+    oc: u32,
+    // Output channels per group.
+    ocg: u32,
+    oh: u32,
+    ow: u32,
+    ohw: u32,
+    // 1 where input and output are NHWC.
+    nhwc: u32,
+    h: u32,
+    w: u32,
+    // Input channels per group.
+    icg: u32,
+    // The GEMM reduction length, icg * kh * kw.
+    kdim: u32,
+    // Channel tiles per group (the GEMM grid's y is pixel tiles past 65535
+    // times these).
+    channel_tiles: u32,
+}
+

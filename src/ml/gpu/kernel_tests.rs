@@ -1,0 +1,794 @@
+//! The kernels as the lowering generates them, checked without a GPU: small
+//! graphs built on the CPU context (and the bundled models) are fused and
+//! lowered by a recording lowering, and every kernel variant it produces
+//! (op x data type x fused activation, scale and residual x layout) must
+//! pass naga's validator and SPIR-V writer, declare exactly the bindings it
+//! is given, and read a `struct Params` laid out as the Rust struct it is
+//! handed. The tensor-core conv2d needs cooperative matrices, which
+//! lavapipe lacks: this is what CI can check of it. One GPU test closes:
+//! a new input size or a second context compiles no new pipeline.
+
+use std::collections::{BTreeSet, HashSet};
+
+use wgpu::naga;
+
+use super::{axes, Lowering, Recorded, Target, MAX_RANK};
+use crate::ml::gpu::lower_node;
+use crate::ml::graph_ir::GraphIr;
+use crate::ml::ops::*;
+use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor};
+
+type Built = crate::error::Result<Operand>;
+type Act = fn(&GraphBuilder, &Operand) -> Built;
+
+const FLOATS: [DataType; 2] = [DataType::Float32, DataType::Float16];
+const NUMBERS: [DataType; 3] = [DataType::Float32, DataType::Float16, DataType::Int32];
+const ALL_TYPES: [DataType; 4] = [
+    DataType::Float32,
+    DataType::Float16,
+    DataType::Int32,
+    DataType::Uint8,
+];
+
+/// Every activation the builder makes, with the constants that stress
+/// their literals (an infinite clamp bound has no WGSL literal).
+const ACTIVATIONS: [Act; 9] = [
+    |b, x| b.relu(x),
+    |b, x| b.clamp(x, -1.0, 6.0),
+    |b, x| b.clamp(x, f32::NEG_INFINITY, 0.5),
+    |b, x| b.sigmoid(x),
+    |b, x| b.tanh(x),
+    |b, x| b.leaky_relu(x, 0.1),
+    |b, x| b.hard_swish(x),
+    |b, x| b.hard_sigmoid(x, 0.2, 0.5),
+    // A chain, folded into one kernel's epilogue.
+    |b, x| b.sigmoid(&b.relu(x)?),
+];
+
+/// A lowering may use everything, or have no tensor cores (the other
+/// conv2d kernel for float16).
+const TARGETS: [Target; 2] = [
+    Target {
+        shader_f16: true,
+        f16_tensor_cores: true,
+    },
+    Target {
+        shader_f16: true,
+        f16_tensor_cores: false,
+    },
+];
+
+fn desc(dt: DataType, shape: &[usize]) -> OperandDescriptor {
+    OperandDescriptor::new(dt, shape)
+}
+
+fn zeros(b: &GraphBuilder, dt: DataType, shape: &[usize]) -> Operand {
+    let d = desc(dt, shape);
+    b.constant(d.clone(), &vec![0; d.byte_length()]).unwrap()
+}
+
+/// The graph `f` builds on the CPU context, fused as every context fuses it.
+fn graph(ctx: &Context, f: impl FnOnce(&GraphBuilder) -> Built) -> GraphIr {
+    graph_n(ctx, |b| Ok(vec![f(b)?]))
+}
+
+fn graph_n(
+    ctx: &Context,
+    f: impl FnOnce(&GraphBuilder) -> crate::error::Result<Vec<Operand>>,
+) -> GraphIr {
+    let b = GraphBuilder::new(ctx);
+    let outs = f(&b).unwrap();
+    let names: Vec<String> = (0..outs.len()).map(|i| format!("y{i}")).collect();
+    let named: Vec<(&str, &Operand)> = names.iter().map(String::as_str).zip(&outs).collect();
+    let g = b.build(&named).unwrap();
+    (*g.inner.ir).clone()
+}
+
+/// What a recording lowering of `ir` produces for `target`.
+fn record(ir: &GraphIr, target: Target) -> crate::error::Result<Vec<Recorded>> {
+    let mut l = Lowering::record(ir, target);
+    for node in &ir.nodes {
+        lower_node(&mut l, node)?;
+    }
+    Ok(l.recorded)
+}
+
+/// Which `Op` a node is: a match the compiler keeps exhaustive, so that a
+/// new op fails to build this test until the zoo covers it.
+fn op_kind(op: &Op) -> usize {
+    match op {
+        Op::Conv2d(_) => 0,
+        Op::ConvTranspose2d(_) => 1,
+        Op::Pool2d(..) => 2,
+        Op::ReduceMean { .. } => 3,
+        Op::Resample2d(_) => 4,
+        Op::Concat { .. } => 5,
+        Op::Reshape => 6,
+        Op::Transpose { .. } => 7,
+        Op::Slice { .. } => 8,
+        Op::Pad { .. } => 9,
+        Op::Split { .. } => 10,
+        Op::Binary(_) => 11,
+        Op::Unary(_) => 12,
+        Op::Prelu => 13,
+        Op::Softmax { .. } => 14,
+        Op::Matmul => 15,
+        Op::Gemm(_) => 16,
+        Op::Cast => 17,
+    }
+}
+const OP_KINDS: usize = 18;
+
+fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
+    match layout {
+        InputLayout::Nchw => vec![n, c, h, w],
+        InputLayout::Nhwc => vec![n, h, w, c],
+    }
+}
+
+fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Vec<usize> {
+    match layout {
+        Conv2dFilterLayout::Oihw => vec![o, i, h, w],
+        Conv2dFilterLayout::Hwio => vec![h, w, i, o],
+        Conv2dFilterLayout::Ohwi => vec![o, h, w, i],
+        Conv2dFilterLayout::Ihwo => vec![i, h, w, o],
+    }
+}
+
+/// conv2d problems that pick each kernel: (channels, output channels,
+/// groups, spatial size, filter size). The wide one has 265 tiles of 128
+/// pixels, just past the 264 from which the 128 x 64 kernels are used.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 3] = [
+    (4, 4, 4, 6, 3),   // depthwise: the direct kernel
+    (8, 8, 1, 6, 3),   // 64 x 64 tiles
+    (4, 8, 1, 184, 1), // wide (or tensor-core) tiles
+];
+
+/// One conv2d graph of the zoo.
+struct Conv {
+    dt: DataType,
+    layout: InputLayout,
+    filter: Conv2dFilterLayout,
+    problem: (usize, usize, usize, usize, usize),
+    bias: bool,
+    scale: bool,
+    residual: bool,
+    act: Option<Act>,
+}
+
+impl Conv {
+    fn new(
+        dt: DataType,
+        layout: InputLayout,
+        problem: (usize, usize, usize, usize, usize),
+    ) -> Self {
+        Conv {
+            dt,
+            layout,
+            filter: Conv2dFilterLayout::Oihw,
+            problem,
+            bias: false,
+            scale: false,
+            residual: false,
+            act: None,
+        }
+    }
+
+    fn graph(&self, ctx: &Context) -> GraphIr {
+        let (dt, layout) = (self.dt, self.layout);
+        let (c, oc, groups, size, k) = self.problem;
+        graph(ctx, |b| {
+            let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, size, size])))?;
+            let x = if self.scale {
+                let gate = b.input("gate", desc(dt, &nchw_shape(layout, [1, c, 1, 1])))?;
+                b.mul(&x, &gate)?
+            } else {
+                x
+            };
+            let f = zeros(
+                b,
+                dt,
+                &conv_filter_shape(self.filter, [oc, c / groups, k, k]),
+            );
+            let bias = self.bias.then(|| zeros(b, dt, &[oc]));
+            let options = Conv2dOptions {
+                padding: [k / 2; 4],
+                groups,
+                input_layout: layout,
+                filter_layout: self.filter,
+                ..Conv2dOptions::new()
+            };
+            let mut y = b.conv2d(&x, &f, bias.as_ref(), options)?;
+            if self.residual {
+                let r = b.input("r", y.descriptor().clone())?;
+                y = b.add(&y, &r)?;
+            }
+            match self.act {
+                Some(act) => act(b, &y),
+                None => Ok(y),
+            }
+        })
+    }
+}
+
+/// Small graphs that between them reach every op, kernel and variant of
+/// the lowering.
+fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
+    let mut z: Vec<(String, GraphIr)> = Vec::new();
+    let mut add = |what: String, ir: GraphIr| z.push((what, ir));
+
+    for dt in NUMBERS {
+        add(
+            format!("binary {dt}"),
+            graph_n(ctx, |b| {
+                let a = b.input("a", desc(dt, &[2, 3, 4]))?;
+                let c = b.input("c", desc(dt, &[3, 1]))?;
+                Ok(vec![
+                    b.add(&a, &c)?,
+                    b.sub(&a, &c)?,
+                    b.mul(&a, &c)?,
+                    b.div(&a, &c)?,
+                    b.max(&a, &c)?,
+                    b.min(&a, &c)?,
+                ])
+            }),
+        );
+    }
+    for dt in FLOATS {
+        for (i, act) in ACTIVATIONS.iter().enumerate() {
+            add(
+                format!("add + activation {i} {dt}"),
+                graph(ctx, |b| {
+                    let a = b.input("a", desc(dt, &[2, 3]))?;
+                    let c = b.input("c", desc(dt, &[2, 3]))?;
+                    act(b, &b.add(&a, &c)?)
+                }),
+            );
+            add(
+                format!("activation {i} {dt}"),
+                graph(ctx, |b| act(b, &b.input("x", desc(dt, &[5, 7]))?)),
+            );
+        }
+    }
+    // No builder call makes a linear activation; folded in by hand.
+    let mut linear = graph(ctx, |b| {
+        let a = b.input("a", desc(DataType::Float32, &[4]))?;
+        b.relu(&a)
+    });
+    linear.nodes[0].activations.push(Activation::Linear {
+        alpha: 0.5,
+        beta: -1.0,
+    });
+    add("linear activation".into(), linear);
+    for from in ALL_TYPES {
+        for to in ALL_TYPES {
+            add(
+                format!("cast {from} -> {to}"),
+                graph(ctx, |b| b.cast(&b.input("x", desc(from, &[2, 5]))?, to)),
+            );
+        }
+    }
+
+    let layouts = [InputLayout::Nchw, InputLayout::Nhwc];
+    let conv_filters = [
+        Conv2dFilterLayout::Oihw,
+        Conv2dFilterLayout::Hwio,
+        Conv2dFilterLayout::Ohwi,
+        Conv2dFilterLayout::Ihwo,
+    ];
+    for dt in FLOATS {
+        for layout in layouts {
+            for filter in conv_filters {
+                for problem in CONV_PROBLEMS {
+                    for bias in [false, true] {
+                        let conv = Conv {
+                            filter,
+                            bias,
+                            ..Conv::new(dt, layout, problem)
+                        };
+                        add(
+                            format!("conv2d {dt} {layout:?} {filter:?} {problem:?} bias {bias}"),
+                            conv.graph(ctx),
+                        );
+                    }
+                }
+            }
+            for problem in CONV_PROBLEMS {
+                for (i, act) in ACTIVATIONS.iter().enumerate() {
+                    let conv = Conv {
+                        bias: true,
+                        act: Some(*act),
+                        ..Conv::new(dt, layout, problem)
+                    };
+                    add(
+                        format!("conv2d {dt} {layout:?} {problem:?} activation {i}"),
+                        conv.graph(ctx),
+                    );
+                }
+            }
+        }
+    }
+    // Input scales and residuals are fused in float32 only.
+    for layout in layouts {
+        for problem in CONV_PROBLEMS {
+            for flags in 0..8u8 {
+                let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
+                let conv = Conv {
+                    bias,
+                    scale,
+                    residual,
+                    act: Some(ACTIVATIONS[0]),
+                    ..Conv::new(DataType::Float32, layout, problem)
+                };
+                let ir = conv.graph(ctx);
+                let node = ir
+                    .nodes
+                    .iter()
+                    .find(|n| matches!(n.op, Op::Conv2d(_)))
+                    .unwrap();
+                assert_eq!((node.input_scale, node.residual), (scale, residual));
+                add(
+                    format!("conv2d {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
+                    ir,
+                );
+            }
+        }
+    }
+
+    let transpose_filters = [
+        ConvTranspose2dFilterLayout::Iohw,
+        ConvTranspose2dFilterLayout::Hwoi,
+        ConvTranspose2dFilterLayout::Ohwi,
+    ];
+    for dt in FLOATS {
+        for layout in layouts {
+            for filter in transpose_filters {
+                for bias in [false, true] {
+                    add(
+                        format!("convTranspose2d {dt} {layout:?} {filter:?} bias {bias}"),
+                        graph(ctx, |b| {
+                            let x = b.input("x", desc(dt, &nchw_shape(layout, [1, 4, 5, 5])))?;
+                            let (i, o, k) = (4, 3, 3);
+                            let shape = match filter {
+                                ConvTranspose2dFilterLayout::Iohw => [i, o, k, k],
+                                ConvTranspose2dFilterLayout::Hwoi => [k, k, o, i],
+                                ConvTranspose2dFilterLayout::Ohwi => [o, k, k, i],
+                            };
+                            let f = zeros(b, dt, &shape);
+                            let bias = bias.then(|| zeros(b, dt, &[o]));
+                            let options = ConvTranspose2dOptions {
+                                strides: [2, 2],
+                                padding: [1; 4],
+                                input_layout: layout,
+                                filter_layout: filter,
+                                ..ConvTranspose2dOptions::new()
+                            };
+                            b.relu(&b.conv_transpose2d(&x, &f, bias.as_ref(), options)?)
+                        }),
+                    );
+                }
+            }
+        }
+
+        for layout in layouts {
+            for global in [false, true] {
+                add(
+                    format!("pool2d {dt} {layout:?} global {global}"),
+                    graph_n(ctx, |b| {
+                        let x = b.input("x", desc(dt, &nchw_shape(layout, [1, 3, 6, 6])))?;
+                        let options = if global {
+                            Pool2dOptions {
+                                layout,
+                                ..Pool2dOptions::new()
+                            }
+                        } else {
+                            Pool2dOptions {
+                                window_dimensions: Some([3, 3]),
+                                padding: [1; 4],
+                                strides: [2, 2],
+                                layout,
+                                ..Pool2dOptions::new()
+                            }
+                        };
+                        Ok(vec![
+                            b.average_pool2d(&x, options.clone())?,
+                            b.max_pool2d(&x, options)?,
+                        ])
+                    }),
+                );
+            }
+        }
+        add(
+            format!("reduceMean {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[2, 3, 4, 5]))?;
+                Ok(vec![
+                    b.reduce_mean(&x, Some(&[1]), true)?,
+                    b.reduce_mean(&x, Some(&[0, 2]), false)?,
+                    b.reduce_mean(&x, None, false)?,
+                ])
+            }),
+        );
+        for mode in [
+            InterpolationMode::NearestNeighbor,
+            InterpolationMode::Linear,
+        ] {
+            for (shape, axes) in [([1, 2, 4, 5], [2, 3]), ([1, 4, 5, 2], [1, 2])] {
+                add(
+                    format!("resample2d {dt} {mode:?} axes {axes:?}"),
+                    graph(ctx, |b| {
+                        let x = b.input("x", desc(dt, &shape))?;
+                        let options = Resample2dOptions {
+                            mode,
+                            scales: [2.0, 1.5],
+                            axes,
+                            ..Default::default()
+                        };
+                        b.resample2d(&x, options)
+                    }),
+                );
+            }
+        }
+        add(
+            format!("prelu {dt}"),
+            graph(ctx, |b| {
+                let x = b.input("x", desc(dt, &[2, 3, 4]))?;
+                let s = b.input("s", desc(dt, &[3, 1]))?;
+                b.prelu(&x, &s)
+            }),
+        );
+        add(
+            format!("softmax {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[2, 5, 3]))?;
+                Ok(vec![b.softmax(&x, 1)?, b.softmax(&x, 2)?])
+            }),
+        );
+        add(
+            format!("matmul {dt}"),
+            graph_n(ctx, |b| {
+                let a = b.input("a", desc(dt, &[2, 3, 4]))?;
+                let m = b.input("m", desc(dt, &[4, 5]))?;
+                let c = b.input("c", desc(dt, &[2, 1, 3, 4]))?;
+                let d = b.input("d", desc(dt, &[3, 4, 5]))?;
+                Ok(vec![b.relu(&b.matmul(&a, &m)?)?, b.matmul(&c, &d)?])
+            }),
+        );
+        for (a_transpose, b_transpose) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
+            for with_c in [false, true] {
+                add(
+                    format!("gemm {dt} a' {a_transpose} b' {b_transpose} c {with_c}"),
+                    graph(ctx, |b| {
+                        let a =
+                            b.input("a", desc(dt, if a_transpose { &[4, 3] } else { &[3, 4] }))?;
+                        let m =
+                            b.input("b", desc(dt, if b_transpose { &[5, 4] } else { &[4, 5] }))?;
+                        let c = if with_c {
+                            Some(b.input("c", desc(dt, &[5]))?)
+                        } else {
+                            None
+                        };
+                        let options = GemmOptions {
+                            alpha: 0.5,
+                            beta: 2.0,
+                            a_transpose,
+                            b_transpose,
+                        };
+                        b.clamp(&b.gemm(&a, &m, c.as_ref(), options)?, 0.0, 6.0)
+                    }),
+                );
+            }
+        }
+    }
+
+    for dt in NUMBERS {
+        add(
+            format!("data movement {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[4, 6]))?;
+                let y = b.input("y", desc(dt, &[4, 2]))?;
+                let mut outs = vec![
+                    b.concat(&[&x, &y], 1)?,
+                    b.transpose(&x, None)?,
+                    b.slice(&x, &[1, 0], &[2, 3], Some(&[1, 2]))?,
+                    b.reshape(&x, &[2, 12])?,
+                ];
+                outs.extend(b.split(&x, 2, 1)?);
+                for mode in [
+                    PaddingMode::Constant,
+                    PaddingMode::Edge,
+                    PaddingMode::Reflection,
+                ] {
+                    outs.push(b.pad(&x, &[1, 0], &[0, 2], mode, 1.5)?);
+                }
+                Ok(outs)
+            }),
+        );
+    }
+    // Ten axes that fold to a few: the kernels take at most MAX_RANK.
+    add(
+        "ten axes".into(),
+        graph_n(ctx, |b| {
+            let a = b.input(
+                "a",
+                desc(DataType::Float32, &[2, 1, 3, 1, 2, 1, 2, 1, 2, 2]),
+            )?;
+            let c = b.input("c", desc(DataType::Float32, &[2, 1, 1]))?;
+            Ok(vec![
+                b.add(&a, &c)?,
+                b.transpose(&a, Some(&[1, 0, 2, 3, 4, 5, 6, 7, 8, 9]))?,
+            ])
+        }),
+    );
+    z
+}
+
+/// The bundled models, as the CPU context builds them.
+fn models(ctx: &Context) -> Vec<(String, GraphIr)> {
+    use crate::models;
+    let selfie = models::load(models::bundled("selfie/selfie_segmentation.tflite")).unwrap();
+    let esrgan = models::load(models::bundled("esrgan-slim/x2/model.json")).unwrap();
+    vec![
+        (
+            "selfie".into(),
+            (*selfie.build(ctx, None).unwrap().inner.ir).clone(),
+        ),
+        (
+            "ESRGAN".into(),
+            (*esrgan.build(ctx, Some((64, 96))).unwrap().inner.ir).clone(),
+        ),
+    ]
+}
+
+/// The innermost scalar of a WGSL type: "u32", "i32" or "f32".
+fn scalar_name(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String {
+    use naga::TypeInner as Ti;
+    match &module.types[ty].inner {
+        Ti::Scalar(s) | Ti::Vector { scalar: s, .. } => {
+            let kind = match s.kind {
+                naga::ScalarKind::Uint => "u",
+                naga::ScalarKind::Sint => "i",
+                naga::ScalarKind::Float => "f",
+                other => panic!("{other:?} in Params"),
+            };
+            format!("{kind}{}", s.width * 8)
+        }
+        Ti::Array { base, .. } => scalar_name(module, *base),
+        other => panic!("{other:?} in Params"),
+    }
+}
+
+/// The Rust `Params` the lowering handed over and the WGSL `struct Params`
+/// the kernel reads have the same fields at the same offsets, of the same
+/// sizes and scalar types, and the same size (the Rust one padded to 16
+/// bytes); Rust fields WGSL lacks are padding (named `_...`).
+fn params_agree(k: &Recorded, module: &naga::Module) {
+    let what = &k.label;
+    let (ty, members, span) = module
+        .types
+        .iter()
+        .find_map(|(h, t)| match (&t.name, &t.inner) {
+            (Some(n), naga::TypeInner::Struct { members, span }) if n == "Params" => {
+                Some((h, members, *span))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{what}: no struct Params\n{}", k.source));
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let size = k.params.len();
+    assert_eq!(
+        size % 16,
+        0,
+        "{what}: Params of {size} bytes, not a multiple of 16"
+    );
+    assert_eq!(
+        size as u32,
+        layouter[ty].size.next_multiple_of(16),
+        "{what}: Rust Params of {size} bytes, WGSL of {span}"
+    );
+    for m in members {
+        let name = m.name.as_deref().unwrap();
+        let field = k
+            .fields
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{what}: WGSL Params.{name} is not in the Rust struct"));
+        assert_eq!(field.offset as u32, m.offset, "{what}: offset of {name}");
+        assert_eq!(
+            field.size as u32, layouter[m.ty].size,
+            "{what}: size of {name}"
+        );
+        let scalar = scalar_name(module, m.ty);
+        assert!(
+            field.ty.contains(&scalar),
+            "{what}: {name} is {} in Rust, of {scalar} in WGSL",
+            field.ty
+        );
+    }
+    for f in k.fields {
+        assert!(
+            f.name.starts_with('_') || members.iter().any(|m| m.name.as_deref() == Some(f.name)),
+            "{what}: Rust Params.{} is not in the WGSL struct",
+            f.name
+        );
+    }
+}
+
+/// The module declares binding 0 (the params uniform) and one storage
+/// buffer per bound operand (and table), and nothing else.
+fn bindings_agree(k: &Recorded, module: &naga::Module) {
+    let mut found: Vec<(u32, naga::AddressSpace)> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| {
+            g.binding
+                .as_ref()
+                .map(|b| (b.group * 100 + b.binding, g.space))
+        })
+        .collect();
+    found.sort_by_key(|(b, _)| *b);
+    let numbers: Vec<u32> = found.iter().map(|(b, _)| *b).collect();
+    let want: Vec<u32> = (0..=k.storage_bindings as u32).collect();
+    assert_eq!(numbers, want, "{}: bindings", k.label);
+    assert_eq!(
+        found[0].1,
+        naga::AddressSpace::Uniform,
+        "{}: params",
+        k.label
+    );
+    for (b, space) in &found[1..] {
+        assert!(
+            matches!(space, naga::AddressSpace::Storage { .. }),
+            "{}: binding {b} is {space:?}",
+            k.label
+        );
+    }
+}
+
+/// What sets each conv2d kernel apart in its source.
+fn conv_kernel(source: &str) -> Option<&'static str> {
+    [
+        ("direct", "conv2d, one output element per invocation"),
+        ("64x64", "conv2d as an implicit GEMM, for convolutions"),
+        ("wide along k", "const ALONG_K: bool = true;"),
+        ("wide", "const ALONG_K: bool = false;"),
+        ("tensor cores", "coopMultiplyAdd"),
+    ]
+    .into_iter()
+    .find(|(_, mark)| source.contains(mark))
+    .map(|(name, _)| name)
+}
+
+#[test]
+fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
+    let ctx = Context::cpu();
+    let caps =
+        naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::COOPERATIVE_MATRIX;
+    let mut graphs = zoo(&ctx);
+    graphs.extend(models(&ctx));
+    let mut ops = [false; OP_KINDS];
+    let mut conv_kernels = BTreeSet::new();
+    let mut seen = HashSet::new();
+    let mut kernels = 0;
+    for (what, ir) in &graphs {
+        for node in &ir.nodes {
+            ops[op_kind(&node.op)] = true;
+        }
+        for target in TARGETS {
+            let recorded = record(ir, target).unwrap_or_else(|e| panic!("{what}: {e}"));
+            for k in recorded {
+                kernels += 1;
+                if k.label == "conv2d" {
+                    conv_kernels.insert(conv_kernel(&k.source).unwrap());
+                }
+                if !seen.insert((k.source.clone(), k.params.len())) {
+                    continue;
+                }
+                let where_ = format!("{what}, {}", k.label);
+                let module = naga::front::wgsl::parse_str(&k.source).unwrap_or_else(|e| {
+                    panic!("{where_}: {}\n{}", e.emit_to_string(&k.source), k.source)
+                });
+                let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{where_}: {e:?}\n{}", k.source));
+                naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+                    .unwrap_or_else(|e| panic!("{where_}: {e}"));
+                params_agree(&k, &module);
+                bindings_agree(&k, &module);
+            }
+        }
+    }
+    let missing: Vec<usize> = (0..OP_KINDS).filter(|&i| !ops[i]).collect();
+    assert!(
+        missing.is_empty(),
+        "ops never lowered: {missing:?} (see op_kind)"
+    );
+    assert_eq!(
+        conv_kernels.into_iter().collect::<Vec<_>>(),
+        ["64x64", "direct", "tensor cores", "wide", "wide along k"]
+    );
+    assert!(
+        seen.len() >= 200,
+        "{} distinct kernels of {kernels}",
+        seen.len()
+    );
+}
+
+#[test]
+fn a_new_input_size_generates_the_same_kernel_sources() {
+    let ctx = Context::cpu();
+    let esrgan = crate::models::load(crate::models::bundled("esrgan-slim/x2/model.json")).unwrap();
+    // Both sizes past conv2d's wide-tile threshold (which kernel a conv
+    // uses follows its size; nothing else in the source may).
+    let sources = |hw| -> Vec<String> {
+        let ir = esrgan.build(&ctx, Some(hw)).unwrap().inner.ir.clone();
+        let recorded = record(&ir, TARGETS[0]).unwrap();
+        assert!(!recorded.is_empty());
+        recorded.into_iter().map(|k| k.source).collect()
+    };
+    assert_eq!(sources((180, 320)), sources((240, 328)));
+}
+
+#[test]
+fn axes_fold_to_few_and_refuse_past_max_rank() {
+    // a: contiguous [2, 3, 4, 5, 6, 7, 2, 2, 2]; b: [7, 1, 1, 1] broadcast.
+    let shape = [2, 3, 4, 5, 6, 7, 2, 2, 2];
+    let a = crate::ml::types::strides(&shape);
+    let b = [0, 0, 0, 0, 0, 1, 0, 0, 0];
+    let (rank, folded) = axes("add", &shape, &[&a, &b[..]]).unwrap();
+    assert_eq!(rank, 3);
+    assert_eq!(folded[..3], [[720, 56, 0, 0], [7, 8, 1, 0], [8, 1, 0, 0]]);
+    assert!(folded[3..].iter().all(|a| *a == [0; 4]));
+    // Reversing nine axes leaves nothing to merge.
+    let shape = [2; 9];
+    let reversed: Vec<usize> = crate::ml::types::strides(&shape)
+        .into_iter()
+        .rev()
+        .collect();
+    let e = axes("transpose", &shape, &[&reversed])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("more than the GPU kernels take ({MAX_RANK})")),
+        "{e}"
+    );
+
+    let ctx = Context::cpu();
+    let ir = graph(&ctx, |b| {
+        b.transpose(&b.input("x", desc(DataType::Float32, &shape))?, None)
+    });
+    let e = record(&ir, TARGETS[0]).err().unwrap().to_string();
+    assert!(e.contains("transpose"), "{e}");
+}
+
+/// On a GPU: the selfie model on a second context, and ESRGAN at a second
+/// input size, compile no pipeline the device has not compiled before.
+#[test]
+fn a_new_input_size_or_context_compiles_no_new_pipeline() {
+    use crate::models;
+    let gpu = crate::gpu::Gpu::new().unwrap();
+    let selfie = models::load(models::bundled("selfie/selfie_segmentation.tflite")).unwrap();
+    selfie.build(&Context::gpu(&gpu), None).unwrap();
+    let compiled = gpu.pipelines_compiled();
+    assert!(compiled > 0);
+    selfie.build(&Context::gpu(&gpu), None).unwrap();
+    assert_eq!(
+        gpu.pipelines_compiled(),
+        compiled,
+        "selfie on a second context"
+    );
+
+    let ctx = Context::gpu(&gpu);
+    let esrgan = models::load(models::bundled("esrgan-slim/x2/model.json")).unwrap();
+    esrgan.build(&ctx, Some((180, 320))).unwrap();
+    let compiled = gpu.pipelines_compiled();
+    esrgan.build(&ctx, Some((240, 328))).unwrap();
+    assert_eq!(
+        gpu.pipelines_compiled(),
+        compiled,
+        "ESRGAN at a second size"
+    );
+}
