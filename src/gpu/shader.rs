@@ -207,6 +207,73 @@ impl Gpu {
     }
 }
 
+/// Checks for kernels built elsewhere (`video`), with no GPU: the same
+/// validator and SPIR-V writer a driver's compile would meet first, and the
+/// agreement of a `struct Params` with the Rust struct it is filled from.
+#[cfg(test)]
+pub(crate) mod testing {
+    use wgpu::naga;
+
+    /// Parses, validates and translates `source` to SPIR-V; panics with
+    /// `what` and the error otherwise. Returns the module for further checks.
+    pub(crate) fn validate(what: &str, source: &str) -> naga::Module {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::SHADER_FLOAT16,
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        module
+    }
+
+    /// The WGSL struct `name` of `source` and a Rust struct of `size` bytes
+    /// with `fields` (name, offset) agree: same size, and every WGSL member
+    /// has a Rust field of the same name at the same offset.
+    pub(crate) fn assert_same_layout(
+        source: &str,
+        name: &str,
+        size: usize,
+        fields: &[(&str, usize)],
+    ) {
+        let module = validate(name, source);
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).expect("layout");
+        let (handle, ty) = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name} in the kernel"));
+        let naga::TypeInner::Struct { members, .. } = &ty.inner else {
+            panic!("{name} is not a struct");
+        };
+        assert_eq!(
+            layouter[handle].size as usize, size,
+            "{name}: WGSL size vs Rust size_of"
+        );
+        assert_eq!(members.len(), fields.len(), "{name}: member count");
+        for m in members {
+            let member = m.name.as_deref().unwrap_or_default();
+            let rust = fields
+                .iter()
+                .find(|(f, _)| *f == member)
+                .unwrap_or_else(|| panic!("{name}.{member} has no Rust field"));
+            assert_eq!(m.offset as usize, rust.1, "{name}.{member} offset");
+        }
+    }
+
+    /// `[(name, offset_of!(T, name)), ...]` for [`assert_same_layout`].
+    macro_rules! offsets {
+        ($t:ty: $($f:ident),* $(,)?) => {
+            [$((stringify!($f), std::mem::offset_of!($t, $f))),*]
+        };
+    }
+    pub(crate) use offsets;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

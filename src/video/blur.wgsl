@@ -3,8 +3,8 @@
 // vertically reading the first pass's Rgba32Float output. Float
 // intermediates keep the result within rounding of an exact 2-D Gaussian.
 //
-// A workgroup blurs `lines` neighbouring lines (rows across, columns down),
-// 4 * per_line outputs of each. It first copies every input those outputs
+// A workgroup blurs `LINES` neighbouring lines (rows across, columns down),
+// 4 * PER_LINE outputs of each. It first copies every input those outputs
 // reach (radius either side) into workgroup memory, so the frame reader (a
 // YUV conversion for NV12/I420) runs about once per pixel rather than once
 // per tap, and computes the weights once rather than an exp() per tap. Each
@@ -12,39 +12,44 @@
 // kept in registers: a tap reads one new input for 4 outputs' multiply-adds.
 // With one output per invocation every tap would read its own input, and
 // those workgroup-memory reads, not the arithmetic, would set the pace.
-// `BlurTile` in composite.rs picks the shape and sets the constants below.
-override horizontal: bool;
-override sigma: f32;
-override radius: i32;
-override lines: u32;
-override per_line: u32;
-// (2 * radius + 1) / 4 rounded up: the weights in groups of 4, so one read
-// fetches the 4 that a window step needs. Taps past 2 * radius weigh 0.
-override tap_groups: u32;
-// per_line + tap_groups: a line's inputs in each of the 4 classes of `slot`.
-override slots: u32;
-// lines * 4 * slots.
-override tile_len: u32;
+//
+// `BlurTile` in composite.rs picks the shape and prepends it as constants
+// (they size the workgroup arrays and the workgroup, so they are compiled
+// in): HORIZONTAL, LINES and PER_LINE; TAP_GROUPS, (2 * radius + 1) / 4
+// rounded up: the weights in groups of 4, so one read fetches the 4 that a
+// window step needs (taps past 2 * radius weigh 0); SLOTS = PER_LINE +
+// TAP_GROUPS, a line's inputs in each of the 4 classes of `slot`; TILE_LEN =
+// LINES * 4 * SLOTS. Sigma and radius are values in `params`, read once per
+// workgroup: every strength with the same TAP_GROUPS shares one pipeline.
+
+struct Params {
+    sigma: f32,
+    // ceil(3 * sigma), at most 2 * TAP_GROUPS - 1 (TAP_GROUPS is set from it).
+    radius: i32,
+    _pad0: u32,
+    _pad1: u32,
+}
 
 @group(1) @binding(0) var dst: texture_storage_2d<rgba32float, write>;
+@group(1) @binding(1) var<uniform> params: Params;
 
 // One array per channel: a vec3 array would pad each input to 16 bytes, a
 // quarter more workgroup-memory traffic per read.
-var<workgroup> tile_r: array<f32, tile_len>;
-var<workgroup> tile_g: array<f32, tile_len>;
-var<workgroup> tile_b: array<f32, tile_len>;
-var<workgroup> weights: array<vec4<f32>, tap_groups>;
+var<workgroup> tile_r: array<f32, TILE_LEN>;
+var<workgroup> tile_g: array<f32, TILE_LEN>;
+var<workgroup> tile_b: array<f32, TILE_LEN>;
+var<workgroup> weights: array<vec4<f32>, TAP_GROUPS>;
 
 // Where input u (0 = radius before the tile's first output) of a line lives.
 // Invocation m reads input 4 * m + j at the same time as its neighbours read
 // theirs; grouping inputs by u % 4 puts those reads in consecutive words,
 // one per memory bank, where u -> u would put 4 invocations on each bank.
 fn slot(line: u32, u: u32) -> u32 {
-    return (line * 4u + u % 4u) * slots + u / 4u;
+    return (line * 4u + u % 4u) * SLOTS + u / 4u;
 }
 
 // Tap t (0..=2 * radius) of the kernel, before normalisation.
-fn weight(t: i32) -> f32 {
+fn weight(t: i32, radius: i32, sigma: f32) -> f32 {
     let i = t - radius;
     if i > radius {
         return 0.0;
@@ -56,41 +61,48 @@ fn input(i: u32) -> vec3<f32> {
     return vec3<f32>(tile_r[i], tile_g[i], tile_b[i]);
 }
 
-@compute @workgroup_size(lines * per_line)
+@compute @workgroup_size(LINES * PER_LINE)
 fn main(
     @builtin(local_invocation_index) index: u32,
     @builtin(workgroup_id) group: vec3<u32>,
 ) {
     let size = frame_size();
-    let along_len = select(size.y, size.x, horizontal);
-    let across_len = select(size.x, size.y, horizontal);
-    let first = i32(select(group.y, group.x, horizontal) * 4u * per_line);
-    let first_line = i32(select(group.x, group.y, horizontal) * lines);
-    let invocations = lines * per_line;
+    let along_len = select(size.y, size.x, HORIZONTAL);
+    let across_len = select(size.x, size.y, HORIZONTAL);
+    let first = i32(select(group.y, group.x, HORIZONTAL) * 4u * PER_LINE);
+    let first_line = i32(select(group.x, group.y, HORIZONTAL) * LINES);
+    let invocations = LINES * PER_LINE;
+    let radius = params.radius;
+    let sigma = params.sigma;
 
     // Loop bounds are the same for every invocation, which keeps the
     // barrier below in uniform control flow.
-    for (var k = 0u; k < (tap_groups + invocations - 1u) / invocations; k++) {
+    for (var k = 0u; k < (TAP_GROUPS + invocations - 1u) / invocations; k++) {
         let g = index + k * invocations;
-        if g < tap_groups {
+        if g < TAP_GROUPS {
             let t = i32(4u * g);
-            weights[g] = vec4(weight(t), weight(t + 1), weight(t + 2), weight(t + 3));
+            weights[g] = vec4(
+                weight(t, radius, sigma),
+                weight(t + 1, radius, sigma),
+                weight(t + 2, radius, sigma),
+                weight(t + 3, radius, sigma),
+            );
         }
     }
     // Walking the tile in storage order keeps writes to workgroup memory
     // consecutive; the frame reads this gives are 4 texels apart, and the
     // next 3 storage classes read the texels in between from the cache.
-    for (var k = 0u; k < (tile_len + invocations - 1u) / invocations; k++) {
+    for (var k = 0u; k < (TILE_LEN + invocations - 1u) / invocations; k++) {
         let s = index + k * invocations;
-        if s < tile_len {
-            let line = s / (4u * slots);
-            let r = s % (4u * slots);
-            let u = 4u * (r % slots) + r / slots;
+        if s < TILE_LEN {
+            let line = s / (4u * SLOTS);
+            let r = s % (4u * SLOTS);
+            let u = 4u * (r % SLOTS) + r / SLOTS;
             // Clamp to edge: border pixels are repeated rather than darkened.
             // Lines past the frame read its last line and are not stored.
             let along = clamp(first - radius + i32(u), 0, along_len - 1);
             let across = min(first_line + i32(line), across_len - 1);
-            let c = frame_rgb(select(vec2(across, along), vec2(along, across), horizontal));
+            let c = frame_rgb(select(vec2(across, along), vec2(along, across), HORIZONTAL));
             tile_r[s] = c.r;
             tile_g[s] = c.g;
             tile_b[s] = c.b;
@@ -98,8 +110,8 @@ fn main(
     }
     workgroupBarrier();
 
-    let line = index / per_line;
-    let m = index % per_line;
+    let line = index / PER_LINE;
+    let m = index % PER_LINE;
     let out = first + 4 * i32(m);
     let across = first_line + i32(line);
     if out >= along_len || across >= across_len {
@@ -112,15 +124,15 @@ fn main(
     // the weight total add up in the same order as a plain loop over taps.
     let base = slot(line, 4u * m);
     var x0 = input(base);
-    var x1 = input(base + slots);
-    var x2 = input(base + 2u * slots);
-    var x3 = input(base + 3u * slots);
+    var x1 = input(base + SLOTS);
+    var x2 = input(base + 2u * SLOTS);
+    var x3 = input(base + 3u * SLOTS);
     var a0 = vec3<f32>(0.0);
     var a1 = vec3<f32>(0.0);
     var a2 = vec3<f32>(0.0);
     var a3 = vec3<f32>(0.0);
     var total = 0.0;
-    for (var g = 0u; g < tap_groups; g++) {
+    for (var g = 0u; g < TAP_GROUPS; g++) {
         let w = weights[g];
         let next = base + g + 1u;
         total += w.x;
@@ -134,19 +146,19 @@ fn main(
         a1 += w.y * x2;
         a2 += w.y * x3;
         a3 += w.y * x0;
-        x1 = input(next + slots);
+        x1 = input(next + SLOTS);
         total += w.z;
         a0 += w.z * x2;
         a1 += w.z * x3;
         a2 += w.z * x0;
         a3 += w.z * x1;
-        x2 = input(next + 2u * slots);
+        x2 = input(next + 2u * SLOTS);
         total += w.w;
         a0 += w.w * x3;
         a1 += w.w * x0;
         a2 += w.w * x1;
         a3 += w.w * x2;
-        x3 = input(next + 3u * slots);
+        x3 = input(next + 3u * SLOTS);
     }
     let total255 = total * 255.0;
     store(out, across, along_len, a0 / total255);
@@ -157,7 +169,7 @@ fn main(
 
 fn store(along: i32, across: i32, along_len: i32, rgb: vec3<f32>) {
     if along < along_len {
-        let p = select(vec2(across, along), vec2(along, across), horizontal);
+        let p = select(vec2(across, along), vec2(along, across), HORIZONTAL);
         textureStore(dst, p, vec4(rgb, 1.0));
     }
 }

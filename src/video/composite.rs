@@ -1,12 +1,14 @@
 //! Segmentation output -> picture: a person mask (model output, any size)
 //! combined with the frame it was computed from, at the frame's size.
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Checks, Gpu, Specialization};
 
 use super::frame::GpuFrame;
-use super::frame_read::{frame_bind_group, textures_bind_group, ColorSpec, Reader};
-use super::pipelines::{build, constants_key, groups_2d, PipelineCache};
+use super::frame_read::{float_rgba_bind_group, frame_bind_group, yuv_buffer, ColorSpec, Reader};
+use super::groups_2d;
 
 /// Largest blur strength (Gaussian sigma in frame pixels); the kernel reaches
 /// 3 sigma each way, so this bounds the taps per pixel at 2 * 192 + 1.
@@ -72,10 +74,149 @@ pub struct CompositeOptions {
     pub color: ColorSpec,
 }
 
+/// What shapes the composite kernel's code: each combination is its own
+/// pipeline (see `video`'s rule: switches are specialised, values are
+/// [`CompositeParams`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CompositeSwitches {
+    pub reader: Reader,
+    /// 0 frame as is, 1 mask, 2 colour, 3 image, 4 blurred background.
+    pub effect: u32,
+    pub edge: bool,
+}
+
+impl CompositeSwitches {
+    fn of(o: &CompositeOptions, reader: Reader) -> Self {
+        CompositeSwitches {
+            reader,
+            effect: match &o.effect {
+                Effect::None => 0,
+                Effect::Mask => 1,
+                Effect::Replace(Background::Color(_)) => 2,
+                Effect::Replace(Background::Image(_)) => 3,
+                Effect::Blur { .. } => 4,
+            },
+            edge: o.mask.edge.is_some(),
+        }
+    }
+
+    /// The kernel's WGSL.
+    pub(crate) fn source(&self) -> String {
+        Specialization::new()
+            .u32("EFFECT", self.effect)
+            .bool("EDGE", self.edge)
+            .module(
+                &[],
+                &format!(
+                    "{}\n{}",
+                    self.reader.source(),
+                    include_str!("composite.wgsl")
+                ),
+            )
+    }
+
+    /// Every combination, for the shader tests.
+    #[cfg(test)]
+    pub(crate) fn all() -> Vec<CompositeSwitches> {
+        let mut all = Vec::new();
+        for reader in Reader::ALL {
+            for effect in 0..5 {
+                for edge in [false, true] {
+                    all.push(CompositeSwitches {
+                        reader,
+                        effect,
+                        edge,
+                    });
+                }
+            }
+        }
+        all
+    }
+}
+
+/// `Params` of composite.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct CompositeParams {
+    pub bg: [f32; 4],
+    pub mask_w: u32,
+    pub mask_h: u32,
+    pub edge_lo: f32,
+    pub edge_hi: f32,
+}
+
+impl CompositeParams {
+    fn of(o: &CompositeOptions) -> Self {
+        // RGB in 0..255 like the frame, alpha in 0..1.
+        let bg = match &o.effect {
+            Effect::Replace(Background::Color([r, g, b, a])) => [
+                f32::from(*r),
+                f32::from(*g),
+                f32::from(*b),
+                f32::from(*a) / 255.0,
+            ],
+            _ => [0.0; 4],
+        };
+        let (edge_lo, edge_hi) = match o.mask.edge {
+            Some(e) => (e.threshold - e.softness, e.threshold + e.softness),
+            None => (0.0, 0.0),
+        };
+        CompositeParams {
+            bg,
+            mask_w: o.mask.width,
+            mask_h: o.mask.height,
+            edge_lo,
+            edge_hi,
+        }
+    }
+}
+
+/// `Params` of blur.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct BlurParams {
+    pub sigma: f32,
+    pub radius: i32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+impl BlurParams {
+    fn of(strength: f32) -> Self {
+        BlurParams {
+            sigma: strength,
+            radius: blur_radius(strength) as i32,
+            _pad0: 0,
+            _pad1: 0,
+        }
+    }
+}
+
+/// Taps each way: 3 sigma, rounded up.
+fn blur_radius(strength: f32) -> u32 {
+    (3.0 * strength).ceil() as u32
+}
+
+/// `Params` of mask_smooth.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct SmoothParams {
+    pub alpha: f32,
+    pub mask_len: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+/// The temporal smoothing kernel (no switches).
+pub(crate) const SMOOTH_SOURCE: &str = include_str!("mask_smooth.wgsl");
+
 struct Smoothing {
     state: wgpu::Buffer,
-    steady: wgpu::ComputePipeline,
-    first: wgpu::ComputePipeline,
+    pipeline: wgpu::ComputePipeline,
+    /// Params with the configured weight, and with 0 for the first frame
+    /// (it has no history: its mask is taken as is).
+    steady: wgpu::Buffer,
+    first: wgpu::Buffer,
     primed: bool,
 }
 
@@ -92,8 +233,8 @@ const BLUR_TILE_BYTES: u32 = 16 * 1024;
 /// each blurs `lines` neighbouring lines over `per_line` invocations of
 /// BLUR_RUN outputs, reading the outputs' span plus the kernel's radius
 /// either side into workgroup memory.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct BlurTile {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct BlurTile {
     horizontal: bool,
     lines: u32,
     per_line: u32,
@@ -137,14 +278,50 @@ impl BlurTile {
         4 * (3 * u64::from(self.tile_len()) + u64::from(BLUR_RUN * self.tap_groups))
     }
 
-    fn constants(&self) -> [(&'static str, f64); 5] {
-        [
-            ("lines", f64::from(self.lines)),
-            ("per_line", f64::from(self.per_line)),
-            ("tap_groups", f64::from(self.tap_groups)),
-            ("slots", f64::from(self.slots())),
-            ("tile_len", f64::from(self.tile_len())),
-        ]
+    /// The blur kernel reading frames through `reader`: the tile is
+    /// compiled in, since it sizes the workgroup and its arrays.
+    pub(crate) fn source(&self, reader: Reader) -> String {
+        Specialization::new()
+            .bool("HORIZONTAL", self.horizontal)
+            .u32("LINES", self.lines)
+            .u32("PER_LINE", self.per_line)
+            .u32("TAP_GROUPS", self.tap_groups)
+            .u32("SLOTS", self.slots())
+            .u32("TILE_LEN", self.tile_len())
+            .module(
+                &[],
+                &format!("{}\n{}", reader.source(), include_str!("blur.wgsl")),
+            )
+    }
+
+    /// The tiles of every pass that MAX_BLUR_STRENGTH allows on a device
+    /// with the least workgroup memory and with WebGPU's default, with the
+    /// readers they meet (the frame's across, the intermediate's down).
+    #[cfg(test)]
+    pub(crate) fn all() -> Vec<(BlurTile, Reader)> {
+        let mut all = Vec::new();
+        let max_radius = blur_radius(MAX_BLUR_STRENGTH);
+        for budget in [
+            wgpu::Limits::downlevel_defaults().max_compute_workgroup_storage_size,
+            BLUR_TILE_BYTES,
+        ] {
+            for radius in 1..=max_radius {
+                for horizontal in [true, false] {
+                    let tile = BlurTile::new(horizontal, radius, budget).expect("a tile");
+                    let readers: &[Reader] = if horizontal {
+                        &[Reader::Packed, Reader::Rgb24, Reader::Nv12, Reader::I420]
+                    } else {
+                        &[Reader::FloatRgba]
+                    };
+                    for &reader in readers {
+                        if !all.contains(&(tile, reader)) {
+                            all.push((tile, reader));
+                        }
+                    }
+                }
+            }
+        }
+        all
     }
 
     /// Workgroups covering a `width` x `height` frame.
@@ -164,12 +341,26 @@ struct BlurTargets {
     done: wgpu::Texture,
 }
 
+/// A pipeline this compositor uses, by what shaped its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kernel {
+    Composite(CompositeSwitches),
+    Blur(BlurTile, Reader),
+}
+
 /// Composites frames with masks; holds the temporal state and blur
 /// intermediates between frames.
 pub struct Compositor {
     gpu: Gpu,
     options: CompositeOptions,
-    pipelines: PipelineCache,
+    /// This compositor's pipelines, from the device's cache: a frame costs
+    /// a map look-up rather than building and hashing a kernel's source.
+    pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
+    /// `CompositeParams` of the options, rewritten when the effect changes.
+    params: wgpu::Buffer,
+    /// `BlurParams` of the blur strength (both passes), when blurring.
+    blur_params: Option<(f32, wgpu::Buffer)>,
+    yuv: wgpu::Buffer,
     smoothing: Option<Smoothing>,
     blur: Option<BlurTargets>,
     // Bound where the effect reads no background texture: the pipeline layout
@@ -263,12 +454,17 @@ impl Compositor {
                     m.width, m.height, limits.max_compute_workgroups_per_dimension
                 )));
             }
-            let pipeline = |alpha: f32| {
-                build(
-                    gpu,
-                    "wgnn mask smoothing",
-                    include_str!("mask_smooth.wgsl"),
-                    &[("alpha", f64::from(alpha)), ("mask_len", mask_len as f64)],
+            let params = |alpha: f32| {
+                let p = SmoothParams {
+                    alpha,
+                    mask_len: mask_len as u32,
+                    _pad0: 0,
+                    _pad1: 0,
+                };
+                gpu.create_buffer_with_data(
+                    "wgnn mask smoothing params",
+                    bytemuck::bytes_of(&p),
+                    wgpu::BufferUsages::UNIFORM,
                 )
             };
             let state = gpu.scoped("mask smoothing state", || {
@@ -281,9 +477,13 @@ impl Compositor {
             })?;
             Some(Smoothing {
                 state,
-                steady: pipeline(m.temporal)?,
-                // The first frame has no history: take its mask as is.
-                first: pipeline(0.0)?,
+                pipeline: gpu.compute_pipeline(
+                    "wgnn mask smoothing",
+                    SMOOTH_SOURCE,
+                    Checks::All,
+                )?,
+                steady: params(m.temporal)?,
+                first: params(0.0)?,
                 primed: false,
             })
         } else {
@@ -297,10 +497,15 @@ impl Compositor {
             wgpu::TextureFormat::Rgba8Unorm,
             wgpu::TextureUsages::TEXTURE_BINDING,
         )?;
+        let params = composite_params(gpu, &options)?;
+        let blur_params = effect_blur_params(gpu, &options.effect, None)?;
         Ok(Compositor {
             gpu: gpu.clone(),
+            yuv: yuv_buffer(gpu, options.color)?,
             options,
-            pipelines: PipelineCache::default(),
+            pipelines: HashMap::new(),
+            params,
+            blur_params,
             smoothing,
             blur: None,
             placeholder,
@@ -313,7 +518,16 @@ impl Compositor {
 
     pub fn set_effect(&mut self, effect: Effect) -> Result<()> {
         check_effect(&effect)?;
+        let before = CompositeParams::of(&self.options);
         self.options.effect = effect;
+        // New buffers rather than writes into the old ones: passes already
+        // recorded (and not yet submitted) keep the values they were
+        // recorded with.
+        if CompositeParams::of(&self.options) != before {
+            self.params = composite_params(&self.gpu, &self.options)?;
+        }
+        self.blur_params =
+            effect_blur_params(&self.gpu, &self.options.effect, self.blur_params.take())?;
         Ok(())
     }
 
@@ -324,79 +538,50 @@ impl Compositor {
         }
     }
 
-    /// Pipelines compiled so far.
+    /// Pipelines this compositor has used so far. They are compiled once
+    /// per device: another compositor with the same switches reuses them.
     pub fn pipelines_built(&self) -> u64 {
-        self.pipelines.built()
+        self.pipelines.len() as u64
     }
 
-    fn composite_pipeline(&self, reader: Reader) -> Result<wgpu::ComputePipeline> {
-        let o = &self.options;
-        let (effect, bg) = match &o.effect {
-            Effect::None => (0, [0; 4]),
-            Effect::Mask => (1, [0; 4]),
-            Effect::Replace(Background::Color(c)) => (2, *c),
-            Effect::Replace(Background::Image(_)) => (3, [0; 4]),
-            Effect::Blur { .. } => (4, [0; 4]),
+    fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipelines.get(&kernel) {
+            return Ok(p.clone());
+        }
+        let p = match kernel {
+            Kernel::Composite(switches) => {
+                self.gpu
+                    .compute_pipeline("wgnn composite", &switches.source(), Checks::All)?
+            }
+            Kernel::Blur(tile, reader) => {
+                self.gpu
+                    .compute_pipeline("wgnn blur", &tile.source(reader), Checks::All)?
+            }
         };
-        let (edge, lo, hi) = match o.mask.edge {
-            Some(e) => (1, e.threshold - e.softness, e.threshold + e.softness),
-            None => (0, 0.0, 0.0),
-        };
-        let mut c = vec![
-            ("mask_w", f64::from(o.mask.width)),
-            ("mask_h", f64::from(o.mask.height)),
-            ("edge", f64::from(edge)),
-            ("edge_lo", f64::from(lo)),
-            ("edge_hi", f64::from(hi)),
-            ("effect", f64::from(effect)),
-            ("bg_r", f64::from(bg[0])),
-            ("bg_g", f64::from(bg[1])),
-            ("bg_b", f64::from(bg[2])),
-            ("bg_a", f64::from(bg[3]) / 255.0),
-        ];
-        c.extend(reader.constants(o.color));
-        self.pipelines.get(
-            &self.gpu,
-            format!("composite {reader:?} {}", constants_key(&c)),
-            "wgnn composite",
-            || format!("{}\n{}", reader.source(), include_str!("composite.wgsl")),
-            &c,
-        )
+        self.pipelines.insert(kernel, p.clone());
+        Ok(p)
     }
 
+    /// The blur pass reading through `reader` and its tile.
     fn blur_pipeline(
-        &self,
+        &mut self,
         reader: Reader,
         strength: f32,
     ) -> Result<(wgpu::ComputePipeline, BlurTile)> {
         let horizontal = reader != Reader::FloatRgba;
-        let radius = (3.0 * strength).ceil();
+        let radius = blur_radius(strength);
         let budget = self
             .gpu
             .limits()
             .max_compute_workgroup_storage_size
             .min(BLUR_TILE_BYTES);
-        let tile = BlurTile::new(horizontal, radius as u32, budget).ok_or_else(|| {
+        let tile = BlurTile::new(horizontal, radius, budget).ok_or_else(|| {
             Error::invalid(format!(
                 "composite: no blur tile for radius {radius} fits in the device's \
                  max_compute_workgroup_storage_size = {budget}"
             ))
         })?;
-        let mut c = vec![
-            ("horizontal", f64::from(u8::from(horizontal))),
-            ("sigma", f64::from(strength)),
-            ("radius", f64::from(radius)),
-        ];
-        c.extend(tile.constants());
-        c.extend(reader.constants(self.options.color));
-        let pipeline = self.pipelines.get(
-            &self.gpu,
-            format!("blur {reader:?} {}", constants_key(&c)),
-            "wgnn blur",
-            || format!("{}\n{}", reader.source(), include_str!("blur.wgsl")),
-            &c,
-        )?;
-        Ok((pipeline, tile))
+        Ok((self.pipeline(Kernel::Blur(tile, reader))?, tile))
     }
 
     fn blur_targets(&mut self, width: u32, height: u32) -> Result<&BlurTargets> {
@@ -467,7 +652,8 @@ impl Compositor {
 
         let mut mask_src = mask.clone();
         if let Some(s) = &mut self.smoothing {
-            let pipeline = if s.primed { &s.steady } else { &s.first };
+            let pipeline = &s.pipeline;
+            let params = if s.primed { &s.steady } else { &s.first };
             let bind = gpu.scoped("mask smoothing bindings", || {
                 gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("wgnn mask smoothing"),
@@ -480,6 +666,10 @@ impl Compositor {
                         wgpu::BindGroupEntry {
                             binding: 1,
                             resource: s.state.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: params.as_entire_binding(),
                         },
                     ],
                 })
@@ -503,18 +693,27 @@ impl Compositor {
             Effect::Blur { strength } => {
                 let (across_pipe, across_tile) = self.blur_pipeline(reader, strength)?;
                 let (down_pipe, down_tile) = self.blur_pipeline(Reader::FloatRgba, strength)?;
+                // Made by `new` or `set_effect`: this only hands them over.
+                let (_, blur_params) = blur_params(&gpu, strength, self.blur_params.take())?;
+                self.blur_params = Some((strength, blur_params.clone()));
                 let targets = self.blur_targets(w, h)?;
                 let across = targets.across.create_view(&Default::default());
                 let done = targets.done.create_view(&Default::default());
                 let done_tex = targets.done.clone();
-                let src = frame_bind_group(&gpu, &across_pipe, frame)?;
-                let mid = textures_bind_group(&gpu, &down_pipe, std::slice::from_ref(&across))?;
+                let src = frame_bind_group(
+                    &gpu,
+                    &across_pipe.get_bind_group_layout(0),
+                    frame,
+                    Some(&self.yuv),
+                )?;
+                let mid =
+                    float_rgba_bind_group(&gpu, &down_pipe.get_bind_group_layout(0), &across)?;
                 for (pipe, tile, input, output) in [
                     (&across_pipe, across_tile, &src, &across),
                     (&down_pipe, down_tile, &mid, &done),
                 ] {
                     let (gx, gy) = tile.groups(w, h);
-                    let target = storage_bind_group(&gpu, pipe, output)?;
+                    let target = blur_target_bind_group(&gpu, pipe, output, &blur_params)?;
                     gpu.scoped("blur pass", || {
                         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                             label: Some("wgnn blur"),
@@ -531,8 +730,14 @@ impl Compositor {
             _ => self.placeholder.clone(),
         };
 
-        let pipeline = self.composite_pipeline(reader)?;
-        let planes = frame_bind_group(&gpu, &pipeline, frame)?;
+        let switches = CompositeSwitches::of(&self.options, reader);
+        let pipeline = self.pipeline(Kernel::Composite(switches))?;
+        let planes = frame_bind_group(
+            &gpu,
+            &pipeline.get_bind_group_layout(0),
+            frame,
+            Some(&self.yuv),
+        )?;
         let bg_view = background.create_view(&Default::default());
         let out_view = out.create_view(&Default::default());
         let own = gpu.scoped("composite bindings", || {
@@ -551,6 +756,10 @@ impl Compositor {
                     wgpu::BindGroupEntry {
                         binding: 2,
                         resource: wgpu::BindingResource::TextureView(&out_view),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: self.params.as_entire_binding(),
                     },
                 ],
             })
@@ -585,19 +794,64 @@ impl Compositor {
     }
 }
 
-fn storage_bind_group(
+fn composite_params(gpu: &Gpu, options: &CompositeOptions) -> Result<wgpu::Buffer> {
+    gpu.create_buffer_with_data(
+        "wgnn composite params",
+        bytemuck::bytes_of(&CompositeParams::of(options)),
+        wgpu::BufferUsages::UNIFORM,
+    )
+}
+
+/// The blur's params for `strength`: `old` when made for the same strength.
+fn blur_params(
+    gpu: &Gpu,
+    strength: f32,
+    old: Option<(f32, wgpu::Buffer)>,
+) -> Result<(f32, wgpu::Buffer)> {
+    if let Some(old) = old.filter(|(s, _)| *s == strength) {
+        return Ok(old);
+    }
+    let buffer = gpu.create_buffer_with_data(
+        "wgnn blur params",
+        bytemuck::bytes_of(&BlurParams::of(strength)),
+        wgpu::BufferUsages::UNIFORM,
+    )?;
+    Ok((strength, buffer))
+}
+
+/// The blur's params when `effect` is a blur, reusing `old` when it can.
+fn effect_blur_params(
+    gpu: &Gpu,
+    effect: &Effect,
+    old: Option<(f32, wgpu::Buffer)>,
+) -> Result<Option<(f32, wgpu::Buffer)>> {
+    match *effect {
+        Effect::Blur { strength } => blur_params(gpu, strength, old).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Group 1 of a blur pass: its output and its params.
+fn blur_target_bind_group(
     gpu: &Gpu,
     pipeline: &wgpu::ComputePipeline,
     view: &wgpu::TextureView,
+    params: &wgpu::Buffer,
 ) -> Result<wgpu::BindGroup> {
-    gpu.scoped("storage texture binding", || {
+    gpu.scoped("blur output binding", || {
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("wgnn storage target"),
+            label: Some("wgnn blur target"),
             layout: &pipeline.get_bind_group_layout(1),
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::TextureView(view),
-            }],
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::TextureView(view),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: params.as_entire_binding(),
+                },
+            ],
         })
     })
 }

@@ -1,31 +1,34 @@
-// Person mask + frame -> RGBA. Prepended: a frame reader (group 0).
-override mask_w: u32;
-override mask_h: u32;
-override edge: bool;
-override edge_lo: f32;
-override edge_hi: f32;
-// 0 frame as is, 1 mask as grey, 2 colour background, 3 image background
-// (scaled to the frame), 4 pre-blurred frame (same size) as background.
-override effect: u32;
-override bg_r: f32;
-override bg_g: f32;
-override bg_b: f32;
-// Background alpha (0..1) for the colour effect: a transparent colour makes
-// the output an overlay with the person opaque.
-override bg_a: f32;
+// Person mask + frame -> RGBA. Prepended (composite.rs): the switches
+// EFFECT (0 frame as is, 1 mask as grey, 2 colour background, 3 image
+// background scaled to the frame, 4 pre-blurred frame of the same size as
+// background) and EDGE (harden the mask edge), then a frame reader (group
+// 0). Sizes, colours and thresholds are values in `params`: a new frame or
+// mask size compiles nothing.
+
+struct Params {
+    // Colour background (effect 2): rgb in 0..255, then alpha in 0..1; a
+    // transparent colour makes the output an overlay with the person opaque.
+    bg: vec4<f32>,
+    mask_w: u32,
+    mask_h: u32,
+    // With EDGE: smoothstep(edge_lo, edge_hi, m), a step at edge_lo when equal.
+    edge_lo: f32,
+    edge_hi: f32,
+}
 
 @group(1) @binding(0) var<storage, read> mask: array<f32>;
 @group(1) @binding(1) var bg: texture_2d<f32>;
 @group(1) @binding(2) var out: texture_storage_2d<rgba8unorm, write>;
+@group(1) @binding(3) var<uniform> params: Params;
 
 fn mask_at(p: vec2<i32>) -> f32 {
-    return mask[u32(p.y) * mask_w + u32(p.x)];
+    return mask[u32(p.y) * params.mask_w + u32(p.x)];
 }
 
 // Person probability at frame pixel p: the mask stretched over the frame,
 // bilinear with pixel centres aligned, then optionally sharpened.
 fn person(p: vec2<i32>, size: vec2<i32>) -> f32 {
-    let msize = vec2<i32>(i32(mask_w), i32(mask_h));
+    let msize = vec2<i32>(i32(params.mask_w), i32(params.mask_h));
     let pos = (vec2<f32>(p) + 0.5) * vec2<f32>(msize) / vec2<f32>(size) - 0.5;
     let q = clamp(pos, vec2<f32>(0.0), vec2<f32>(msize - 1));
     let q0 = vec2<i32>(floor(q));
@@ -34,11 +37,13 @@ fn person(p: vec2<i32>, size: vec2<i32>) -> f32 {
     let top = mix(mask_at(q0), mask_at(vec2<i32>(q1.x, q0.y)), f.x);
     let bottom = mix(mask_at(vec2<i32>(q0.x, q1.y)), mask_at(q1), f.x);
     var m = clamp(mix(top, bottom, f.y), 0.0, 1.0);
-    if edge {
-        if edge_hi > edge_lo {
-            m = smoothstep(edge_lo, edge_hi, m);
+    if EDGE {
+        let lo = params.edge_lo;
+        let hi = params.edge_hi;
+        if hi > lo {
+            m = smoothstep(lo, hi, m);
         } else {
-            m = select(0.0, 1.0, m >= edge_lo);
+            m = select(0.0, 1.0, m >= lo);
         }
     }
     return m;
@@ -72,13 +77,13 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let m = person(p, size);
     var rgb = fg;
     var alpha = 1.0;
-    switch effect {
+    switch EFFECT {
         case 1u: {
             rgb = vec3<f32>(m * 255.0);
         }
         case 2u: {
-            rgb = mix(vec3<f32>(bg_r, bg_g, bg_b), fg, m);
-            alpha = mix(bg_a, 1.0, m);
+            rgb = mix(params.bg.rgb, fg, m);
+            alpha = mix(params.bg.a, 1.0, m);
         }
         case 3u: {
             rgb = mix(bg_scaled(p, size), fg, m);

@@ -1,8 +1,10 @@
 //! One way for every shader to read a frame whatever its format: a WGSL
 //! snippet per plane arrangement defines `frame_size()` and `frame_rgb(p)`
-//! (0..255) over bind group 0, and the shader that needs pixels is appended.
+//! (0..255) over bind group 0 (the planes at bindings 0.., and for YUV the
+//! matrix and range as `YuvParams` at binding 3), and the shader that needs
+//! pixels is appended.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
 use super::frame::{GpuFrame, VideoFormat};
@@ -65,7 +67,16 @@ impl Reader {
         }
     }
 
-    fn is_yuv(self) -> bool {
+    #[cfg(test)]
+    pub(crate) const ALL: [Reader; 5] = [
+        Reader::Packed,
+        Reader::Rgb24,
+        Reader::Nv12,
+        Reader::I420,
+        Reader::FloatRgba,
+    ];
+
+    pub(crate) fn is_yuv(self) -> bool {
         matches!(self, Reader::Nv12 | Reader::I420)
     }
 
@@ -84,44 +95,99 @@ impl Reader {
             body.to_string()
         }
     }
+}
 
-    /// Pipeline constants the snippet declares (only YUV readers have any;
-    /// wgpu rejects constants a shader does not declare).
-    pub(crate) fn constants(self, color: ColorSpec) -> Vec<(&'static str, f64)> {
-        if !self.is_yuv() {
-            return Vec::new();
-        }
+/// `YuvParams` of yuv.wgsl: the matrix and range a YUV reader converts
+/// with. Values, not specialisations: BT.601 and BT.709, limited and full
+/// range, share each reader's pipeline.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct YuvParams {
+    pub kr: f32,
+    pub kb: f32,
+    pub luma_offset: f32,
+    pub luma_range: f32,
+    pub chroma_range: f32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+
+impl YuvParams {
+    pub(crate) fn of(color: ColorSpec) -> YuvParams {
         let (kr, kb) = color.matrix.kr_kb();
-        vec![
-            ("yuv_kr", kr),
-            ("yuv_kb", kb),
-            (
-                "yuv_full_range",
-                f64::from(u8::from(color.range == YuvRange::Full)),
-            ),
-        ]
+        let (luma_offset, luma_range, chroma_range) = match color.range {
+            // Y' in 16..235, Cb/Cr in 16..240.
+            YuvRange::Limited => (16.0, 219.0, 224.0),
+            YuvRange::Full => (0.0, 255.0, 255.0),
+        };
+        YuvParams {
+            kr: kr as f32,
+            kb: kb as f32,
+            luma_offset,
+            luma_range,
+            chroma_range,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        }
     }
 }
 
-/// Binds a frame's planes as group 0 of `pipeline`.
+/// The uniform buffer a YUV reader reads `color` from, made once per
+/// configuration (the frame's format is known only per frame, so every
+/// frame-reading kernel makes one whatever formats arrive: 32 bytes).
+pub(crate) fn yuv_buffer(gpu: &Gpu, color: ColorSpec) -> Result<wgpu::Buffer> {
+    gpu.create_buffer_with_data(
+        "wgnn yuv params",
+        bytemuck::bytes_of(&YuvParams::of(color)),
+        wgpu::BufferUsages::UNIFORM,
+    )
+}
+
+/// Binds a frame's planes as group 0 of `layout`, with `yuv` (see
+/// [`yuv_buffer`]; needed for YUV frames only) at binding 3 where the
+/// frame's reader converts YUV.
 pub(crate) fn frame_bind_group(
     gpu: &Gpu,
-    pipeline: &wgpu::ComputePipeline,
+    layout: &wgpu::BindGroupLayout,
     frame: &GpuFrame,
+    yuv: Option<&wgpu::Buffer>,
 ) -> Result<wgpu::BindGroup> {
     let views: Vec<wgpu::TextureView> = frame
         .planes()
         .map(|t| t.create_view(&Default::default()))
         .collect();
-    textures_bind_group(gpu, pipeline, &views)
+    let yuv = if Reader::of(frame.format()).is_yuv() {
+        Some(yuv.ok_or_else(|| {
+            Error::invalid(format!(
+                "reading a {} frame needs its colour matrix and range",
+                frame.format().name()
+            ))
+        })?)
+    } else {
+        None
+    };
+    bind_planes(gpu, layout, &views, yuv)
 }
 
-pub(crate) fn textures_bind_group(
+/// Binds one Rgba32Float intermediate as group 0 of `layout`, for
+/// [`Reader::FloatRgba`].
+pub(crate) fn float_rgba_bind_group(
     gpu: &Gpu,
-    pipeline: &wgpu::ComputePipeline,
-    views: &[wgpu::TextureView],
+    layout: &wgpu::BindGroupLayout,
+    view: &wgpu::TextureView,
 ) -> Result<wgpu::BindGroup> {
-    let entries: Vec<wgpu::BindGroupEntry> = views
+    bind_planes(gpu, layout, std::slice::from_ref(view), None)
+}
+
+fn bind_planes(
+    gpu: &Gpu,
+    layout: &wgpu::BindGroupLayout,
+    views: &[wgpu::TextureView],
+    yuv: Option<&wgpu::Buffer>,
+) -> Result<wgpu::BindGroup> {
+    let mut entries: Vec<wgpu::BindGroupEntry> = views
         .iter()
         .enumerate()
         .map(|(i, v)| wgpu::BindGroupEntry {
@@ -129,10 +195,16 @@ pub(crate) fn textures_bind_group(
             resource: wgpu::BindingResource::TextureView(v),
         })
         .collect();
+    if let Some(yuv) = yuv {
+        entries.push(wgpu::BindGroupEntry {
+            binding: 3,
+            resource: yuv.as_entire_binding(),
+        });
+    }
     gpu.scoped("binding the frame's planes", || {
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("wgnn frame planes"),
-            layout: &pipeline.get_bind_group_layout(0),
+            layout,
             entries: &entries,
         })
     })

@@ -1,10 +1,34 @@
 //! Model output image -> displayable texture.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Checks, Gpu};
 
 use super::composite::create_texture;
-use super::pipelines::{constants_key, groups_2d, PipelineCache};
+use super::groups_2d;
+
+/// The image-out kernel (no switches).
+pub(crate) const IMAGE_OUT_SOURCE: &str = include_str!("image_out.wgsl");
+
+/// `Params` of image_out.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ImageOutParams {
+    pub in_w: u32,
+    pub in_h: u32,
+    pub x0: u32,
+    pub out_w: u32,
+    pub out_h: u32,
+    pub whole: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+/// Regions whose params buffers a writer keeps; past this many (sizes that
+/// keep changing) the old ones are let go.
+const KEPT_REGIONS: usize = 16;
 
 /// An RGBA8 texture shaders can write (STORAGE_BINDING), sample
 /// (TEXTURE_BINDING) and that can be copied out (COPY_SRC): the output type
@@ -28,7 +52,14 @@ pub fn create_rgba_texture(gpu: &Gpu, width: u32, height: u32) -> Result<wgpu::T
 /// than the tensor (see image_out.wgsl).
 pub struct ImageWriter {
     gpu: Gpu,
-    pipelines: PipelineCache,
+    pipeline: wgpu::ComputePipeline,
+    /// Params of whole-texture writes, whatever the texture's size.
+    whole: wgpu::Buffer,
+    /// Params of each region written so far: made on a region's first
+    /// write, then reused every frame. A buffer per region rather than one
+    /// rewritten: two regions recorded into one encoder must each keep
+    /// their own values.
+    regions: Mutex<HashMap<ImageOutParams, wgpu::Buffer>>,
 }
 
 impl std::fmt::Debug for ImageWriter {
@@ -48,9 +79,15 @@ pub struct ImageRegion {
 
 impl ImageWriter {
     pub fn new(gpu: &Gpu) -> Result<ImageWriter> {
+        let whole = ImageOutParams {
+            whole: 1,
+            ..bytemuck::Zeroable::zeroed()
+        };
         Ok(ImageWriter {
             gpu: gpu.clone(),
-            pipelines: PipelineCache::default(),
+            pipeline: gpu.compute_pipeline("wgnn image out", IMAGE_OUT_SOURCE, Checks::All)?,
+            whole: params_buffer(gpu, &whole)?,
+            regions: Mutex::default(),
         })
     }
 
@@ -68,7 +105,8 @@ impl ImageWriter {
             width: w,
             height: h,
         };
-        self.encode_region(encoder, src, (w, h), out, region)
+        self.check(src, (w, h), out, region)?;
+        self.record(encoder, src, out, region, &self.whole)
     }
 
     /// Records the pass writing the [1, size.1, size.0, 3] tensor in `src`
@@ -81,7 +119,41 @@ impl ImageWriter {
         out: &wgpu::Texture,
         region: ImageRegion,
     ) -> Result<()> {
-        let (w, h) = size;
+        self.check(src, size, out, region)?;
+        let params = ImageOutParams {
+            in_w: size.0,
+            in_h: size.1,
+            x0: region.x0,
+            out_w: region.width,
+            out_h: region.height,
+            whole: 0,
+            _pad0: 0,
+            _pad1: 0,
+        };
+        let buffer = {
+            let mut regions = self.regions.lock().unwrap();
+            match regions.get(&params) {
+                Some(b) => b.clone(),
+                None => {
+                    if regions.len() >= KEPT_REGIONS {
+                        regions.clear();
+                    }
+                    let b = params_buffer(&self.gpu, &params)?;
+                    regions.insert(params, b.clone());
+                    b
+                }
+            }
+        };
+        self.record(encoder, src, out, region, &buffer)
+    }
+
+    fn check(
+        &self,
+        src: &wgpu::Buffer,
+        (w, h): (u32, u32),
+        out: &wgpu::Texture,
+        region: ImageRegion,
+    ) -> Result<()> {
         let needed = 4 * 3 * u64::from(w) * u64::from(h);
         if w == 0 || h == 0 || region.width == 0 || region.height == 0 {
             return Err(Error::invalid(format!(
@@ -119,21 +191,19 @@ impl ImageWriter {
                 out.height()
             )));
         }
+        Ok(())
+    }
+
+    fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        out: &wgpu::Texture,
+        region: ImageRegion,
+        params: &wgpu::Buffer,
+    ) -> Result<()> {
         let gpu = &self.gpu;
-        let constants = [
-            ("in_w", f64::from(w)),
-            ("in_h", f64::from(h)),
-            ("x0", f64::from(region.x0)),
-            ("out_w", f64::from(region.width)),
-            ("out_h", f64::from(region.height)),
-        ];
-        let pipeline = self.pipelines.get(
-            gpu,
-            constants_key(&constants),
-            "wgnn image out",
-            || include_str!("image_out.wgsl").to_string(),
-            &constants,
-        )?;
+        let pipeline = &self.pipeline;
         let view = out.create_view(&Default::default());
         let bind = gpu.scoped("image out bindings", || {
             gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
@@ -148,6 +218,10 @@ impl ImageWriter {
                         binding: 1,
                         resource: wgpu::BindingResource::TextureView(&view),
                     },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: params.as_entire_binding(),
+                    },
                 ],
             })
         })?;
@@ -157,7 +231,7 @@ impl ImageWriter {
                 label: Some("wgnn image out"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&pipeline);
+            pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         })
@@ -173,4 +247,12 @@ impl ImageWriter {
         })
         .map(|_| ())
     }
+}
+
+fn params_buffer(gpu: &Gpu, params: &ImageOutParams) -> Result<wgpu::Buffer> {
+    gpu.create_buffer_with_data(
+        "wgnn image out params",
+        bytemuck::bytes_of(params),
+        wgpu::BufferUsages::UNIFORM,
+    )
 }

@@ -4,13 +4,22 @@
 //! image tensors), all without reading anything back unless asked to.
 //!
 //! Independent of GStreamer: frames arrive as bytes plus a [`FrameLayout`].
+//!
+//! Every frame kernel is specialised and compiled the way `ml`'s are
+//! (`crate::gpu::shader`), by one rule of thumb: **whatever sizes a workgroup
+//! array or picks a code path is specialised** (generated `const` lines: the
+//! frame reader, tensor layout, effect, blur direction and tiling, output
+//! type); **everything else is a value** in the kernel's `struct Params`
+//! uniform (sizes, normalisation, colours, thresholds, blur sigma, smoothing
+//! weight, YUV matrix), written once per configuration. So a new frame, mask
+//! or model size compiles no new pipeline, and every pipeline comes from the
+//! device's one cache (`Gpu::compute_pipeline`).
 
 mod composite;
 pub mod cpu;
 mod frame;
 mod frame_read;
 mod image_out;
-mod pipelines;
 mod pool;
 mod readback;
 mod tensorize;
@@ -20,7 +29,7 @@ pub use composite::{
 };
 pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
 #[cfg(feature = "gst")]
-pub(crate) use frame_read::Reader;
+pub(crate) use frame_read::{frame_bind_group, yuv_buffer, Reader};
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
 pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};
 pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
@@ -28,3 +37,11 @@ pub use readback::download_rgba;
 pub use tensorize::{
     ChannelOrder, Normalize, OutputDtype, Resize, TensorLayout, TensorizeOptions, Tensorizer,
 };
+
+/// Workgroups of 8x8 covering `width` x `height`.
+pub(crate) fn groups_2d(width: u32, height: u32) -> (u32, u32) {
+    (width.div_ceil(8), height.div_ceil(8))
+}
+
+#[cfg(test)]
+mod kernel_tests;

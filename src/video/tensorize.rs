@@ -1,12 +1,15 @@
 //! Frame -> model input tensor: colour conversion, resize and normalisation
 //! in one compute pass writing straight into the model's input buffer.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Checks, Gpu, Specialization};
 
 use super::frame::GpuFrame;
-use super::frame_read::{frame_bind_group, ColorSpec, Reader};
-use super::pipelines::{constants_key, groups_2d, PipelineCache};
+use super::frame_read::{frame_bind_group, yuv_buffer, ColorSpec, Reader};
+use super::groups_2d;
 
 /// Element order of the output tensor (batch 1, 3 channels).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -142,12 +145,125 @@ pub(crate) fn check_options(o: &TensorizeOptions) -> Result<()> {
     Ok(())
 }
 
+/// What shapes the tensorize kernel's code: each combination is its own
+/// pipeline (see `video`'s rule: switches are specialised, values are
+/// [`TensorizeParams`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TensorizeSwitches {
+    pub reader: Reader,
+    pub layout: TensorLayout,
+    pub channels: ChannelOrder,
+    /// 0 stretch, 1 letterbox, 2 center crop.
+    pub resize_mode: u32,
+    pub dtype: OutputDtype,
+}
+
+impl TensorizeSwitches {
+    fn of(o: &TensorizeOptions, reader: Reader) -> Self {
+        TensorizeSwitches {
+            reader,
+            layout: o.layout,
+            channels: o.channels,
+            resize_mode: match o.resize {
+                Resize::Stretch => 0,
+                Resize::Letterbox { .. } => 1,
+                Resize::CenterCrop => 2,
+            },
+            dtype: o.dtype,
+        }
+    }
+
+    /// The kernel's WGSL.
+    pub(crate) fn source(&self) -> String {
+        let (ty, enables): (&str, &[&str]) = match self.dtype {
+            OutputDtype::F32 => ("f32", &[]),
+            OutputDtype::F16 => ("f16", &["f16"]),
+        };
+        Specialization::new()
+            .alias("out_t", ty)
+            .u32("RESIZE_MODE", self.resize_mode)
+            .bool("NCHW", self.layout == TensorLayout::Nchw)
+            .bool("BGR", self.channels == ChannelOrder::Bgr)
+            .module(
+                enables,
+                &format!(
+                    "{}\n{}",
+                    self.reader.source(),
+                    include_str!("tensorize.wgsl")
+                ),
+            )
+    }
+
+    /// Every combination, for the shader tests.
+    #[cfg(test)]
+    pub(crate) fn all() -> Vec<TensorizeSwitches> {
+        let mut all = Vec::new();
+        for reader in Reader::ALL {
+            for layout in [TensorLayout::Nhwc, TensorLayout::Nchw] {
+                for channels in [ChannelOrder::Rgb, ChannelOrder::Bgr] {
+                    for resize_mode in 0..3 {
+                        for dtype in [OutputDtype::F32, OutputDtype::F16] {
+                            all.push(TensorizeSwitches {
+                                reader,
+                                layout,
+                                channels,
+                                resize_mode,
+                                dtype,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        all
+    }
+}
+
+/// `Params` of tensorize.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct TensorizeParams {
+    pub scale: [f32; 4],
+    pub offset: [f32; 4],
+    pub pad_color: [f32; 4],
+    pub out_w: u32,
+    pub out_h: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+impl TensorizeParams {
+    fn of(o: &TensorizeOptions) -> Self {
+        let pad = match o.resize {
+            Resize::Letterbox { pad } => pad.map(f32::from),
+            Resize::Stretch | Resize::CenterCrop => [0.0; 3],
+        };
+        let n = &o.normalize;
+        let four = |v: [f32; 3]| [v[0], v[1], v[2], 0.0];
+        TensorizeParams {
+            scale: four(n.scale),
+            offset: four(n.offset),
+            pad_color: four(pad),
+            out_w: o.width,
+            out_h: o.height,
+            _pad0: 0,
+            _pad1: 0,
+        }
+    }
+}
+
 /// Turns frames into tensors of one configuration. Cheap per frame: the
-/// pipeline for each frame format is compiled on first use and kept.
+/// pipeline for each frame format comes from the device's cache (compiled
+/// once per device for every tensorizer with the same switches) and the
+/// parameters are uploaded once, here.
 pub struct Tensorizer {
     gpu: Gpu,
     options: TensorizeOptions,
-    pipelines: PipelineCache,
+    /// This tensorizer's pipelines by reader, so that a frame costs a map
+    /// look-up rather than building and hashing the kernel's source.
+    pipelines: Mutex<HashMap<Reader, wgpu::ComputePipeline>>,
+    params: wgpu::Buffer,
+    yuv: wgpu::Buffer,
 }
 
 impl std::fmt::Debug for Tensorizer {
@@ -168,13 +284,8 @@ impl Tensorizer {
                 gpu.info().name
             )));
         }
-        let t = Tensorizer {
-            gpu: gpu.clone(),
-            options,
-            pipelines: PipelineCache::default(),
-        };
         let limits = gpu.limits();
-        let bytes = t.output_bytes();
+        let bytes = 3 * u64::from(o.width) * u64::from(o.height) * o.dtype.size();
         if bytes > limits.max_storage_buffer_binding_size {
             return Err(Error::invalid(format!(
                 "tensorize: a {}x{}x3 {:?} tensor is {bytes} bytes, over the device limit \
@@ -182,7 +293,18 @@ impl Tensorizer {
                 o.width, o.height, o.dtype, limits.max_storage_buffer_binding_size
             )));
         }
-        Ok(t)
+        let params = gpu.create_buffer_with_data(
+            "wgnn tensorize params",
+            bytemuck::bytes_of(&TensorizeParams::of(o)),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        Ok(Tensorizer {
+            gpu: gpu.clone(),
+            yuv: yuv_buffer(gpu, o.color)?,
+            options,
+            pipelines: Mutex::default(),
+            params,
+        })
     }
 
     pub fn options(&self) -> &TensorizeOptions {
@@ -207,62 +329,24 @@ impl Tensorizer {
         }
     }
 
-    /// Pipelines compiled so far (one per frame plane arrangement seen).
+    /// Pipelines this tensorizer has used so far (one per frame plane
+    /// arrangement seen). They are compiled once per device: another
+    /// tensorizer with the same switches reuses them.
     pub fn pipelines_built(&self) -> u64 {
-        self.pipelines.built()
-    }
-
-    fn constants(&self, reader: Reader) -> Vec<(&'static str, f64)> {
-        let o = &self.options;
-        let (mode, pad) = match o.resize {
-            Resize::Stretch => (0, [0; 3]),
-            Resize::Letterbox { pad } => (1, pad),
-            Resize::CenterCrop => (2, [0; 3]),
-        };
-        let n = &o.normalize;
-        let mut c = vec![
-            ("out_w", f64::from(o.width)),
-            ("out_h", f64::from(o.height)),
-            ("resize_mode", f64::from(mode)),
-            ("nchw", f64::from(u8::from(o.layout == TensorLayout::Nchw))),
-            ("bgr", f64::from(u8::from(o.channels == ChannelOrder::Bgr))),
-            ("pad_r", f64::from(pad[0])),
-            ("pad_g", f64::from(pad[1])),
-            ("pad_b", f64::from(pad[2])),
-            ("scale0", f64::from(n.scale[0])),
-            ("scale1", f64::from(n.scale[1])),
-            ("scale2", f64::from(n.scale[2])),
-            ("offset0", f64::from(n.offset[0])),
-            ("offset1", f64::from(n.offset[1])),
-            ("offset2", f64::from(n.offset[2])),
-        ];
-        c.extend(reader.constants(o.color));
-        c
+        self.pipelines.lock().unwrap().len() as u64
     }
 
     fn pipeline(&self, reader: Reader) -> Result<wgpu::ComputePipeline> {
-        let constants = self.constants(reader);
-        let header = match self.options.dtype {
-            OutputDtype::F32 => "alias out_t = f32;\n",
-            OutputDtype::F16 => "enable f16;\nalias out_t = f16;\n",
-        };
-        self.pipelines.get(
-            &self.gpu,
-            format!(
-                "{reader:?} {:?} {}",
-                self.options.dtype,
-                constants_key(&constants)
-            ),
-            "wgnn tensorize",
-            || {
-                format!(
-                    "{header}{}\n{}",
-                    reader.source(),
-                    include_str!("tensorize.wgsl")
-                )
-            },
-            &constants,
-        )
+        let mut pipelines = self.pipelines.lock().unwrap();
+        if let Some(p) = pipelines.get(&reader) {
+            return Ok(p.clone());
+        }
+        let source = TensorizeSwitches::of(&self.options, reader).source();
+        let p = self
+            .gpu
+            .compute_pipeline("wgnn tensorize", &source, Checks::All)?;
+        pipelines.insert(reader, p.clone());
+        Ok(p)
     }
 
     /// Records the pass that writes the tensor for `frame` into the first
@@ -287,16 +371,27 @@ impl Tensorizer {
             )));
         }
         let pipeline = self.pipeline(Reader::of(frame.format()))?;
-        let planes = frame_bind_group(&self.gpu, &pipeline, frame)?;
+        let planes = frame_bind_group(
+            &self.gpu,
+            &pipeline.get_bind_group_layout(0),
+            frame,
+            Some(&self.yuv),
+        )?;
         let gpu = &self.gpu;
         let out = gpu.scoped("tensorize output binding", || {
             gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("wgnn tensorize output"),
                 layout: &pipeline.get_bind_group_layout(1),
-                entries: &[wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: dst.as_entire_binding(),
-                }],
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: dst.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: self.params.as_entire_binding(),
+                    },
+                ],
             })
         })?;
         let (gx, gy) = groups_2d(self.options.width, self.options.height);

@@ -2,10 +2,8 @@
 // the way an application would write its own WGSL: a direct 3x3 convolution
 // (one output per invocation, "same" padding) and add + relu.
 
-override H: u32;
-override W: u32;
-override CI: u32;
-override CO: u32;
+// Prepended (interop.rs): the shape H, W, CI, CO as constants, and the
+// entry point `main` calling `conv` or `add_relu`.
 
 // conv: x NHWC [1, H, W, CI], f HWIO [3, 3, CI, CO], y NHWC [1, H, W, CO].
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -21,9 +19,7 @@ fn flat(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.x + gid.y * groups.x * 64u;
 }
 
-@compute @workgroup_size(64)
-fn conv(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
+fn conv(gid: vec3<u32>, groups: vec3<u32>) {
     let i = flat(gid, groups);
     if (i >= H * W * CO) {
         return;
@@ -53,9 +49,7 @@ fn conv(@builtin(global_invocation_id) gid: vec3<u32>,
     y[i] = acc;
 }
 
-@compute @workgroup_size(64)
-fn add_relu(@builtin(global_invocation_id) gid: vec3<u32>,
-            @builtin(num_workgroups) groups: vec3<u32>) {
+fn add_relu(gid: vec3<u32>, groups: vec3<u32>) {
     let i = flat(gid, groups);
     if (i >= H * W * CO) {
         return;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::video::{ColorSpec, GpuFrame, Reader, VideoFormat};
+use crate::video::{frame_bind_group, yuv_buffer, ColorSpec, GpuFrame, Reader};
 
 /// A rectangle of the target, in pixels.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,40 +39,38 @@ pub(super) fn letterbox(aspect: f64, width: u32, height: u32) -> Rect {
     }
 }
 
-/// Formats that share a reader share a pipeline.
-fn reader_key(format: VideoFormat) -> VideoFormat {
-    match format {
-        VideoFormat::Bgra | VideoFormat::Rgbx | VideoFormat::Bgrx => VideoFormat::Rgba,
-        f => f,
-    }
+/// The present shader for frames read through `reader`: the video
+/// module's reader snippets, so the sink reads frames exactly as the
+/// processing shaders do. The reader is its only switch; a YUV frame's
+/// matrix and range are values (`YuvParams`, bound next to the planes).
+pub(super) fn present_source(reader: Reader) -> String {
+    format!("{}\n{}", reader.source(), include_str!("present.wgsl"))
 }
 
-type Key = (VideoFormat, Option<ColorSpec>, wgpu::TextureFormat);
+type Key = (Reader, wgpu::TextureFormat);
 
-/// Render pipelines, compiled once per (frame format, colour matrix, target
-/// format): compiling is far slower than drawing.
+/// Render pipelines, compiled once per (frame reader, target format):
+/// compiling is far slower than drawing. (A render pipeline, so not one of
+/// the device's cached compute pipelines.)
 #[derive(Default)]
 pub(super) struct Presenter {
     pipelines: HashMap<Key, wgpu::RenderPipeline>,
+    /// The YUV readers' params per colour spec, made on first use.
+    yuv: HashMap<ColorSpec, wgpu::Buffer>,
 }
 
 impl Presenter {
     fn pipeline(
         &mut self,
         gpu: &Gpu,
-        format: VideoFormat,
-        color: ColorSpec,
+        reader: Reader,
         target: wgpu::TextureFormat,
     ) -> Result<wgpu::RenderPipeline> {
-        let key = (reader_key(format), format.is_yuv().then_some(color), target);
+        let key = (reader, target);
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(p.clone());
         }
-        // The video module's reader snippets: the sink reads frames exactly
-        // as the processing shaders do.
-        let reader = Reader::of(format);
-        let source = format!("{}\n{}", reader.source(), include_str!("present.wgsl"));
-        let constants = reader.constants(color);
+        let source = present_source(reader);
         let pipeline = gpu.scoped("wgnnsink: building the present pipeline", || {
             let module = gpu
                 .device()
@@ -80,10 +78,6 @@ impl Presenter {
                     label: Some("wgnnsink present"),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
                 });
-            let options = wgpu::PipelineCompilationOptions {
-                constants: &constants,
-                ..Default::default()
-            };
             gpu.device()
                 .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                     label: Some("wgnnsink present"),
@@ -91,7 +85,7 @@ impl Presenter {
                     vertex: wgpu::VertexState {
                         module: &module,
                         entry_point: Some("vs"),
-                        compilation_options: options.clone(),
+                        compilation_options: Default::default(),
                         buffers: &[],
                     },
                     primitive: wgpu::PrimitiveState::default(),
@@ -100,7 +94,7 @@ impl Presenter {
                     fragment: Some(wgpu::FragmentState {
                         module: &module,
                         entry_point: Some("fs"),
-                        compilation_options: options,
+                        compilation_options: Default::default(),
                         targets: &[Some(wgpu::ColorTargetState {
                             format: target,
                             blend: None,
@@ -113,6 +107,15 @@ impl Presenter {
         })?;
         self.pipelines.insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    fn yuv(&mut self, gpu: &Gpu, color: ColorSpec) -> Result<wgpu::Buffer> {
+        if let Some(b) = self.yuv.get(&color) {
+            return Ok(b.clone());
+        }
+        let b = yuv_buffer(gpu, color)?;
+        self.yuv.insert(color, b.clone());
+        Ok(b)
     }
 
     /// Draws `frame` (display aspect `aspect`) into `target`, a view of a
@@ -128,26 +131,16 @@ impl Presenter {
         target_format: wgpu::TextureFormat,
         (width, height): (u32, u32),
     ) -> Result<()> {
-        let pipeline = self.pipeline(gpu, frame.format(), color, target_format)?;
-        let views: Vec<wgpu::TextureView> = frame
-            .planes()
-            .map(|t| t.create_view(&Default::default()))
-            .collect();
-        let entries: Vec<wgpu::BindGroupEntry> = views
-            .iter()
-            .enumerate()
-            .map(|(i, v)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: wgpu::BindingResource::TextureView(v),
-            })
-            .collect();
+        let pipeline = self.pipeline(gpu, Reader::of(frame.format()), target_format)?;
+        let yuv = if frame.format().is_yuv() {
+            Some(self.yuv(gpu, color)?)
+        } else {
+            None
+        };
+        let bind_group =
+            frame_bind_group(gpu, &pipeline.get_bind_group_layout(0), frame, yuv.as_ref())?;
         let rect = letterbox(aspect, width, height);
         gpu.scoped("wgnnsink: drawing the frame", || {
-            let bind_group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("wgnnsink frame planes"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
             let mut encoder =
                 gpu.device()
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -180,6 +173,15 @@ impl Presenter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn present_shader_validates_and_translates_to_spirv_for_every_reader() {
+        for reader in Reader::ALL {
+            let src = present_source(reader);
+            assert!(!src.contains("override"), "{reader:?}");
+            crate::gpu::shader::testing::validate(&format!("present {reader:?}"), &src);
+        }
+    }
 
     #[test]
     fn letterbox_fits_and_centres() {
