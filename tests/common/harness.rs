@@ -4,6 +4,7 @@
 
 use gst::prelude::*;
 use gst_check::Harness;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub fn init() {
     wgnn::gst::register_static().unwrap();
@@ -50,4 +51,153 @@ pub fn start_error(launch: &str) -> String {
     };
     pipeline.set_state(gst::State::Null).unwrap();
     format!("{} {:?}", e.error(), e.debug())
+}
+
+/// Parses a gst-launch description into a pipeline.
+pub fn launch(desc: &str) -> gst::Pipeline {
+    gst::parse::launch(desc)
+        .unwrap_or_else(|e| panic!("{desc}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .unwrap()
+}
+
+/// Plays `desc` and hands every sample of its appsink `sink` to `each`
+/// until EOS (one at a time: decoders' buffer pools are small). The pipeline
+/// is left playing; [`stop`] it when done.
+pub fn pull_samples(desc: &str, mut each: impl FnMut(&gst::Sample)) -> gst::Pipeline {
+    let pipeline = launch(desc);
+    let sink = pipeline
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    while let Ok(sample) = sink.pull_sample() {
+        each(&sample);
+    }
+    pipeline
+}
+
+/// Pushes `frames` copies of `data` (RGBA, `width` x `height`, 30 fps) into
+/// the pipeline's appsrc `src`, then EOS.
+pub fn push_rgba_frames(
+    pipeline: &gst::Pipeline,
+    data: &[u8],
+    width: u32,
+    height: u32,
+    frames: u64,
+) {
+    let src = pipeline
+        .by_name("src")
+        .unwrap()
+        .downcast::<gst_app::AppSrc>()
+        .unwrap();
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::Rgba, width, height)
+        .fps(gst::Fraction::new(30, 1))
+        .build()
+        .unwrap();
+    src.set_caps(Some(&info.to_caps().unwrap()));
+    src.set_format(gst::Format::Time);
+    for i in 0..frames {
+        src.push_buffer(buffer(data, i * 33)).unwrap();
+    }
+    src.end_of_stream().unwrap();
+}
+
+pub fn stop(pipeline: &gst::Pipeline) {
+    pipeline.set_state(gst::State::Null).unwrap();
+}
+
+/// The first EOS or error message of a playing pipeline, waiting at most
+/// `secs` seconds.
+pub fn eos_or_error(pipeline: &impl IsA<gst::Element>, secs: u64) -> gst::Message {
+    pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(secs),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .unwrap_or_else(|| panic!("no EOS or error in {secs} s"))
+}
+
+/// Waits for EOS (at most `secs` seconds), failing with the error's text,
+/// after `what`, when an error comes first.
+pub fn expect_eos(pipeline: &impl IsA<gst::Element>, secs: u64, what: &str) {
+    let msg = eos_or_error(pipeline, secs);
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{what}: {} ({:?})", e.error(), e.debug());
+    }
+}
+
+/// Collects the log lines of one debug category from objects whose name
+/// contains a marker, with that category's threshold raised while it lives.
+/// Thresholds and log functions are process-wide: one capture at a time
+/// (the others wait), so that one test resetting a threshold cannot take
+/// the lines another test is waiting for.
+pub struct LogCapture {
+    lines: Arc<Mutex<Vec<(gst::DebugLevel, String)>>>,
+    function: Option<gst::log::DebugLogFunction>,
+    pattern: &'static str,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl LogCapture {
+    /// Raises categories matching `pattern` to `level` and keeps the lines
+    /// of category `category` from objects whose name contains `object`.
+    pub fn start(
+        pattern: &'static str,
+        level: gst::DebugLevel,
+        category: &'static str,
+        object: &'static str,
+    ) -> LogCapture {
+        static TURN: Mutex<()> = Mutex::new(());
+        let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        gst::log::set_active(true);
+        gst::log::set_threshold_for_name(pattern, level);
+        let function = gst::log::add_log_function(move |cat, level, _, _, _, obj, msg| {
+            if cat.name() == category && obj.is_some_and(|o| o.to_string().contains(object)) {
+                if let Some(m) = msg.get() {
+                    sink.lock().unwrap().push((level, m.to_string()));
+                }
+            }
+        });
+        LogCapture {
+            lines,
+            function: Some(function),
+            pattern,
+            _turn: turn,
+        }
+    }
+
+    /// The lines so far (all levels up to the threshold).
+    pub fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+
+    /// The lines so far logged at exactly `level`.
+    pub fn lines_at(&self, level: gst::DebugLevel) -> Vec<String> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter(|(l, _)| *l == level)
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+}
+
+impl Drop for LogCapture {
+    fn drop(&mut self) {
+        if let Some(f) = self.function.take() {
+            gst::log::remove_log_function(f);
+        }
+        gst::log::unset_threshold_for_name(self.pattern);
+    }
 }

@@ -1,0 +1,207 @@
+//! wgnn-bench's benchmark subcommands in their `--quick` form (tiny sizes, a
+//! few iterations) on whatever adapter the machine has (lavapipe in CI): the
+//! tables print, the JSON holds what the tables claim, the zero-copy pipeline
+//! downloads nothing while the copy path does, and the interop variants agree
+//! with the CPU context.
+
+use serde_json::Value;
+
+use crate::common;
+
+fn bench(args: &[&str]) -> String {
+    let out = common::run_bin(env!("CARGO_BIN_EXE_wgnn-bench"), args, &[]);
+    assert!(out.status.success(), "wgnn-bench {args:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn bench_json(args: &[&str]) -> Value {
+    let text = bench(args);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: not JSON:\n{text}"))
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+#[test]
+fn models_quick_table_and_saved_io() {
+    let dir = std::env::temp_dir().join(format!("wgnn-bench-models-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let table = bench(&["models", "--quick", "--save-io", dir.to_str().unwrap()]);
+    assert!(table.contains("GPU ms"), "{table}");
+    for model in [
+        "selfie 256x256",
+        "selfie landscape 144x256",
+        "esrgan-slim x2 32x24",
+        "esrgan-slim x4 16x12",
+    ] {
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with(model)).collect();
+        assert_eq!(rows.len(), 2, "{model}: one GPU and one CPU row\n{table}");
+        let gpu: Vec<&str> = rows[0].split_whitespace().collect();
+        let cpu: Vec<&str> = rows[1].split_whitespace().collect();
+        let words = model.split_whitespace().count();
+        assert_eq!(gpu[words], "gpu");
+        assert_eq!(cpu[words], "cpu");
+        let gpu_ms: f64 = gpu[words + 1].parse().unwrap();
+        assert!(gpu_ms > 0.0, "{}", rows[0]);
+        // The CPU row's last column: its output against the GPU's.
+        let diff: f64 = cpu.last().unwrap().parse().unwrap();
+        assert!(
+            diff < 1e-2,
+            "CPU and GPU outputs differ by {diff}: {}",
+            rows[1]
+        );
+    }
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let entries = manifest["models"].as_array().unwrap();
+    assert_eq!(entries.len(), 4);
+    for e in entries {
+        for (file, shape) in [("input", "input_shape"), ("output", "output_shape")] {
+            let elements: u64 = e[shape]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .product();
+            let len = std::fs::metadata(dir.join(e[file].as_str().unwrap()))
+                .unwrap()
+                .len();
+            assert_eq!(len, 4 * elements, "{e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--top` on the CPU context: per-op wall times and the slowest nodes of a
+/// profiled run, as a table line and in the JSON, naming real ops.
+#[test]
+fn models_cpu_top_lists_where_the_time_goes() {
+    let table = bench(&[
+        "models",
+        "--quick",
+        "--context",
+        "cpu",
+        "--filter",
+        "selfie 256",
+        "--top",
+        "4",
+    ]);
+    assert!(table.contains("CPU wall ms by op: conv2d"), "{table}");
+    let v = bench_json(&[
+        "models",
+        "--quick",
+        "--context",
+        "cpu",
+        "--filter",
+        "selfie 256",
+        "--top",
+        "4",
+        "--json",
+    ]);
+    let row = &v["models"][0];
+    assert_eq!(row["context"], "cpu", "{v}");
+    let by_op = row["ms_by_op"].as_array().unwrap();
+    assert!(by_op.iter().any(|e| e["op"] == "conv2d"), "{v}");
+    assert!(by_op.iter().all(|e| num(e, "ms") >= 0.0), "{v}");
+    // Largest first.
+    let ms: Vec<f64> = by_op.iter().map(|e| num(e, "ms")).collect();
+    assert!(ms.windows(2).all(|w| w[0] >= w[1]), "{ms:?}");
+    let slowest = row["slowest_kernels"].as_array().unwrap();
+    assert_eq!(slowest.len(), 4, "{v}");
+    let kernels = num(row, "kernels") as u64;
+    assert!(
+        slowest
+            .iter()
+            .all(|e| e["index"].as_u64().unwrap() < kernels),
+        "{v}"
+    );
+}
+
+#[test]
+fn pipeline_quick_zero_copy_downloads_nothing() {
+    let v = bench_json(&["pipeline", "--quick", "--json"]);
+    let paths = v["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2);
+    let (zero, copy) = (&paths[0], &paths[1]);
+    assert_eq!(zero["path"], "zero-copy");
+    assert_eq!(copy["path"], "copy");
+    // Zero-copy: the frame goes up once and nothing comes down.
+    assert_eq!(num(zero, "downloads_per_frame"), 0.0, "{zero}");
+    assert_eq!(num(zero, "download_bytes_per_frame"), 0.0, "{zero}");
+    assert_eq!(num(zero, "uploads_per_frame"), 1.0, "{zero}");
+    assert_eq!(
+        num(zero, "upload_bytes_per_frame"),
+        64.0 * 48.0 * 4.0,
+        "{zero}"
+    );
+    // Copy: tensor, mask and output frame come down; frame (twice), tensor
+    // and mask go up.
+    assert_eq!(num(copy, "downloads_per_frame"), 3.0, "{copy}");
+    let down = 256.0 * 256.0 * 3.0 * 4.0 + 256.0 * 256.0 * 4.0 + 64.0 * 48.0 * 4.0;
+    assert_eq!(num(copy, "download_bytes_per_frame"), down, "{copy}");
+    assert_eq!(num(copy, "uploads_per_frame"), 4.0, "{copy}");
+    for p in paths {
+        assert!(num(p, "fps") > 0.0, "{p}");
+        assert!(num(p, "gpu_ms_per_frame") > 0.0, "{p}");
+    }
+    assert!(num(&v, "fps_ratio") > 0.0);
+
+    let table = bench(&["pipeline", "--quick", "--frames", "1"]);
+    assert!(table.contains("down B/frame"), "{table}");
+    let row = |name: &str| -> Vec<String> {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row\n{table}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // The last two columns: download bytes and downloads per frame.
+    let zero = row("zero-copy ");
+    let copy = row("copy ");
+    assert_eq!(zero[zero.len() - 2], "0", "{table}");
+    assert!(
+        copy[copy.len() - 2].parse::<f64>().unwrap() > 0.0,
+        "{table}"
+    );
+    assert!(table.contains("zero-copy / copy fps:"), "{table}");
+}
+
+#[test]
+fn interop_quick_variants_agree() {
+    let v = bench_json(&["interop", "--quick", "--json"]);
+    let variants = v["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 4);
+    let seed = [37.93, 27.04, 9.18, 7.58];
+    for (r, s) in variants.iter().zip(seed) {
+        assert_eq!(num(r, "seed_ms"), s);
+        assert!(num(r, "wall_ms") > 0.0, "{r}");
+        assert!(num(r, "gpu_ms") > 0.0, "{r}");
+        assert!(num(r, "max_abs_diff_vs_cpu") < 1e-4, "{r}");
+    }
+    // Only variant 2 goes through the CPU: 12 x 12 x 16 floats each way.
+    let bytes = 12.0 * 12.0 * 16.0 * 4.0;
+    assert_eq!(num(&variants[1], "download_bytes_per_iteration"), bytes);
+    assert_eq!(num(&variants[1], "upload_bytes_per_iteration"), bytes);
+    for i in [0, 2, 3] {
+        assert_eq!(num(&variants[i], "download_bytes_per_iteration"), 0.0);
+        assert_eq!(num(&variants[i], "upload_bytes_per_iteration"), 0.0);
+    }
+    assert!(num(&v, "ratio_3_over_4_gpu") > 0.0);
+
+    let table = bench(&["interop", "--quick"]);
+    for name in [
+        "(1) custom",
+        "(2) graph",
+        "(3) graph",
+        "(4) graph",
+        "(3) / (4):",
+    ] {
+        assert!(table.contains(name), "{name}\n{table}");
+    }
+    assert!(table.contains("37.93") && table.contains("7.58"), "{table}");
+}

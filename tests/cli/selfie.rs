@@ -1,0 +1,176 @@
+//! wgnn-selfie run as a user runs it: the default job on the bundled sample,
+//! outputs that decode to the expected frames, stats, and the errors a user
+//! meets (no camera, bad flags).
+
+use crate::common;
+
+use std::process::{Command, Output};
+
+fn selfie(args: &[&str]) -> Output {
+    selfie_env(args, &[])
+}
+
+fn selfie_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    common::run_bin(env!("CARGO_BIN_EXE_wgnn-selfie"), args, env)
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    common::temp_dir("cli-selfie").join(name)
+}
+
+#[test]
+fn the_default_job_writes_an_mp4_with_every_frame() {
+    let mp4 = temp("sample.mp4");
+    let out = selfie(&[
+        "--frames",
+        "6",
+        "--width",
+        "160",
+        "--height",
+        "90",
+        "--output",
+        mp4.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("6 frames in"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("wrote {}", mp4.display())),
+        "{stderr}"
+    );
+    assert_eq!(common::decode_video(&mp4), (6, 160, 90));
+}
+
+#[test]
+fn png_sequence_and_live_stats() {
+    let pattern = temp("pngs/%03d.png");
+    std::fs::create_dir_all(pattern.parent().unwrap()).unwrap();
+    let out = selfie(&[
+        "--test-pattern",
+        "--effect",
+        "replace",
+        "--background",
+        "#ff0000",
+        "--frames",
+        "12",
+        "--width",
+        "64",
+        "--height",
+        "48",
+        "--output",
+        pattern.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let pngs: Vec<_> = std::fs::read_dir(pattern.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(pngs.len(), 12, "{pngs:?}");
+    let first = image::open(pattern.parent().unwrap().join("000.png"))
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(first.dimensions(), (64, 48));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("per frame: up") && stderr.contains("fps"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_camera_is_exit_3_with_a_clear_message() {
+    let out = selfie(&["--camera", "/dev/video-missing", "--null"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no camera at /dev/video-missing"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unreadable_input_and_bad_flags() {
+    let out = selfie(&["--input", "/no/such/video.mp4", "--null"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/video.mp4"));
+
+    let garbage = temp("garbage.mp4");
+    std::fs::write(&garbage, b"this is not a video").unwrap();
+    let out = selfie(&["--input", garbage.to_str().unwrap(), "--null"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "an undecodable file is an input error"
+    );
+
+    for bad in [
+        &["--effect", "sparkle"][..],
+        &["--output", "out.avi"],
+        &["--blur", "0"],
+        &["--width", "64"],
+    ] {
+        let out = selfie(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+#[test]
+fn no_gpu_with_device_gpu_is_exit_4() {
+    // An adapter name nothing matches: the same as a machine with no GPU.
+    let out = selfie_env(
+        &[
+            "--device",
+            "gpu",
+            "--test-pattern",
+            "--frames",
+            "1",
+            "--null",
+        ],
+        &[("WGPU_ADAPTER_NAME", "no-such-gpu")],
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no GPU adapter"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_ends_the_stream_and_finalises_the_mp4() {
+    let mp4 = temp("interrupted.mp4");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgnn-selfie"))
+        .args([
+            "--test-pattern",
+            "--width",
+            "96",
+            "--height",
+            "64",
+            "--output",
+            mp4.to_str().unwrap(),
+        ])
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running wgnn-selfie");
+    // The test pattern never ends: wait until frames are being written.
+    let began = std::time::Instant::now();
+    while std::fs::metadata(&mp4).map(|m| m.len()).unwrap_or(0) < 2048 {
+        assert!(
+            began.elapsed().as_secs() < 120,
+            "no output after two minutes"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "exited before Ctrl-C");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // A finalised MP4 (moov written at EOS) decodes; an unfinished one does not.
+    let (frames, w, h) = common::decode_video(&mp4);
+    assert!(frames > 0, "no frames decode from the interrupted file");
+    assert_eq!((w, h), (96, 64));
+}

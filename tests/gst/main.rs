@@ -1,0 +1,19 @@
+//! The GStreamer elements as a GStreamer user meets them (harnesses and
+//! pipelines in this process), and every line in pipelines/.
+//!
+//! One test binary per area (`tests/<area>/main.rs`), one module per topic:
+//! a new test file here is one more `mod` line. The tests share one process:
+//! none may change the environment (see `common::run_in_child`) or leave a
+//! log threshold raised (see `common::harness::LogCapture`). wgnnsink's real
+//! windows are tested in `tests/window`, which sets DISPLAY.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod infer;
+mod pipelines;
+mod segment;
+mod segment_cpu;
+mod sink;
+mod superres;
+mod upload_download;

@@ -1,0 +1,154 @@
+//! Every line in pipelines/ runs, so none rots. The swaps are the ones a
+//! machine without camera or screen needs (see pipelines/README.md); the rest
+//! of each line runs as written.
+
+use crate::common;
+use crate::common::harness::{expect_eos, launch};
+
+use std::path::Path;
+
+use gst::prelude::*;
+
+/// The gst-launch description in a pipelines/ file: comments dropped, lines
+/// joined, the program name and its flags removed.
+pub fn description(text: &str) -> String {
+    let joined = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| l.trim().trim_end_matches('\\').trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let rest = joined
+        .trim()
+        .strip_prefix("gst-launch-1.0")
+        .expect("a pipelines/ file holds one gst-launch-1.0 line");
+    rest.split_whitespace()
+        .skip_while(|w| w.starts_with('-'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The swaps for a machine with no camera and no screen, and paths made
+/// absolute so that outputs land in `out`.
+fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
+    desc.split(" ! ")
+        .map(|element| {
+            let name = element.split_whitespace().next().unwrap_or("");
+            match name {
+                "v4l2src" => "videotestsrc num-buffers=8 pattern=ball".to_string(),
+                "wgnnsink" => format!("{element} offscreen=true"),
+                "autovideosink" => "fakesink".to_string(),
+                "decodebin" => "decodebin ! identity eos-after=8".to_string(),
+                _ => element
+                    .split_whitespace()
+                    .map(|w| match w.split_once('=') {
+                        Some(("location", p)) if p.starts_with("assets/") => {
+                            format!("location={}", root.join(p).display())
+                        }
+                        Some(("model", p)) if p.starts_with("assets/") => {
+                            format!("model={}", root.join(p).display())
+                        }
+                        Some(("location", p)) => format!("location={}", out.join(p).display()),
+                        // Software Vulkan is slow: a few frames show the line works.
+                        Some(("num-buffers", n)) if n.parse::<u32>().is_ok_and(|n| n > 8) => {
+                            "num-buffers=8".to_string()
+                        }
+                        _ => w.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ! ")
+}
+
+fn run(file: &Path, root: &Path, out: &Path) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.starts_with("# ")),
+        "{}: the line after the shebang must say what the pipeline shows",
+        file.display()
+    );
+    let desc = for_ci(&description(&text), root, out);
+    eprintln!("{}: {desc}", file.display());
+    let pipeline = launch(&desc);
+    pipeline.set_state(gst::State::Playing).unwrap();
+    expect_eos(&pipeline, 600, &file.display().to_string());
+    let wgnn: Vec<gst::Element> = pipeline
+        .iterate_elements()
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.factory().is_some_and(|f| f.name().starts_with("wgnn")))
+        .collect();
+    for e in &wgnn {
+        assert!(
+            e.property::<u64>("frames") > 0,
+            "{}: {} saw no frames",
+            file.display(),
+            e.name()
+        );
+    }
+    if !desc.contains("wgnndownload") && !desc.contains("device=cpu") {
+        let downloaded: u64 = wgnn
+            .iter()
+            .map(|e| e.property::<u64>("bytes-downloaded"))
+            .sum();
+        assert_eq!(
+            downloaded,
+            0,
+            "{}: GPU-only chain downloaded",
+            file.display()
+        );
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    for w in desc.split_whitespace() {
+        if let Some(p) = w.strip_prefix("location=") {
+            let p = Path::new(p);
+            if p.starts_with(out) {
+                let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+                assert!(
+                    len > 0,
+                    "{}: {} was not written",
+                    file.display(),
+                    p.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_pipeline_runs() {
+    wgnn::gst::register_static().unwrap();
+    let root = common::root();
+    let out = std::env::temp_dir().join(format!("wgnn-pipelines-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("pipelines"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "pipelines/ holds {} lines", files.len());
+    for f in &files {
+        run(f, &root, &out);
+    }
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn the_swaps_keep_the_rest_of_the_line() {
+    let d = description(
+        "#!/bin/sh\n# x\ngst-launch-1.0 -e v4l2src device=/dev/video0 ! videoconvert ! \\\n    wgnnsink fullscreen=true\n",
+    );
+    assert_eq!(
+        d,
+        "v4l2src device=/dev/video0 ! videoconvert ! wgnnsink fullscreen=true"
+    );
+    let ci = for_ci(&d, Path::new("/r"), Path::new("/o"));
+    assert_eq!(
+        ci,
+        "videotestsrc num-buffers=8 pattern=ball ! videoconvert ! wgnnsink fullscreen=true offscreen=true"
+    );
+}

@@ -1,0 +1,147 @@
+//! wgnnupload ! wgnndownload: frames come back bit-exact in every format,
+//! both elements use one device found through the GstContext protocol, and
+//! each frame crosses exactly once in each direction.
+
+use gst::prelude::*;
+
+use crate::common::harness::{init, pull_samples};
+
+/// The pixel bytes of a frame, plane by plane and row by row, without the
+/// row padding (which carries no pixels and may differ).
+fn pixels(info: &gst_video::VideoInfo, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let finfo = info.format_info();
+    for p in 0..info.n_planes() as usize {
+        let rows = finfo.scale_height(p as u8, info.height()) as usize;
+        let width = finfo.scale_width(p as u8, info.width()) as usize;
+        let row = width * finfo.pixel_stride()[p] as usize;
+        for r in 0..rows {
+            let start = info.offset()[p] + r * info.stride()[p] as usize;
+            out.extend_from_slice(&data[start..start + row]);
+        }
+    }
+    out
+}
+
+/// Runs `videotestsrc ! caps ! [elements] ! appsink` and returns the frames'
+/// pixels.
+fn frames(caps: &str, middle: &str, n: u32) -> (Vec<Vec<u8>>, gst::Pipeline) {
+    let launch = format!(
+        "videotestsrc num-buffers={n} pattern=smpte ! {caps} {middle} ! appsink name=sink sync=false"
+    );
+    let mut out = Vec::new();
+    let pipeline = pull_samples(&launch, |sample| {
+        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
+        let buffer = sample.buffer().unwrap();
+        out.push(pixels(&info, &buffer.map_readable().unwrap()));
+    });
+    let bus = pipeline.bus().unwrap();
+    if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+        panic!("pipeline error: {msg:?}");
+    }
+    (out, pipeline)
+}
+
+#[test]
+fn round_trip_is_bit_exact_in_every_format() {
+    init();
+    for format in ["RGBA", "BGRA", "RGBx", "BGRx", "RGB", "NV12", "I420"] {
+        let caps = format!("video/x-raw,format={format},width=33,height=17 !");
+        let (direct, p1) = frames(&caps, "identity", 3);
+        let (through, p2) = frames(&caps, "wgnnupload ! wgnndownload", 3);
+        p1.set_state(gst::State::Null).unwrap();
+        p2.set_state(gst::State::Null).unwrap();
+        assert_eq!(direct.len(), 3, "{format}");
+        assert_eq!(through.len(), 3, "{format}");
+        for (a, b) in direct.iter().zip(&through) {
+            assert_eq!(a.len(), b.len(), "{format}");
+            assert!(a == b, "{format}: pixels differ after the round trip");
+        }
+    }
+}
+
+#[test]
+fn elements_share_one_device_and_count_each_crossing_once() {
+    init();
+    let (out, pipeline) = frames(
+        "video/x-raw,format=NV12,width=64,height=48 !",
+        "wgnnupload name=up ! queue ! wgnndownload name=down",
+        5,
+    );
+    assert_eq!(out.len(), 5);
+    let up = pipeline.by_name("up").unwrap();
+    let down = pipeline.by_name("down").unwrap();
+    let device = |e: &gst::Element| {
+        e.context(wgnn::gst::device::CONTEXT_TYPE)
+            .and_then(|c| wgnn::gst::device::gpu_from(&c))
+            .expect("element holds a wgnn device context")
+    };
+    let (a, b) = (device(&up), device(&down));
+    assert_eq!(a.id(), b.id(), "both elements must use one device");
+
+    // NV12 64x48: Y 64x48 + UV 32x24 pairs = 3072 + 1536 bytes per frame.
+    let frame = 64 * 48 + 64 * 24;
+    assert_eq!(up.property::<u64>("frames"), 5);
+    assert_eq!(up.property::<u64>("bytes-uploaded"), 5 * frame);
+    assert_eq!(up.property::<u64>("bytes-downloaded"), 0);
+    assert_eq!(down.property::<u64>("bytes-uploaded"), 0);
+    assert_eq!(down.property::<u64>("bytes-downloaded"), 5 * frame);
+    let total = a.transfers();
+    assert_eq!(total.upload_bytes, 5 * frame);
+    assert_eq!(total.download_bytes, 5 * frame);
+    pipeline.set_state(gst::State::Null).unwrap();
+}
+
+#[test]
+fn caps_it_cannot_handle_are_refused() {
+    init();
+    // Refused when linking...
+    let err = gst::parse::launch(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=YUY2,width=16,height=16 ! wgnnupload ! fakesink",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("wgnnupload0 can't handle caps video/x-raw, format=(string)YUY2"),
+        "{err}"
+    );
+
+    // ...and when a source only says what it sends at run time.
+    let pipeline = gst::Pipeline::new();
+    let src = gst_app::AppSrc::builder()
+        .caps(
+            &gst::Caps::builder("video/x-raw")
+                .field("format", "YUY2")
+                .field("width", 16)
+                .field("height", 16)
+                .field("framerate", gst::Fraction::new(30, 1))
+                .build(),
+        )
+        .format(gst::Format::Time)
+        .build();
+    let up = gst::ElementFactory::make("wgnnupload").build().unwrap();
+    let sink = gst::ElementFactory::make("fakesink").build().unwrap();
+    pipeline.add_many([src.upcast_ref(), &up, &sink]).unwrap();
+    gst::Element::link_many([src.upcast_ref(), &up, &sink]).unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    src.push_buffer(gst::Buffer::with_size(16 * 16 * 2).unwrap())
+        .unwrap();
+    let bus = pipeline.bus().unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(10),
+            &[gst::MessageType::Error, gst::MessageType::Eos],
+        )
+        .expect("an error message");
+    match msg.view() {
+        gst::MessageView::Error(e) => {
+            let text = format!("{} {:?}", e.error(), e.debug());
+            assert!(
+                text.contains("not-negotiated") || text.contains("negotiat"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a negotiation error, got {other:?}"),
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+}

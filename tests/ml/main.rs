@@ -1,0 +1,15 @@
+//! `wgnn::gpu` and `wgnn::ml`: transfers and their counters, the ops on the
+//! GPU context against the CPU reference, renting buffers, the timeline.
+//!
+//! One test binary per area (`tests/<area>/main.rs`), one module per topic:
+//! a new test file here is one more `mod` line.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod gpu_roundtrip;
+mod ops_spatial;
+mod ops_tensor;
+mod rent;
+mod timeline;
+mod transfer_discipline;

@@ -1,0 +1,254 @@
+//! Corrupted copies of the bundled models, made at test time: each load must
+//! fail with an error naming the file, the op or layer, and the cause; none
+//! may panic or allocate what a lying header asks for.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use wgnn::models;
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch(&format!("models-bad-{name}"))
+}
+
+fn selfie_bytes() -> Vec<u8> {
+    std::fs::read(common::root().join("assets/models/selfie/selfie_segmentation.tflite")).unwrap()
+}
+
+/// The x2 model copied into a scratch folder, its model.json passed through `edit`.
+fn esrgan_copy(name: &str, edit: impl FnOnce(String) -> String) -> PathBuf {
+    let dir = scratch(name);
+    let src = common::root().join("assets/models/esrgan-slim/x2");
+    let json = std::fs::read_to_string(src.join("model.json")).unwrap();
+    std::fs::write(dir.join("model.json"), edit(json)).unwrap();
+    std::fs::copy(
+        src.join("group1-shard1of1.bin"),
+        dir.join("group1-shard1of1.bin"),
+    )
+    .unwrap();
+    dir.join("model.json")
+}
+
+fn load_err(path: &Path) -> String {
+    let err = models::load(path).expect_err("the corrupted model must not load");
+    let text = err.to_string();
+    let file = path.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text.contains(file),
+        "error does not name the file {file}: {text}"
+    );
+    text
+}
+
+fn assert_has(text: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(text.contains(p), "error lacks '{p}': {text}");
+    }
+}
+
+fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    replace_n(bytes, from, to, 1);
+}
+
+fn replace_n(bytes: &mut [u8], from: &[u8], to: &[u8], n: usize) {
+    assert_eq!(from.len(), to.len());
+    let hits: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        hits.len(),
+        n,
+        "the pattern must occur exactly {n} times to patch it"
+    );
+    for h in hits {
+        bytes[h..h + to.len()].copy_from_slice(to);
+    }
+}
+
+fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn tflite_cut_in_half() {
+    let dir = scratch("half");
+    let bytes = selfie_bytes();
+    let path = dir.join("half.tflite");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    assert_has(
+        &load_err(&path),
+        &["flatbuffer", "not a valid TFLite model"],
+    );
+}
+
+#[test]
+fn tflite_root_offset_out_of_range() {
+    let dir = scratch("root");
+    let mut bytes = selfie_bytes();
+    bytes[0..4].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let path = dir.join("root.tflite");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_has(&load_err(&path), &["not a valid TFLite model"]);
+}
+
+/// Flipping bytes anywhere either still loads (a weight changed) or fails
+/// with the file named; it never panics.
+#[test]
+fn tflite_flipped_bytes_never_panic() {
+    let dir = scratch("flip");
+    let original = selfie_bytes();
+    let path = dir.join("flipped.tflite");
+    let mut failures = 0;
+    for k in 0..48 {
+        let mut bytes = original.clone();
+        let at = (k * 7919 + 13) % bytes.len();
+        bytes[at] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        if let Err(e) = models::load(&path) {
+            assert!(e.to_string().contains("flipped.tflite"), "{e}");
+            failures += 1;
+        }
+    }
+    eprintln!("{failures} of 48 flips refused");
+}
+
+#[test]
+fn tflite_unknown_custom_op() {
+    let dir = scratch("custom");
+    let mut bytes = selfie_bytes();
+    replace_once(
+        &mut bytes,
+        b"Convolution2DTransposeBias",
+        b"Convolution2DTransposeBiaX",
+    );
+    let path = dir.join("custom.tflite");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_has(
+        &load_err(&path),
+        &[
+            "operator #244",
+            "unsupported custom op 'Convolution2DTransposeBiaX'",
+        ],
+    );
+}
+
+#[test]
+fn tflite_absurd_input_shape() {
+    let dir = scratch("absurd");
+    let mut bytes = selfie_bytes();
+    replace_once(
+        &mut bytes,
+        &i32s(&[1, 256, 256, 3]),
+        &i32s(&[1, i32::MAX, i32::MAX, 3]),
+    );
+    let path = dir.join("absurd.tflite");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_has(&load_err(&path), &["input_1", "elements"]);
+}
+
+#[test]
+fn tflite_shapes_that_do_not_chain() {
+    let dir = scratch("chain");
+    let mut bytes = selfie_bytes();
+    // [1, 256, 256, 1] is the output's shape and shape_signature.
+    replace_n(
+        &mut bytes,
+        &i32s(&[1, 256, 256, 1]),
+        &i32s(&[1, 256, 256, 2]),
+        2,
+    );
+    let path = dir.join("chain.tflite");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_has(
+        &load_err(&path),
+        &["operator #", "computes [1, 256, 256, 1]", "declares"],
+    );
+}
+
+#[test]
+fn tfjs_missing_shard() {
+    let path = esrgan_copy("missing", |j| j);
+    std::fs::remove_file(path.with_file_name("group1-shard1of1.bin")).unwrap();
+    assert_has(
+        &load_err(&path),
+        &["weightsManifest", "group1-shard1of1.bin"],
+    );
+}
+
+#[test]
+fn tfjs_shard_of_the_wrong_size() {
+    let path = esrgan_copy("short", |j| j);
+    let shard = path.with_file_name("group1-shard1of1.bin");
+    let bytes = std::fs::read(&shard).unwrap();
+    std::fs::write(&shard, &bytes[..bytes.len() - 4]).unwrap();
+    assert_has(&load_err(&path), &["hold 888296 bytes", "need 888300"]);
+}
+
+#[test]
+fn tfjs_nan_weight() {
+    let path = esrgan_copy("nan", |j| j);
+    let shard = path.with_file_name("group1-shard1of1.bin");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[0..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&shard, &bytes).unwrap();
+    assert_has(&load_err(&path), &["weight 'F_0/kernel'", "non-finite"]);
+}
+
+#[test]
+fn tfjs_lying_weight_shape() {
+    let path = esrgan_copy("lying", |j| {
+        j.replacen("[3, 3, 64, 64]", "[300000, 300000, 64, 64]", 1)
+    });
+    // Refused from the sizes alone, before anything that large is allocated.
+    assert_has(&load_err(&path), &["need", "bytes"]);
+    let path = esrgan_copy("overflow", |j| {
+        j.replacen("[3, 3, 64, 64]", "[4294967296, 4294967296, 64, 64]", 1)
+    });
+    assert_has(&load_err(&path), &["weight 'F_0/kernel'", "absurdly large"]);
+}
+
+#[test]
+fn tfjs_unknown_layer() {
+    let path = esrgan_copy("layer", |j| {
+        j.replace("\"UpSampling2D\"", "\"UpSampling3D\"")
+    });
+    assert_has(
+        &load_err(&path),
+        &["layer 'UPsample'", "'UpSampling3D' is not supported"],
+    );
+}
+
+#[test]
+fn tfjs_shapes_that_do_not_chain() {
+    // LRL_1 adds F_0 (64 channels) to F_1_1 (4 channels) instead of LFF_1.
+    let path = esrgan_copy("chain", |j| {
+        j.replacen(
+            "[[[\"LFF_1\", 0, 0, {}], [\"F_0\"",
+            "[[[\"F_1_1\", 0, 0, {}], [\"F_0\"",
+            1,
+        )
+    });
+    assert_has(&load_err(&path), &["layer 'LRL_1' (Add)", "add"]);
+}
+
+#[test]
+fn tfjs_float16_weights_refused() {
+    let path = esrgan_copy("dtype", |j| {
+        j.replacen(
+            "[3, 3, 64, 64], \"dtype\": \"float32\"",
+            "[3, 3, 64, 64], \"dtype\": \"float16\"",
+            1,
+        )
+    });
+    assert_has(&load_err(&path), &["weight 'F_0/kernel'", "float16"]);
+}
+
+#[test]
+fn tfjs_truncated_json() {
+    let path = esrgan_copy("trunc", |j| j[..j.len() / 2].to_string());
+    assert_has(&load_err(&path), &["model.json", "not valid JSON"]);
+}

@@ -1,0 +1,14 @@
+//! `wgnn::models`: the bundled models load and run, match other
+//! implementations' outputs (tests/data/golden), match their PROVENANCE
+//! checksums, and corrupted copies fail with clear errors.
+//!
+//! One test binary per area (`tests/<area>/main.rs`), one module per topic:
+//! a new test file here is one more `mod` line.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod golden;
+mod load;
+mod provenance;
