@@ -47,7 +47,12 @@ fn gpu_tensor(gpu: &Gpu, layout: &FrameLayout, bytes: &[u8], o: TensorizeOptions
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    t.run(&frame, &dst).unwrap();
+    let shape = t.output_shape().map(|d| d as usize);
+    t.run(
+        &frame,
+        video::TensorBuffer::new(&dst, o.dtype.data_type(), &shape),
+    )
+    .unwrap();
     let bytes = gpu
         .download_buffer(&dst, 0, t.output_bytes())
         .unwrap()
@@ -255,7 +260,11 @@ impl Pair {
             )
             .unwrap();
         let out = create_rgba_texture(gpu, w, h).unwrap();
-        self.on_gpu.run(&frame, &mask_buffer, &out).unwrap();
+        let m = self.on_gpu.options().mask;
+        let shape = [1, m.height as usize, m.width as usize, 1];
+        let mask_tensor =
+            video::TensorBuffer::new(&mask_buffer, wgnn::ml::DataType::Float32, &shape);
+        self.on_gpu.run(&frame, mask_tensor, &out).unwrap();
         let want = download_rgba(gpu, &out).unwrap();
         gpu.check().unwrap();
 

@@ -8,8 +8,8 @@ mod video_support;
 use video_support::{assert_close_f32, decode, random_frame, rng, Image};
 use wgnn::gpu::Gpu;
 use wgnn::video::{
-    upload_frame, ChannelOrder, ColorSpec, GpuFrame, Normalize, OutputDtype, Resize, TensorLayout,
-    TensorizeOptions, Tensorizer, TexturePool, VideoFormat, YuvMatrix, YuvRange,
+    upload_frame, ChannelOrder, ColorSpec, GpuFrame, Normalize, OutputDtype, Resize, TensorBuffer,
+    TensorLayout, TensorizeOptions, Tensorizer, TexturePool, VideoFormat, YuvMatrix, YuvRange,
 };
 
 fn tensor_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {
@@ -21,11 +21,21 @@ fn tensor_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {
     })
 }
 
+/// The tensor `t` writes, described as it holds it.
+fn described<'a>(t: &Tensorizer, dst: &'a wgpu::Buffer, shape: &'a [usize; 4]) -> TensorBuffer<'a> {
+    TensorBuffer::new(dst, t.options().dtype.data_type(), shape)
+}
+
+fn shape_of(t: &Tensorizer) -> [usize; 4] {
+    t.output_shape().map(|d| d as usize)
+}
+
 /// Runs the tensorizer and reads the tensor back as f32.
 fn tensorize(gpu: &Gpu, frame: &GpuFrame, options: TensorizeOptions) -> Vec<f32> {
     let t = Tensorizer::new(gpu, options).unwrap();
     let dst = tensor_buffer(gpu, t.output_bytes());
-    t.run(frame, &dst).unwrap();
+    let shape = shape_of(&t);
+    t.run(frame, described(&t, &dst, &shape)).unwrap();
     let bytes = gpu
         .download_buffer(&dst, 0, t.output_bytes())
         .unwrap()
@@ -318,9 +328,10 @@ fn tensorize_moves_no_bytes_and_compiles_once() {
             upload_frame(&gpu, &pool, &layout, &bytes).unwrap()
         })
         .collect();
+    let shape = shape_of(&t);
     let before = gpu.transfers();
     for frame in &frames {
-        t.run(frame, &dst).unwrap();
+        t.run(frame, described(&t, &dst, &shape)).unwrap();
     }
     gpu.wait_idle().unwrap();
     assert_eq!(gpu.transfers().since(&before), Default::default());
@@ -328,8 +339,8 @@ fn tensorize_moves_no_bytes_and_compiles_once() {
 
     let (layout, bytes) = random_frame(&mut r, VideoFormat::Rgbx, 37, 23, 4);
     let rgbx = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
-    t.run(&rgbx, &dst).unwrap();
-    t.run(&frames[0], &dst).unwrap();
+    t.run(&rgbx, described(&t, &dst, &shape)).unwrap();
+    t.run(&frames[0], described(&t, &dst, &shape)).unwrap();
     assert_eq!(t.pipelines_built(), 2, "one more for packed RGB frames");
     gpu.check().unwrap();
 }
@@ -351,7 +362,8 @@ fn bad_tensorize_options_and_buffers_are_errors() {
     let layout = wgnn::video::FrameLayout::packed(VideoFormat::Rgba, 4, 4);
     let frame = upload_frame(&gpu, &TexturePool::new(), &layout, &[0; 64]).unwrap();
     let small = tensor_buffer(&gpu, t.output_bytes() - 4);
-    let err = t.run(&frame, &small).unwrap_err();
+    let shape = shape_of(&t);
+    let err = t.run(&frame, described(&t, &small, &shape)).unwrap_err();
     assert!(
         err.to_string()
             .contains("has 764 bytes, the [1, 8, 8, 3] tensor needs 768"),
@@ -363,7 +375,9 @@ fn bad_tensorize_options_and_buffers_are_errors() {
         usage: wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let err = t.run(&frame, &not_storage).unwrap_err();
+    let err = t
+        .run(&frame, described(&t, &not_storage, &shape))
+        .unwrap_err();
     assert!(err.to_string().contains("lacks STORAGE"), "{err}");
     gpu.check().unwrap();
 }

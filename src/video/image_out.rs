@@ -5,6 +5,8 @@ use crate::gpu::Gpu;
 
 use super::composite::create_texture;
 use super::pipelines::{constants_key, groups_2d, PipelineCache};
+use super::tensor_buffer::TensorBuffer;
+use crate::ml::DataType;
 
 /// An RGBA8 texture shaders can write (STORAGE_BINDING), sample
 /// (TEXTURE_BINDING) and that can be copied out (COPY_SRC): the output type
@@ -54,34 +56,41 @@ impl ImageWriter {
         })
     }
 
-    /// Records the pass writing the [1, out.height, out.width, 3] tensor in
-    /// `src` into all of `out` (Rgba8Unorm with STORAGE_BINDING).
-    pub fn encode(
+    /// Records the pass writing `src`, a float32 [1, out.height, out.width,
+    /// 3] tensor, into all of `out` (Rgba8Unorm with STORAGE_BINDING).
+    pub fn encode<'a>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
+        src: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
     ) -> Result<()> {
+        let src = src.into();
         let (w, h) = (out.width(), out.height());
+        src.expect(
+            "image out: the source",
+            DataType::Float32,
+            &[1, h as usize, w as usize, 3],
+        )?;
         let region = ImageRegion {
             x0: 0,
             width: w,
             height: h,
         };
-        self.encode_region(encoder, src, (w, h), out, region)
+        self.encode_region(encoder, src, out, region)
     }
 
-    /// Records the pass writing the [1, size.1, size.0, 3] tensor in `src`
-    /// into `region` of `out`, resampled bicubically when the sizes differ.
-    pub fn encode_region(
+    /// Records the pass writing `src`, a float32 [1, H, W, 3] tensor, into
+    /// `region` of `out`, resampled bicubically when the sizes differ.
+    pub fn encode_region<'a>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        size: (u32, u32),
+        src: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
         region: ImageRegion,
     ) -> Result<()> {
-        let (w, h) = size;
+        let src = src.into();
+        let (w, h) = image_size(&src)?;
+        let src = src.buffer();
         let needed = 4 * 3 * u64::from(w) * u64::from(h);
         if w == 0 || h == 0 || region.width == 0 || region.height == 0 {
             return Err(Error::invalid(format!(
@@ -164,7 +173,7 @@ impl ImageWriter {
     }
 
     /// [`ImageWriter::encode`] and submit.
-    pub fn run(&self, src: &wgpu::Buffer, out: &wgpu::Texture) -> Result<()> {
+    pub fn run<'a>(&self, src: impl Into<TensorBuffer<'a>>, out: &wgpu::Texture) -> Result<()> {
         let gpu = &self.gpu;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode(&mut encoder, src, out)?;
@@ -173,4 +182,18 @@ impl ImageWriter {
         })
         .map(|_| ())
     }
+}
+
+/// (width, height) of a float32 [1, H, W, 3] image tensor.
+fn image_size(src: &TensorBuffer) -> Result<(u32, u32)> {
+    if let (DataType::Float32, &[1, h, w, 3]) = (src.data_type(), src.shape()) {
+        if let (Ok(w), Ok(h)) = (u32::try_from(w), u32::try_from(h)) {
+            return Ok((w, h));
+        }
+    }
+    Err(Error::invalid(format!(
+        "image out: the source tensor is {} {:?}; it must be a float32 [1, H, W, 3] image",
+        src.data_type(),
+        src.shape()
+    )))
 }
