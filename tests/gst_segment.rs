@@ -342,7 +342,7 @@ fn gst_debug_wgnn_5_logs_one_line_per_frame() {
     gst::log::set_threshold_for_name("wgnn*", gst::DebugLevel::Debug);
     let f = gst::log::add_log_function(move |cat, _level, _file, _func, _line, obj, msg| {
         let from_us = obj.is_some_and(|o| o.to_string().contains("seglogged"));
-        if cat.name() == "wgnn" && from_us {
+        if cat.name() == "wgnnsegment" && from_us {
             if let Some(m) = msg.get() {
                 sink.lock().unwrap().push(m.to_string());
             }

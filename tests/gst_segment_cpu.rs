@@ -236,7 +236,7 @@ fn texture_caps_are_refused_with_a_reason() {
     gst::log::set_threshold_for_name("wgnn*", gst::DebugLevel::Debug);
     let f = gst::log::add_log_function(move |cat, _level, _file, _func, _line, obj, msg| {
         let ours = obj.is_some_and(|o| o.to_string().contains("cpuseg"));
-        if cat.name() == "wgnn" && ours {
+        if cat.name() == "wgnnsegment" && ours {
             if let Some(m) = msg.get() {
                 sink.lock().unwrap().push(m.to_string());
             }

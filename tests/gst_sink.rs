@@ -354,9 +354,9 @@ fn each_frame_logs_one_debug_line() {
     );
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let collected = lines.clone();
-    gst::log::set_threshold_for_name("wgnn", gst::DebugLevel::Debug);
+    gst::log::set_threshold_for_name("wgnn*", gst::DebugLevel::Debug);
     let log_fn = gst::log::add_log_function(move |cat, level, _, _, _, obj, msg| {
-        if cat.name() == "wgnn"
+        if cat.name() == "wgnnsink"
             && level == gst::DebugLevel::Debug
             && obj.is_some_and(|o| o.to_string().contains("logged_sink"))
         {
