@@ -1,7 +1,7 @@
 //! wgnn: neural networks on live video, on the GPU through wgpu, inside GStreamer.
 //!
 //! Modules depend on each other in one direction only (see docs/ARCHITECTURE.md):
-//! `gpu` -> `video`, `ml` -> `models` -> `gst` -> binaries.
+//! `gpu` -> `ml`, `video` -> `models` -> `tasks` -> `gst` -> binaries.
 
 pub mod error;
 pub mod gpu;
@@ -9,6 +9,7 @@ pub mod gpu;
 pub mod gst;
 pub mod ml;
 pub mod models;
+pub mod tasks;
 pub mod video;
 
 pub use error::{Error, Result};

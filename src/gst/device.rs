@@ -80,8 +80,12 @@ impl DeviceSlot {
 
     /// Finds the pipeline's device or opens one: peers first (downstream,
     /// then upstream), then NEED_CONTEXT, then a new device announced with
-    /// HAVE_CONTEXT.
-    pub fn ensure(&self, element: &gst::Element) -> Result<Gpu, gst::ErrorMessage> {
+    /// HAVE_CONTEXT. Logs under the element's category `cat`.
+    pub fn ensure(
+        &self,
+        element: &gst::Element,
+        cat: gst::DebugCategory,
+    ) -> Result<Gpu, gst::ErrorMessage> {
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
@@ -92,7 +96,7 @@ impl DeviceSlot {
             if pad.peer_query(&mut query) {
                 if let Some(gpu) = query.context().and_then(gpu_from) {
                     gst::debug!(
-                        crate::gst::CAT,
+                        cat,
                         obj = element,
                         "using the device of a neighbour: {}",
                         gpu.describe()
@@ -113,7 +117,7 @@ impl DeviceSlot {
         }
         let gpu =
             Gpu::new().map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))?;
-        gst::info!(crate::gst::CAT, obj = element, "opened {}", gpu.describe());
+        gst::info!(cat, obj = element, "opened {}", gpu.describe());
         let gpu = self.0.lock().unwrap().get_or_insert(gpu).clone();
         let context = context_for(&gpu);
         element.set_context(&context);

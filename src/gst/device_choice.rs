@@ -20,23 +20,21 @@ pub enum DeviceChoice {
 impl DeviceChoice {
     /// The device this choice settles on when the element starts: the
     /// pipeline's GPU, or `None` for the CPU. `Auto` without a GPU warns on
-    /// the bus, so the user learns why the element runs slowly.
+    /// the bus, so the user learns why the element runs slowly. Logs under
+    /// the element's category `cat`.
     pub fn open(
         self,
         slot: &crate::gst::device::DeviceSlot,
         element: &gst::Element,
+        cat: gst::DebugCategory,
     ) -> Result<Option<crate::gpu::Gpu>, gst::ErrorMessage> {
         match self {
             DeviceChoice::Cpu => Ok(None),
-            DeviceChoice::Gpu => slot.ensure(element).map(Some),
-            DeviceChoice::Auto => match slot.ensure(element) {
+            DeviceChoice::Gpu => slot.ensure(element, cat).map(Some),
+            DeviceChoice::Auto => match slot.ensure(element, cat) {
                 Ok(gpu) => Ok(Some(gpu)),
                 Err(e) => {
-                    gst::warning!(
-                        crate::gst::CAT,
-                        obj = element,
-                        "no GPU ({e:?}); using the CPU"
-                    );
+                    gst::warning!(cat, obj = element, "no GPU ({e:?}); using the CPU");
                     gst::element_warning!(
                         element,
                         gst::ResourceError::NotFound,

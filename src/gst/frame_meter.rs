@@ -11,7 +11,6 @@ use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
 use crate::gst::latency::LatencyMeter;
 use crate::gst::stats::Stats;
-use crate::gst::CAT;
 
 #[derive(Default)]
 pub struct FrameMeter {
@@ -31,10 +30,12 @@ impl FrameMeter {
     }
 
     /// Records a processed frame that started at `began`: counts what it
-    /// moved, logs it, and posts a latency message when the processing time
-    /// grew enough for the pipeline to ask again.
+    /// moved, logs it under the element's category `cat`, and posts a
+    /// latency message when the processing time grew enough for the
+    /// pipeline to ask again.
     pub fn frame_done(
         &self,
+        cat: gst::DebugCategory,
         element: &gst::Element,
         pts: Option<gst::ClockTime>,
         moved: &TransferStats,
@@ -43,7 +44,7 @@ impl FrameMeter {
         let n = self.stats.frame(moved);
         let took = began.elapsed();
         gst::debug!(
-            CAT,
+            cat,
             obj = element,
             "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
             pts.display(),

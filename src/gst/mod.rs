@@ -7,6 +7,7 @@ mod arc_meta;
 pub mod caps;
 pub mod device;
 pub mod device_choice;
+mod element;
 pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
@@ -20,13 +21,19 @@ mod wgnnsink;
 mod wgnnsuperres;
 mod wgnnupload;
 
-use std::sync::LazyLock;
-
 use gst::glib;
 
-pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
-    gst::DebugCategory::new("wgnn", gst::DebugColorFlags::empty(), Some("wgnn elements"))
-});
+/// Defines `CAT`, an element's debug category, named after the element so
+/// that `GST_DEBUG=wgnnsegment:6` picks one and `GST_DEBUG=wgnn*:5` all of
+/// them. Shared code logs under the category of the element that calls it.
+macro_rules! element_category {
+    ($element:literal, $description:literal) => {
+        static CAT: std::sync::LazyLock<gst::DebugCategory> = std::sync::LazyLock::new(|| {
+            gst::DebugCategory::new($element, gst::DebugColorFlags::empty(), Some($description))
+        });
+    };
+}
+pub(crate) use element_category;
 
 /// Registers every wgnn element, on `plugin` when loaded as `libgstwgnn.so`,
 /// or process-wide (`None`) for applications that link the library.

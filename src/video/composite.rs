@@ -9,6 +9,8 @@ use crate::gpu::{Checks, Gpu, Specialization};
 use super::frame::GpuFrame;
 use super::frame_read::{float_rgba_bind_group, frame_bind_group, yuv_buffer, ColorSpec, Reader};
 use super::groups_2d;
+use super::tensor_buffer::{squeezed, TensorBuffer};
+use crate::ml::DataType;
 
 /// Largest blur strength (Gaussian sigma in frame pixels); the kernel reaches
 /// 3 sigma each way, so this bounds the taps per pixel at 2 * 192 + 1.
@@ -606,15 +608,20 @@ impl Compositor {
     }
 
     /// Records the passes writing the composite of `frame` and `mask` into
-    /// `out` (Rgba8Unorm, STORAGE_BINDING, the frame's size).
-    pub fn encode(
+    /// `out` (Rgba8Unorm, STORAGE_BINDING, the frame's size). `mask` is a
+    /// float32 tensor of the options' mask size: [1, height, width, 1] or
+    /// any shape that differs from it only in axes of size 1.
+    pub fn encode<'a>(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         frame: &GpuFrame,
-        mask: &wgpu::Buffer,
+        mask: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
     ) -> Result<()> {
         let m = self.options.mask;
+        let mask = mask.into();
+        check_mask_tensor(&mask, &m)?;
+        let mask = mask.buffer();
         let mask_bytes = 4 * u64::from(m.width) * u64::from(m.height);
         if !mask.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Err(Error::invalid(
@@ -778,10 +785,10 @@ impl Compositor {
     }
 
     /// [`Compositor::encode`] and submit.
-    pub fn run(
+    pub fn run<'a>(
         &mut self,
         frame: &GpuFrame,
-        mask: &wgpu::Buffer,
+        mask: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
     ) -> Result<()> {
         let gpu = self.gpu.clone();
@@ -792,6 +799,21 @@ impl Compositor {
         })
         .map(|_| ())
     }
+}
+
+/// The mask is float32 and holds `height` rows of `width` values: its shape
+/// is [1, height, width, 1] up to axes of size 1, which do not change the
+/// order of the values.
+fn check_mask_tensor(mask: &TensorBuffer, m: &MaskOptions) -> Result<()> {
+    let (h, w) = (m.height as usize, m.width as usize);
+    if mask.data_type() == DataType::Float32 && squeezed(mask.shape()) == squeezed(&[h, w]) {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "composite: the mask tensor is {} {:?}; a {w}x{h} mask must be float32 [1, {h}, {w}, 1]",
+        mask.data_type(),
+        mask.shape()
+    )))
 }
 
 fn composite_params(gpu: &Gpu, options: &CompositeOptions) -> Result<wgpu::Buffer> {

@@ -8,6 +8,8 @@ use crate::gpu::{Checks, Gpu};
 
 use super::composite::create_texture;
 use super::groups_2d;
+use super::tensor_buffer::TensorBuffer;
+use crate::ml::DataType;
 
 /// The image-out kernel (no switches).
 pub(crate) const IMAGE_OUT_SOURCE: &str = include_str!("image_out.wgsl");
@@ -91,34 +93,42 @@ impl ImageWriter {
         })
     }
 
-    /// Records the pass writing the [1, out.height, out.width, 3] tensor in
-    /// `src` into all of `out` (Rgba8Unorm with STORAGE_BINDING).
-    pub fn encode(
+    /// Records the pass writing `src`, a float32 [1, out.height, out.width,
+    /// 3] tensor, into all of `out` (Rgba8Unorm with STORAGE_BINDING).
+    pub fn encode<'a>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
+        src: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
     ) -> Result<()> {
+        let src = src.into();
         let (w, h) = (out.width(), out.height());
+        src.expect(
+            "image out: the source",
+            DataType::Float32,
+            &[1, h as usize, w as usize, 3],
+        )?;
         let region = ImageRegion {
             x0: 0,
             width: w,
             height: h,
         };
-        self.check(src, (w, h), out, region)?;
-        self.record(encoder, src, out, region, &self.whole)
+        self.check(src.buffer(), (w, h), out, region)?;
+        self.record(encoder, src.buffer(), out, region, &self.whole)
     }
 
-    /// Records the pass writing the [1, size.1, size.0, 3] tensor in `src`
-    /// into `region` of `out`, resampled bicubically when the sizes differ.
-    pub fn encode_region(
+    /// Records the pass writing `src`, a float32 [1, H, W, 3] tensor, into
+    /// `region` of `out`, resampled bicubically when the sizes differ.
+    pub fn encode_region<'a>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        src: &wgpu::Buffer,
-        size: (u32, u32),
+        src: impl Into<TensorBuffer<'a>>,
         out: &wgpu::Texture,
         region: ImageRegion,
     ) -> Result<()> {
+        let src = src.into();
+        let size = image_size(&src)?;
+        let src = src.buffer();
         self.check(src, size, out, region)?;
         let params = ImageOutParams {
             in_w: size.0,
@@ -238,7 +248,7 @@ impl ImageWriter {
     }
 
     /// [`ImageWriter::encode`] and submit.
-    pub fn run(&self, src: &wgpu::Buffer, out: &wgpu::Texture) -> Result<()> {
+    pub fn run<'a>(&self, src: impl Into<TensorBuffer<'a>>, out: &wgpu::Texture) -> Result<()> {
         let gpu = &self.gpu;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode(&mut encoder, src, out)?;
@@ -255,4 +265,18 @@ fn params_buffer(gpu: &Gpu, params: &ImageOutParams) -> Result<wgpu::Buffer> {
         bytemuck::bytes_of(params),
         wgpu::BufferUsages::UNIFORM,
     )
+}
+
+/// (width, height) of a float32 [1, H, W, 3] image tensor.
+fn image_size(src: &TensorBuffer) -> Result<(u32, u32)> {
+    if let (DataType::Float32, &[1, h, w, 3]) = (src.data_type(), src.shape()) {
+        if let (Ok(w), Ok(h)) = (u32::try_from(w), u32::try_from(h)) {
+            return Ok((w, h));
+        }
+    }
+    Err(Error::invalid(format!(
+        "image out: the source tensor is {} {:?}; it must be a float32 [1, H, W, 3] image",
+        src.data_type(),
+        src.shape()
+    )))
 }

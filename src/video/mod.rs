@@ -22,6 +22,7 @@ mod frame_read;
 mod image_out;
 mod pool;
 mod readback;
+mod tensor_buffer;
 mod tensorize;
 
 pub use composite::{
@@ -34,6 +35,7 @@ pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
 pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};
 pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
 pub use readback::download_rgba;
+pub use tensor_buffer::TensorBuffer;
 pub use tensorize::{
     ChannelOrder, Normalize, OutputDtype, Resize, TensorLayout, TensorizeOptions, Tensorizer,
 };

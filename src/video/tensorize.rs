@@ -10,6 +10,8 @@ use crate::gpu::{Checks, Gpu, Specialization};
 use super::frame::GpuFrame;
 use super::frame_read::{frame_bind_group, yuv_buffer, ColorSpec, Reader};
 use super::groups_2d;
+use super::tensor_buffer::TensorBuffer;
+use crate::ml::DataType;
 
 /// Element order of the output tensor (batch 1, 3 channels).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -32,6 +34,14 @@ impl OutputDtype {
         match self {
             OutputDtype::F32 => 4,
             OutputDtype::F16 => 2,
+        }
+    }
+
+    /// The tensor data type these values are stored as.
+    pub fn data_type(self) -> DataType {
+        match self {
+            OutputDtype::F32 => DataType::Float32,
+            OutputDtype::F16 => DataType::Float16,
         }
     }
 }
@@ -349,14 +359,23 @@ impl Tensorizer {
         Ok(p)
     }
 
-    /// Records the pass that writes the tensor for `frame` into the first
-    /// `output_bytes()` of `dst` (a STORAGE buffer, e.g. a model input).
-    pub fn encode(
+    /// Records the pass that writes the tensor for `frame` into `dst` (a
+    /// STORAGE buffer, e.g. a rented model input), which must be a tensor of
+    /// [`output_shape`](Tensorizer::output_shape) in the options' dtype.
+    pub fn encode<'a>(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         frame: &GpuFrame,
-        dst: &wgpu::Buffer,
+        dst: impl Into<TensorBuffer<'a>>,
     ) -> Result<()> {
+        let dst = dst.into();
+        let shape = self.output_shape().map(|d| d as usize);
+        dst.expect(
+            "tensorize: the destination",
+            self.options.dtype.data_type(),
+            &shape,
+        )?;
+        let dst = dst.buffer();
         if !dst.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Err(Error::invalid(
                 "tensorize: the destination buffer lacks STORAGE usage",
@@ -408,7 +427,7 @@ impl Tensorizer {
     }
 
     /// [`Tensorizer::encode`] and submit.
-    pub fn run(&self, frame: &GpuFrame, dst: &wgpu::Buffer) -> Result<()> {
+    pub fn run<'a>(&self, frame: &GpuFrame, dst: impl Into<TensorBuffer<'a>>) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()

@@ -8,8 +8,8 @@ use rand::{Rng, SeedableRng};
 use wgnn::gpu::transfer::TextureRegion;
 use wgnn::gpu::Gpu;
 use wgnn::video::{
-    create_rgba_texture, ColorSpec, FrameLayout, GpuFrame, OutputDtype, TensorizeOptions,
-    Tensorizer, VideoFormat, YuvMatrix, YuvRange,
+    create_rgba_texture, ColorSpec, FrameLayout, GpuFrame, OutputDtype, TensorBuffer,
+    TensorizeOptions, Tensorizer, VideoFormat, YuvMatrix, YuvRange,
 };
 
 /// Every matrix and range a YUV frame may declare.
@@ -218,11 +218,22 @@ pub fn tensor_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {
     })
 }
 
+/// The tensor `t` writes into `dst`, described as it holds it.
+pub fn described<'a>(t: &Tensorizer, dst: &'a wgpu::Buffer, shape: &'a [usize; 4]) -> TensorBuffer<'a> {
+    TensorBuffer::new(dst, t.options().dtype.data_type(), shape)
+}
+
+/// The shape of the tensor `t` writes.
+pub fn shape_of(t: &Tensorizer) -> [usize; 4] {
+    t.output_shape().map(|d| d as usize)
+}
+
 /// Runs the tensorizer and reads the tensor back as f32.
 pub fn tensorize(gpu: &Gpu, frame: &GpuFrame, options: TensorizeOptions) -> Vec<f32> {
     let t = Tensorizer::new(gpu, options).unwrap();
     let dst = tensor_buffer(gpu, t.output_bytes());
-    t.run(frame, &dst).unwrap();
+    let shape = shape_of(&t);
+    t.run(frame, described(&t, &dst, &shape)).unwrap();
     let bytes = gpu
         .download_buffer(&dst, 0, t.output_bytes())
         .unwrap()

@@ -316,7 +316,7 @@ fn several_pipelines_run_at_once_in_one_process() {
 #[test]
 fn gst_debug_wgnn_5_logs_one_line_per_frame() {
     init();
-    let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnn", "seglogged");
+    let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnnsegment", "seglogged");
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=3 ! video/x-raw,width=24,height=16 ! wgnnupload ! \
          wgnnsegment name=seglogged effect=mask ! fakesink",

@@ -229,7 +229,7 @@ fn texture_caps_are_refused_with_a_reason() {
         Err(gst::FlowError::NotNegotiated)
     );
 
-    let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnn", "cpuseg");
+    let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnnsegment", "cpuseg");
     let src = "videotestsrc num-buffers=1 ! video/x-raw,width=32,height=24";
     for launch in [
         format!("{src} ! wgnnupload ! wgnnsegment name=cpuseg1 device=cpu ! fakesink"),

@@ -276,7 +276,7 @@ fn each_frame_logs_one_debug_line() {
         "videotestsrc num-buffers=4 ! video/x-raw,width=32,height=24 ! \
          wgnnsink name=logged_sink offscreen=true sync=false",
     );
-    let log = LogCapture::start("wgnn", gst::DebugLevel::Debug, "wgnn", "logged_sink");
+    let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnnsink", "logged_sink");
     run_to_eos(&pipeline);
     pipeline.set_state(gst::State::Null).unwrap();
     let lines = log.lines_at(gst::DebugLevel::Debug);

@@ -9,9 +9,11 @@ use crate::common::video::{
 };
 use rand::Rng;
 use wgnn::gpu::Gpu;
+use wgnn::ml::DataType;
 use wgnn::video::{
     create_rgba_texture, download_rgba, upload_frame, Background, ColorSpec, CompositeOptions,
-    Compositor, EdgeSoftening, Effect, ImageWriter, MaskOptions, TexturePool, VideoFormat,
+    Compositor, EdgeSoftening, Effect, ImageWriter, MaskOptions, TensorBuffer, TexturePool,
+    VideoFormat,
 };
 
 struct Mask {
@@ -37,6 +39,11 @@ fn mask_buffer(gpu: &Gpu, mask: &Mask) -> wgpu::Buffer {
         wgpu::BufferUsages::STORAGE,
     )
     .unwrap()
+}
+
+/// The shape of a `width` x `height` mask tensor.
+fn mask_shape(width: usize, height: usize) -> [usize; 4] {
+    [1, height, width, 1]
 }
 
 fn smoothstep(lo: f64, hi: f64, x: f64) -> f64 {
@@ -205,8 +212,14 @@ fn every_effect_matches_the_reference_within_one_lsb() {
         )
         .unwrap();
         let out = create_rgba_texture(&gpu, w, h).unwrap();
+        let shape = mask_shape(mask.width, mask.height);
+        let buffer = mask_buffer(&gpu, &mask);
         compositor
-            .run(&frame, &mask_buffer(&gpu, &mask), &out)
+            .run(
+                &frame,
+                TensorBuffer::new(&buffer, DataType::Float32, &shape),
+                &out,
+            )
             .unwrap();
         let got = download_rgba(&gpu, &out).unwrap();
         let img = decode(&layout, &bytes, ColorSpec::default());
@@ -261,7 +274,14 @@ fn blur_tiles_match_the_reference_at_every_size() {
         )
         .unwrap();
         let out = create_rgba_texture(&gpu, w, h).unwrap();
-        compositor.run(&frame, &mask_buffer, &out).unwrap();
+        let shape = mask_shape(1, 1);
+        compositor
+            .run(
+                &frame,
+                TensorBuffer::new(&mask_buffer, DataType::Float32, &shape),
+                &out,
+            )
+            .unwrap();
         let got = download_rgba(&gpu, &out).unwrap();
         let img = decode(&layout, &bytes, ColorSpec::default());
         let want = reference(&img, &mask, &effect, None, None);
@@ -298,8 +318,14 @@ fn temporal_smoothing_averages_masks_over_frames() {
             state = None;
         }
         let mask = random_mask(&mut r, 9, 7);
+        let buffer = mask_buffer(&gpu, &mask);
+        let shape = mask_shape(9, 7);
         compositor
-            .run(&frame, &mask_buffer(&gpu, &mask), &out)
+            .run(
+                &frame,
+                TensorBuffer::new(&buffer, DataType::Float32, &shape),
+                &out,
+            )
             .unwrap();
         let smoothed: Vec<f32> = match &state {
             None => mask.values.clone(),
@@ -340,7 +366,11 @@ fn image_tensor_becomes_clamped_rgba() {
         )
         .unwrap();
     let out = create_rgba_texture(&gpu, w as u32, h as u32).unwrap();
-    ImageWriter::new(&gpu).unwrap().run(&src, &out).unwrap();
+    let shape = [1, h, w, 3];
+    ImageWriter::new(&gpu)
+        .unwrap()
+        .run(TensorBuffer::new(&src, DataType::Float32, &shape), &out)
+        .unwrap();
     let want: Vec<u8> = values
         .chunks(3)
         .flat_map(|p| {
@@ -390,9 +420,12 @@ fn only_the_explicit_download_moves_bytes() {
     let out = create_rgba_texture(&gpu, w, h).unwrap();
 
     let before = gpu.transfers();
+    let (mshape, tensor_shape) = (mask_shape(8, 8), [1, h as usize, w as usize, 3]);
+    let mask = TensorBuffer::new(&mask, DataType::Float32, &mshape);
+    let tensor = TensorBuffer::new(&tensor, DataType::Float32, &tensor_shape);
     for _ in 0..2 {
-        compositor.run(&frame, &mask, &out).unwrap();
-        writer.run(&tensor, &out).unwrap();
+        compositor.run(&frame, mask, &out).unwrap();
+        writer.run(tensor, &out).unwrap();
     }
     gpu.wait_idle().unwrap();
     assert_eq!(gpu.transfers().since(&before), Default::default());
@@ -431,7 +464,9 @@ fn bad_composite_input_is_an_error() {
     let frame = upload_frame(&gpu, &TexturePool::new(), &layout, &[9; 80]).unwrap();
     let mask = mask_buffer(&gpu, &random_mask(&mut rng(24), 8, 8));
     let wrong_size = create_rgba_texture(&gpu, 4, 5).unwrap();
-    let err = compositor.run(&frame, &mask, &wrong_size).unwrap_err();
+    let shape = mask_shape(8, 8);
+    let mask = TensorBuffer::new(&mask, DataType::Float32, &shape);
+    let err = compositor.run(&frame, mask, &wrong_size).unwrap_err();
     assert!(
         err.to_string().contains("the output is 4x5, the frame 5x4"),
         "{err}"
@@ -439,7 +474,9 @@ fn bad_composite_input_is_an_error() {
 
     let small_mask = mask_buffer(&gpu, &random_mask(&mut rng(24), 8, 7));
     let out = create_rgba_texture(&gpu, 5, 4).unwrap();
-    let err = compositor.run(&frame, &small_mask, &out).unwrap_err();
+    // Described as the 8x8 mask the compositor takes: the buffer is short.
+    let small_mask = TensorBuffer::new(&small_mask, DataType::Float32, &shape);
+    let err = compositor.run(&frame, small_mask, &out).unwrap_err();
     assert!(
         err.to_string().contains("a 8x8 f32 mask needs 256"),
         "{err}"

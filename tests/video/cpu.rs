@@ -214,7 +214,11 @@ impl Pair {
             )
             .unwrap();
         let out = create_rgba_texture(gpu, w, h).unwrap();
-        self.on_gpu.run(&frame, &mask_buffer, &out).unwrap();
+        let m = self.on_gpu.options().mask;
+        let shape = [1, m.height as usize, m.width as usize, 1];
+        let mask_tensor =
+            video::TensorBuffer::new(&mask_buffer, wgnn::ml::DataType::Float32, &shape);
+        self.on_gpu.run(&frame, mask_tensor, &out).unwrap();
         let want = download_rgba(gpu, &out).unwrap();
         gpu.check().unwrap();
 

@@ -57,7 +57,7 @@ fn selfie_pass_uploads_once_and_downloads_nothing_until_asked() {
     .unwrap();
     {
         let rented = ctx.export_to_gpu(&input).unwrap();
-        tensorizer.run(&frame, rented.buffer()).unwrap();
+        tensorizer.run(&frame, &rented).unwrap();
     }
     ctx.dispatch(
         &graph,
@@ -67,7 +67,7 @@ fn selfie_pass_uploads_once_and_downloads_nothing_until_asked() {
     .unwrap();
     {
         let rented = ctx.export_to_gpu(&mask).unwrap();
-        compositor.run(&frame, rented.buffer(), &out).unwrap();
+        compositor.run(&frame, &rented, &out).unwrap();
     }
     gpu.wait_idle().unwrap();
     let moved = gpu.transfers().since(&before);

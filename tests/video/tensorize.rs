@@ -5,7 +5,8 @@
 use crate::common;
 
 use crate::common::video::{
-    assert_close_f32, decode, random_frame, rng, tensor_buffer, tensorize, Image, COLOR_SPECS,
+    assert_close_f32, decode, described, random_frame, rng, shape_of, tensor_buffer, tensorize,
+    Image, COLOR_SPECS,
 };
 use wgnn::video::{
     upload_frame, ChannelOrder, ColorSpec, Normalize, OutputDtype, Resize, TensorLayout,
@@ -270,9 +271,10 @@ fn tensorize_moves_no_bytes_and_compiles_once() {
             upload_frame(&gpu, &pool, &layout, &bytes).unwrap()
         })
         .collect();
+    let shape = shape_of(&t);
     let before = gpu.transfers();
     for frame in &frames {
-        t.run(frame, &dst).unwrap();
+        t.run(frame, described(&t, &dst, &shape)).unwrap();
     }
     gpu.wait_idle().unwrap();
     assert_eq!(gpu.transfers().since(&before), Default::default());
@@ -280,8 +282,8 @@ fn tensorize_moves_no_bytes_and_compiles_once() {
 
     let (layout, bytes) = random_frame(&mut r, VideoFormat::Rgbx, 37, 23, 4);
     let rgbx = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
-    t.run(&rgbx, &dst).unwrap();
-    t.run(&frames[0], &dst).unwrap();
+    t.run(&rgbx, described(&t, &dst, &shape)).unwrap();
+    t.run(&frames[0], described(&t, &dst, &shape)).unwrap();
     assert_eq!(t.pipelines_built(), 2, "one more for packed RGB frames");
     gpu.check().unwrap();
 }
@@ -303,7 +305,8 @@ fn bad_tensorize_options_and_buffers_are_errors() {
     let layout = wgnn::video::FrameLayout::packed(VideoFormat::Rgba, 4, 4);
     let frame = upload_frame(&gpu, &TexturePool::new(), &layout, &[0; 64]).unwrap();
     let small = tensor_buffer(&gpu, t.output_bytes() - 4);
-    let err = t.run(&frame, &small).unwrap_err();
+    let shape = shape_of(&t);
+    let err = t.run(&frame, described(&t, &small, &shape)).unwrap_err();
     assert!(
         err.to_string()
             .contains("has 764 bytes, the [1, 8, 8, 3] tensor needs 768"),
@@ -315,7 +318,9 @@ fn bad_tensorize_options_and_buffers_are_errors() {
         usage: wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let err = t.run(&frame, &not_storage).unwrap_err();
+    let err = t
+        .run(&frame, described(&t, &not_storage, &shape))
+        .unwrap_err();
     assert!(err.to_string().contains("lacks STORAGE"), "{err}");
     gpu.check().unwrap();
 }

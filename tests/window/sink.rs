@@ -69,7 +69,7 @@ fn the_frame_shows_in_a_real_window() {
     // Every log statement of the elements runs (their arguments are
     // evaluated, locks and all), printed nowhere.
     gst::log::remove_default_log_function();
-    gst::log::set_threshold_for_name("wgnn", gst::DebugLevel::Log);
+    gst::log::set_threshold_for_name("wgnn*", gst::DebugLevel::Log);
     let frame = known_frame(W, H);
 
     // 1. A window of the frame's size at 0,0 showing exactly the frame, with

@@ -1,14 +1,17 @@
 //! `wgnn-bench pipeline`: frames through upload -> tensorize -> selfie model
-//! -> blur composite, two ways:
+//! -> blur composite, with the `wgnn::tasks::Segmenter` the `wgnnsegment`
+//! element runs, two ways:
 //!
-//! - zero-copy: the frame is uploaded once; the tensorizer writes straight
-//!   into the model's input tensor and the compositor reads the mask tensor,
-//!   both rented with `export_to_gpu`; nothing is read back.
+//! - zero-copy: the segmenter's own GPU path. The frame is uploaded once;
+//!   the tensorizer writes straight into the model's input tensor and the
+//!   compositor reads the mask tensor, both rented with `export_to_gpu`;
+//!   nothing is read back.
 //! - copy: what a chain of system-memory GStreamer elements does. Element 1
 //!   uploads the frame, tensorizes it and reads the tensor back; element 2
 //!   uploads the tensor, runs the model and reads the mask back; element 3
 //!   uploads the frame and the mask again, composites and reads the output
-//!   frame back for the next element.
+//!   frame back for the next element. It drives the segmenter's stages one
+//!   at a time.
 //!
 //! Both run the same GPU kernels; GPU ms/frame is their timestamped time (the
 //! copies themselves are not in it). fps is host wall time over many frames;
@@ -20,7 +23,10 @@ use std::time::Instant;
 
 use serde_json::json;
 use wgnn::gpu::{Gpu, TransferStats};
-use wgnn::ml::{Context, Graph, Tensor, TensorDescriptor};
+use wgnn::ml::DataType;
+use wgnn::tasks::{
+    Device, ModelTiming, SegmentEffect, SegmentOptions, Segmenter, Stage, StageMarks,
+};
 use wgnn::video::*;
 
 use crate::stamps::{encoder, median_min, submit, Stamps};
@@ -74,23 +80,48 @@ impl PathResult {
 
 pub struct Bench {
     gpu: Gpu,
-    ctx: Context,
-    graph: Graph,
-    names: (String, String),
-    input: Tensor,
-    mask: Tensor,
-    tensorizer: Tensorizer,
-    compositor: Compositor,
+    segmenter: Segmenter,
     out: wgpu::Texture,
     pool: TexturePool,
     layout: FrameLayout,
     bytes: Vec<u8>,
     // The copy path's own buffers: the tensor as element 1 writes it, and
-    // the mask as element 3 uploads it.
+    // the mask as element 3 uploads it, with the shapes they hold.
     tensor_buf: wgpu::Buffer,
+    tensor_shape: Vec<usize>,
     mask_buf: wgpu::Buffer,
+    mask_shape: Vec<usize>,
     mask_bytes: u64,
     stamps: Stamps,
+}
+
+/// Timestamp pair 0 around tensorize, pair 1 around the composite.
+struct Marks<'a>(&'a Stamps);
+
+impl StageMarks for Marks<'_> {
+    fn begin(&mut self, encoder: &mut wgpu::CommandEncoder, stage: Stage) {
+        self.0.begin(encoder, pair(stage));
+    }
+
+    fn end(&mut self, encoder: &mut wgpu::CommandEncoder, stage: Stage) {
+        self.0.end(encoder, pair(stage));
+    }
+}
+
+fn pair(stage: Stage) -> u32 {
+    match stage {
+        Stage::Tensorize => 0,
+        Stage::Output => 1,
+    }
+}
+
+/// The model's timing: its whole dispatch when profiling.
+fn model_timing(profile: bool) -> ModelTiming {
+    if profile {
+        ModelTiming::Whole
+    } else {
+        ModelTiming::Off
+    }
 }
 
 /// The sample picture at `w` x `h` in `format` (RGBA-like or NV12/I420 with
@@ -153,48 +184,14 @@ fn frame_bytes(format: VideoFormat, w: u32, h: u32) -> wgnn::Result<Vec<u8>> {
 
 impl Bench {
     pub fn new(gpu: &Gpu, o: &Options) -> wgnn::Result<Bench> {
-        let ctx = Context::gpu(gpu);
         let model = wgnn::models::load(&o.model)?;
-        let graph = model.build(&ctx, None)?;
-        let (in_name, in_desc) = graph.inputs().remove(0);
-        let (out_name, out_desc) = graph.outputs().remove(0);
-        let (&[1, ih, iw, 3], &[1, mh, mw, 1]) = (&in_desc.shape[..], &out_desc.shape[..]) else {
-            return Err(wgnn::Error::Invalid(format!(
-                "{}: not a segmentation model (input {:?}, output {:?})",
-                o.model.display(),
-                in_desc.shape,
-                out_desc.shape
-            )));
-        };
-        let [lo, hi] = model.inputs()[0].range.unwrap_or([0.0, 1.0]);
-        let input = ctx.create_tensor(
-            TensorDescriptor::new(in_desc.data_type, in_desc.shape.clone())
-                .writable()
-                .exportable_to_gpu(),
-        )?;
-        let mask = ctx.create_tensor(
-            TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone())
-                .readable()
-                .exportable_to_gpu(),
-        )?;
-        let tensorizer = Tensorizer::new(
-            gpu,
-            TensorizeOptions {
-                normalize: Normalize {
-                    scale: [(hi - lo) / 255.0; 3],
-                    offset: [lo; 3],
-                },
-                ..TensorizeOptions::new(iw as u32, ih as u32)
-            },
-        )?;
-        let compositor = Compositor::new(
-            gpu,
-            CompositeOptions {
-                mask: MaskOptions::new(mw as u32, mh as u32),
-                effect: Effect::Blur { strength: o.blur },
-                color: ColorSpec::default(),
-            },
-        )?;
+        let options = SegmentOptions::new(SegmentEffect::Blur { strength: o.blur });
+        let mut segmenter = Segmenter::new(&Device::Gpu(gpu.clone()), &model, &options)?;
+        let stages = segmenter.gpu_stages()?;
+        let tensor_shape = stages.input().shape().to_vec();
+        let mask_shape = stages.mask().shape().to_vec();
+        let tensor_bytes = stages.tensorizer().output_bytes();
+        let mask_bytes = stages.mask().byte_length() as u64;
         let out = create_rgba_texture(gpu, o.width, o.height)?;
         let layout = FrameLayout::packed(o.format, o.width, o.height);
         let bytes = frame_bytes(o.format, o.width, o.height)?;
@@ -210,10 +207,9 @@ impl Bench {
         };
         let tensor_buf = buffer(
             "copy path tensor",
-            tensorizer.output_bytes(),
+            tensor_bytes,
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         )?;
-        let mask_bytes = (mh * mw * 4) as u64;
         let mask_buf = buffer(
             "copy path mask",
             mask_bytes,
@@ -221,91 +217,56 @@ impl Bench {
         )?;
         Ok(Bench {
             gpu: gpu.clone(),
-            ctx,
-            graph,
-            names: (in_name, out_name),
-            input,
-            mask,
-            tensorizer,
-            compositor,
+            segmenter,
             out,
             pool: TexturePool::new(),
             layout,
             bytes,
             tensor_buf,
+            tensor_shape,
             mask_buf,
+            mask_shape,
             mask_bytes,
             stamps: Stamps::new(gpu, 2)?,
         })
     }
 
-    /// Runs the model: a plain dispatch, or a timed one returning its GPU
-    /// ms (and waiting for it).
-    fn model(&self, profile: bool) -> wgnn::Result<f64> {
-        let ins = [(self.names.0.as_str(), &self.input)];
-        let outs = [(self.names.1.as_str(), &self.mask)];
-        if profile {
-            self.graph.gpu_time(&self.ctx, &ins, &outs)
-        } else {
-            self.ctx.dispatch(&self.graph, &ins, &outs)?;
-            Ok(0.0)
-        }
-    }
-
-    /// One zero-copy frame; returns the last submission and the model's GPU
-    /// ms when profiling.
+    /// One zero-copy frame through the segmenter; returns its last
+    /// submission and the model's GPU ms when profiling.
     fn zero_copy(&mut self, profile: bool) -> wgnn::Result<(wgpu::SubmissionIndex, f64)> {
-        let gpu = self.gpu.clone();
-        let frame = upload_frame(&gpu, &self.pool, &self.layout, &self.bytes)?;
-        let mut enc = encoder(&gpu);
-        let rented = self.ctx.export_to_gpu(&self.input)?;
-        if profile {
-            self.stamps.begin(&mut enc, 0);
-        }
-        self.tensorizer.encode(&mut enc, &frame, rented.buffer())?;
-        if profile {
-            self.stamps.end(&mut enc, 0);
-        }
-        submit(&gpu, enc)?;
-        drop(rented);
-        let model_ms = self.model(profile)?;
-        let mut enc = encoder(&gpu);
-        let rented = self.ctx.export_to_gpu(&self.mask)?;
-        if profile {
-            self.stamps.begin(&mut enc, 1);
-        }
-        self.compositor
-            .encode(&mut enc, &frame, rented.buffer(), &self.out)?;
-        if profile {
-            self.stamps.end(&mut enc, 1);
-        }
-        let index = submit(&gpu, enc)?;
-        drop(rented);
-        Ok((index, model_ms))
+        let frame = upload_frame(&self.gpu, &self.pool, &self.layout, &self.bytes)?;
+        let mut marks = Marks(&self.stamps);
+        let marks: Option<&mut dyn StageMarks> = if profile { Some(&mut marks) } else { None };
+        let run = self
+            .segmenter
+            .run_gpu_into(&frame, &self.out, model_timing(profile), marks)?;
+        Ok((run.submission, run.model_ms.unwrap_or(0.0)))
     }
 
     /// One frame the copy way; returns the model's GPU ms when profiling.
     fn copy(&mut self, profile: bool) -> wgnn::Result<f64> {
         let gpu = self.gpu.clone();
+        let mut stages = self.segmenter.gpu_stages()?;
         // Element 1: frame in system memory -> tensor in system memory.
         let frame = upload_frame(&gpu, &self.pool, &self.layout, &self.bytes)?;
         let mut enc = encoder(&gpu);
         if profile {
             self.stamps.begin(&mut enc, 0);
         }
-        self.tensorizer.encode(&mut enc, &frame, &self.tensor_buf)?;
+        let tensor_buf = TensorBuffer::new(&self.tensor_buf, DataType::Float32, &self.tensor_shape);
+        stages.tensorizer().encode(&mut enc, &frame, tensor_buf)?;
         if profile {
             self.stamps.end(&mut enc, 0);
         }
         submit(&gpu, enc)?;
         let tensor = gpu
-            .download_buffer(&self.tensor_buf, 0, self.tensorizer.output_bytes())?
+            .download_buffer(&self.tensor_buf, 0, stages.tensorizer().output_bytes())?
             .wait()?;
         drop(frame);
         // Element 2: tensor -> mask, both in system memory.
-        self.ctx.write_tensor(&self.input, &tensor)?;
-        let model_ms = self.model(profile)?;
-        let mask = self.ctx.read_tensor_blocking(&self.mask)?;
+        stages.context().write_tensor(stages.input(), &tensor)?;
+        let model_ms = stages.run_model(model_timing(profile))?.unwrap_or(0.0);
+        let mask = stages.context().read_tensor_blocking(stages.mask())?;
         // Element 3: frame + mask -> output frame in system memory.
         let frame = upload_frame(&gpu, &self.pool, &self.layout, &self.bytes)?;
         gpu.upload_buffer(&self.mask_buf, 0, &mask[..self.mask_bytes as usize])?;
@@ -313,8 +274,10 @@ impl Bench {
         if profile {
             self.stamps.begin(&mut enc, 1);
         }
-        self.compositor
-            .encode(&mut enc, &frame, &self.mask_buf, &self.out)?;
+        let mask_buf = TensorBuffer::new(&self.mask_buf, DataType::Float32, &self.mask_shape);
+        stages
+            .compositor()
+            .encode(&mut enc, &frame, mask_buf, &self.out)?;
         if profile {
             self.stamps.end(&mut enc, 1);
         }

@@ -9,7 +9,9 @@ use gst_base::subclass::prelude::*;
 use crate::gst::device::DeviceSlot;
 use crate::gst::frame_meta::{frame_of, CAPS_FEATURE_WGPU_TEXTURE};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, frames, CAT};
+use crate::gst::{caps, frames};
+
+crate::gst::element_category!("wgnndownload", "wgnn download element");
 
 #[derive(Default)]
 pub struct WgnnDownload {
@@ -89,7 +91,7 @@ impl BaseTransformImpl for WgnnDownload {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.stats.reset();
-        self.device.ensure(self.obj().upcast_ref())?;
+        self.device.ensure(self.obj().upcast_ref(), *CAT)?;
         Ok(())
     }
 

@@ -1,5 +1,5 @@
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use gst::glib;
@@ -7,18 +7,19 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::mapping::{options_for, parse_range};
+use super::input_range::parse_range;
 use super::InferResize;
-use crate::gpu::{Gpu, TransferStats};
-use crate::gst::device::DeviceSlot;
+use crate::gpu::TransferStats;
+use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::frame_meter::FrameMeter;
+use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE;
 use crate::gst::stats::Stats;
-use crate::gst::tensor_meta::{InferenceOutputs, WgnnTensorMeta};
-use crate::gst::{caps, frames, CAT};
-use crate::ml::{Context, Graph, Tensor, TensorDescriptor};
-use crate::models::{self, Model};
-use crate::video::{TensorizeOptions, Tensorizer, TexturePool};
+use crate::gst::tensor_meta::WgnnTensorMeta;
+use crate::tasks::{ImageInference, InferOptions};
+use crate::video::{ColorSpec, Resize, TexturePool};
+
+crate::gst::element_category!("wgnninfer", "wgnn inference element");
 
 #[derive(Clone, Debug, Default)]
 struct Settings {
@@ -29,118 +30,43 @@ struct Settings {
     device: DeviceChoice,
 }
 
-struct Started {
-    settings: Settings,
-    model: Arc<Model>,
-    gpu: Option<Gpu>,
-}
-
-/// What is built for one negotiated stream.
-struct Runner {
-    ctx: Context,
-    graph: Graph,
-    input_name: String,
-    input: Tensor,
-    tensorizer: Tensorizer,
-    /// Output sets handed out with buffers; one is reused once no buffer
-    /// holds it any more, so a steady stream allocates nothing.
-    outputs: Vec<Arc<InferenceOutputs>>,
-}
-
-impl Runner {
-    fn new(
-        gpu: &Gpu,
-        model: &Model,
-        options: TensorizeOptions,
-        hw: Option<(usize, usize)>,
-    ) -> crate::Result<Runner> {
-        let ctx = Context::gpu(gpu);
-        let graph = model.build(&ctx, hw)?;
-        let (input_name, desc) = graph.inputs().remove(0);
-        let input = ctx.create_tensor(
-            TensorDescriptor::new(desc.data_type, desc.shape.clone()).exportable_to_gpu(),
-        )?;
-        let tensorizer = Tensorizer::new(gpu, options)?;
-        if tensorizer.output_len() as usize != desc.element_count() {
-            return Err(crate::Error::invalid(format!(
-                "{}: input '{input_name}' is {desc}, the frame mapping gives {:?}",
-                model.path().display(),
-                tensorizer.output_shape()
-            )));
+impl Settings {
+    /// How frames whose YUV colours follow `color` fill the model's input.
+    fn options(&self, color: ColorSpec) -> InferOptions {
+        InferOptions {
+            range: self.range,
+            resize: match self.resize {
+                InferResize::Stretch => Resize::Stretch,
+                InferResize::Letterbox => Resize::Letterbox { pad: [0; 3] },
+                InferResize::Crop => Resize::CenterCrop,
+            },
+            bgr: self.bgr,
+            color,
         }
-        Ok(Runner {
-            ctx,
-            graph,
-            input_name,
-            input,
-            tensorizer,
-            outputs: Vec::new(),
-        })
-    }
-
-    fn free_outputs(&mut self) -> crate::Result<Arc<InferenceOutputs>> {
-        if let Some(o) = self.outputs.iter().find(|o| Arc::strong_count(o) == 1) {
-            return Ok(o.clone());
-        }
-        let tensors = self
-            .graph
-            .outputs()
-            .into_iter()
-            .map(|(name, d)| {
-                let t = self.ctx.create_tensor(
-                    TensorDescriptor::new(d.data_type, d.shape.clone())
-                        .readable()
-                        .exportable_to_gpu(),
-                )?;
-                Ok((name, t))
-            })
-            .collect::<crate::Result<Vec<_>>>()?;
-        let o = Arc::new(InferenceOutputs::new(self.ctx.clone(), tensors));
-        self.outputs.push(o.clone());
-        Ok(o)
-    }
-
-    fn run(&mut self, frame: &crate::video::GpuFrame) -> crate::Result<Arc<InferenceOutputs>> {
-        {
-            let rented = self.ctx.export_to_gpu(&self.input)?;
-            self.tensorizer.run(frame, rented.buffer())?;
-        }
-        let outputs = self.free_outputs()?;
-        let named: Vec<(&str, &Tensor)> = outputs
-            .tensors()
-            .iter()
-            .map(|(n, t)| (n.as_str(), t))
-            .collect();
-        self.ctx.dispatch(
-            &self.graph,
-            &[(self.input_name.as_str(), &self.input)],
-            &named,
-        )?;
-        Ok(outputs)
-    }
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        // Buffers downstream may still hold output sets: those keep their
-        // tensors; the context goes when they are all gone.
-        self.graph.destroy();
     }
 }
 
 struct State {
     info: gst_video::VideoInfo,
     uploads: TexturePool,
-    runner: Option<Runner>,
+    task: Option<ImageInference>,
 }
 
-#[derive(Default)]
 pub struct WgnnInfer {
     settings: Mutex<Settings>,
-    device: DeviceSlot,
-    started: Mutex<Option<Started>>,
+    // `start` keeps the settings: the properties are read when it starts.
+    core: Processing<Settings>,
     state: Mutex<Option<State>>,
-    meter: FrameMeter,
+}
+
+impl Default for WgnnInfer {
+    fn default() -> Self {
+        WgnnInfer {
+            settings: Mutex::default(),
+            core: Processing::new(*CAT),
+            state: Mutex::default(),
+        }
+    }
 }
 
 #[glib::object_subclass]
@@ -225,7 +151,7 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.meter.property(pspec.name()) {
+        if let Some(v) = self.core.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -255,8 +181,8 @@ impl ElementImpl for WgnnInfer {
             gst::subclass::ElementMetadata::new(
                 "wgnn inference",
                 "Filter/Analyzer/Video",
-                "Runs a model on each frame on the GPU and attaches its outputs as tensor meta \
-                 (WgnnTensorMeta); the frame passes through untouched",
+                "Runs a model on each frame on the GPU (or the CPU: device=cpu) and attaches its \
+                 outputs as tensor meta (WgnnTensorMeta); the frame passes through untouched",
                 "wgnn developers",
             )
         });
@@ -279,35 +205,24 @@ impl ElementImpl for WgnnInfer {
     }
 
     fn set_context(&self, context: &gst::Context) {
-        self.device.set_context(context);
+        self.core.set_context(context);
         self.parent_set_context(context)
     }
 }
 
 impl WgnnInfer {
-    fn fail(&self, what: &str, e: impl std::fmt::Display) -> gst::FlowError {
-        gst::element_imp_error!(self, gst::StreamError::Failed, ["{}: {}", what, e]);
-        gst::FlowError::Error
+    fn on_cpu(&self) -> bool {
+        let choice = self.settings.lock().unwrap().device;
+        self.core.on_cpu(choice)
     }
 
-    fn runner(&self, info: &gst_video::VideoInfo) -> crate::Result<Runner> {
-        let started = self.started.lock().unwrap();
-        let s = started
-            .as_ref()
+    fn make_task(&self, info: &gst_video::VideoInfo) -> crate::Result<ImageInference> {
+        let s = self
+            .core
+            .started()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        let gpu = s
-            .gpu
-            .as_ref()
-            .ok_or_else(|| crate::Error::invalid("no GPU device"))?;
-        let (options, hw) = options_for(
-            &s.model,
-            (info.width(), info.height()),
-            s.settings.range,
-            s.settings.resize,
-            s.settings.bgr,
-            caps::color_spec(info),
-        )?;
-        Runner::new(gpu, &s.model, options, hw)
+        let options = s.settings.options(caps::color_spec(info));
+        ImageInference::new(&s.device, s.model.clone(), options)
     }
 }
 
@@ -318,7 +233,6 @@ impl BaseTransformImpl for WgnnInfer {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.meter.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -326,88 +240,101 @@ impl BaseTransformImpl for WgnnInfer {
                 ["no model: set the model property to a .tflite or model.json file"]
             ));
         };
-        let model = models::load(&path).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::OpenRead,
-                ["cannot use model {}: {}", path.display(), e]
-            )
-        })?;
-        // Check the input mapping now, at a nominal frame size, so a model
-        // that takes no image fails at start rather than on the first frame.
-        options_for(
-            &model,
-            (64, 64),
-            settings.range,
-            settings.resize,
-            settings.bgr,
-            Default::default(),
-        )
-        .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]))?;
         let obj = self.obj();
-        let gpu = settings.device.open(&self.device, obj.upcast_ref())?;
-        if gpu.is_none() {
-            return Err(gst::error_msg!(
-                gst::ResourceError::Settings,
-                ["device=cpu: wgnninfer runs on the GPU only in this build"]
-            ));
-        }
-        gst::info!(CAT, imp = self, "model {}", path.display());
-        *self.started.lock().unwrap() = Some(Started {
-            settings,
-            model: Arc::new(model),
-            gpu,
-        });
+        self.core.start(
+            obj.upcast_ref(),
+            settings.clone(),
+            &path,
+            settings.device,
+            |model, settings| {
+                // A model that takes no image fails at start rather than on
+                // the first frame.
+                ImageInference::input_of(model, &settings.options(ColorSpec::default()))
+                    .map(|_| ())
+                    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]))
+            },
+        )?;
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
-        self.started.lock().unwrap().take();
+        self.core.stop();
         Ok(())
     }
 
+    fn transform_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> Option<gst::Caps> {
+        let out = self.parent_transform_caps(direction, caps, filter)?;
+        if !self.on_cpu() {
+            return Some(out);
+        }
+        self.core
+            .explain_refused_textures(self.obj().upcast_ref(), caps, filter);
+        let mut system = gst::Caps::new_empty();
+        {
+            let system = system.get_mut().expect("a new caps is writable");
+            for (s, f) in out.iter_with_features() {
+                if !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
+                    system.append_structure_full(s.to_owned(), Some(f.to_owned()));
+                }
+            }
+        }
+        Some(system)
+    }
+
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let n = caps::negotiate("analysed", incaps, outcaps, false)
+        let n = caps::negotiate("analysed", incaps, outcaps, self.on_cpu())
             .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         gst::debug!(CAT, imp = self, "analysing {incaps}");
         *self.state.lock().unwrap() = Some(State {
             info: n.in_info,
             uploads: TexturePool::new(),
-            runner: None,
+            task: None,
         });
         Ok(())
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        self.meter.query(&self.device, direction, query, |q| {
+        self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
         })
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
         let began = Instant::now();
+        let obj = self.obj();
+        let element: &gst::Element = obj.upcast_ref();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
-        if state.runner.is_none() {
-            state.runner = Some(
-                self.runner(&state.info)
-                    .map_err(|e| self.fail("cannot set up the model", e))?,
+        if state.task.is_none() {
+            state.task = Some(
+                self.make_task(&state.info)
+                    .map_err(|e| fail(element, "cannot set up the model", e))?,
             );
         }
+        let task = state.task.as_mut().expect("made just now");
         let mut moved = TransferStats::default();
-        let (frame, m) = frames::frame_in(&gpu, &state.uploads, &state.info, buf)
-            .map_err(|e| self.fail("cannot take the input frame", e))?;
-        moved += m;
-        let outputs = state
-            .runner
-            .as_mut()
-            .unwrap()
-            .run(&frame)
-            .map_err(|e| self.fail("inference failed", e))?;
+        let outputs = if task.is_cpu() {
+            // System memory: `negotiate` refused texture caps.
+            with_cpu_frame(element, &state.info, buf, |frame| {
+                task.run_cpu(frame)
+                    .map_err(|e| fail(element, "inference failed", e))
+            })?
+        } else {
+            let gpu = self.core.gpu()?;
+            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.info, buf, &mut moved)?;
+            task.run_gpu(&frame)
+                .map_err(|e| fail(element, "inference failed", e))?
+        };
         WgnnTensorMeta::add(buf, outputs);
-        self.meter
-            .frame_done(self.obj().upcast_ref(), buf.pts(), &moved, began);
+        self.core
+            .meter
+            .frame_done(self.core.cat, element, buf.pts(), &moved, began);
         Ok(gst::FlowSuccess::Ok)
     }
 }

@@ -8,13 +8,18 @@
 //!     wgnnupload ! wgnninfer model=assets/models/selfie/selfie_segmentation.tflite ! fakesink
 //! ```
 //!
-//! The frame becomes the model's first input through the tensorize shader:
-//! resized to the input's declared size (`resize`), scaled to `input-range`
-//! (default: the model family's convention), RGB or BGR, NHWC or NCHW as
-//! the input's shape says. A model that takes any size gets the frame's.
+//! The frame becomes the model's first input as
+//! [`ImageInput`](crate::tasks::ImageInput) says: resized to the input's
+//! declared size (`resize`), scaled to `input-range` (default: the model
+//! family's convention), RGB or BGR, NHWC or NCHW as the input's shape says.
+//! A model that takes any size gets the frame's. `device=cpu` runs on system
+//! memory only, and the outputs are tensors of a CPU context.
+//!
+//! The element is glue (properties, caps, buffers, bus errors) around
+//! [`ImageInference`](crate::tasks::ImageInference).
 
 mod imp;
-mod mapping;
+mod input_range;
 
 use gst::glib;
 use gst::prelude::*;

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use gst::glib;
@@ -8,22 +8,17 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 
-use super::background::BackgroundSpec;
-use super::cpu_pass::CpuPass;
-use super::gpu_pass::{GpuPass, PassEffect};
 use super::SegmentEffect;
-use crate::gpu::{Gpu, TransferStats};
-use crate::gst::device::DeviceSlot;
+use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
-use crate::gst::frame_meter::FrameMeter;
+use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, frames, CAT};
-use crate::models::{self, Model};
-use crate::video::cpu::CpuFrame;
-use crate::video::{ColorSpec, EdgeSoftening, MaskOptions, TexturePool, MAX_BLUR_STRENGTH};
+use crate::models;
+use crate::tasks::{BackgroundSpec, ModelTiming, SegmentOptions, Segmenter};
+use crate::video::{ColorSpec, EdgeSoftening, TexturePool, MAX_BLUR_STRENGTH};
+
+crate::gst::element_category!("wgnnsegment", "wgnn selfie segmentation element");
 
 const DEFAULT_MODEL: &str = "selfie/selfie_segmentation.tflite";
 const DEFAULT_BLUR: f64 = 12.0;
@@ -68,20 +63,19 @@ impl Settings {
             .unwrap_or_else(|| models::bundled(DEFAULT_MODEL))
     }
 
-    fn effect(&self) -> PassEffect {
-        match self.effect {
-            SegmentEffect::None => PassEffect::None,
-            SegmentEffect::Mask => PassEffect::Mask,
-            SegmentEffect::Blur => PassEffect::Blur(self.blur_strength as f32),
-            SegmentEffect::Replace => PassEffect::Replace(self.background.clone()),
-        }
-    }
-
-    /// The mask options; the size is the model's and filled in by the pass.
-    fn mask(&self) -> MaskOptions {
-        MaskOptions {
-            width: 1,
-            height: 1,
+    /// What the segmenter is made with, for frames whose YUV colours
+    /// follow `color`.
+    fn options(&self, color: ColorSpec) -> SegmentOptions {
+        use crate::tasks::SegmentEffect as Task;
+        SegmentOptions {
+            effect: match self.effect {
+                SegmentEffect::None => Task::None,
+                SegmentEffect::Mask => Task::Mask,
+                SegmentEffect::Blur => Task::Blur {
+                    strength: self.blur_strength as f32,
+                },
+                SegmentEffect::Replace => Task::Replace(self.background.clone()),
+            },
             // Softness 1 or more covers the whole 0..1 range: the model's own
             // probabilities, which is what effect=mask should show by default.
             edge: (self.softness < 1.0).then_some(EdgeSoftening {
@@ -89,28 +83,7 @@ impl Settings {
                 softness: self.softness as f32,
             }),
             temporal: self.smoothing as f32,
-        }
-    }
-}
-
-/// What `start` settled: the model and where it runs.
-struct Started {
-    model: Arc<Model>,
-    /// `None`: the CPU.
-    gpu: Option<Gpu>,
-}
-
-// Boxed: one pass per element, and the GPU one is twice the CPU one's size.
-enum Pass {
-    Gpu(Box<GpuPass>),
-    Cpu(Box<CpuPass>),
-}
-
-impl Pass {
-    fn reset_temporal(&mut self) {
-        match self {
-            Pass::Gpu(p) => p.reset_temporal(),
-            Pass::Cpu(p) => p.reset_temporal(),
+            color,
         }
     }
 }
@@ -120,21 +93,32 @@ struct State {
     out_info: gst_video::VideoInfo,
     out_texture: bool,
     uploads: TexturePool,
-    pass: Option<Pass>,
+    task: Option<Segmenter>,
 }
 
-#[derive(Default)]
 pub struct WgnnSegment {
     settings: Mutex<Settings>,
-    /// Set when a property the pass is built from changes; the next frame
-    /// rebuilds it.
+    /// Set when a property the segmenter is made with changes; the next
+    /// frame makes a new one.
     settings_changed: AtomicBool,
-    device: DeviceSlot,
-    started: Mutex<Option<Started>>,
+    // The properties are read live (most may change while playing), so
+    // `start` keeps none of them.
+    core: Processing<()>,
     state: Mutex<Option<State>>,
-    meter: FrameMeter,
     /// The model's GPU time from the last profiled frame, and when it was taken.
     gpu_ms: Mutex<(f64, Option<Instant>)>,
+}
+
+impl Default for WgnnSegment {
+    fn default() -> Self {
+        WgnnSegment {
+            settings: Mutex::default(),
+            settings_changed: AtomicBool::default(),
+            core: Processing::new(*CAT),
+            state: Mutex::default(),
+            gpu_ms: Mutex::default(),
+        }
+    }
 }
 
 #[glib::object_subclass]
@@ -271,7 +255,7 @@ impl ObjectImpl for WgnnSegment {
             "device" => settings.device = value.get().unwrap(),
             "profile" => {
                 settings.profile = value.get().unwrap();
-                // Timing does not change what the pass computes.
+                // Timing does not change what the segmenter computes.
                 return;
             }
             _ => unreachable!("no other writable properties are registered"),
@@ -281,7 +265,7 @@ impl ObjectImpl for WgnnSegment {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.meter.property(pspec.name()) {
+        if let Some(v) = self.core.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -336,108 +320,33 @@ impl ElementImpl for WgnnSegment {
     }
 
     fn set_context(&self, context: &gst::Context) {
-        self.device.set_context(context);
+        self.core.set_context(context);
         self.parent_set_context(context)
     }
 }
 
 impl WgnnSegment {
-    /// Before start, `device=cpu` already rules out texture caps, so a
-    /// pipeline that cannot work fails to link instead of at the first frame.
     fn on_cpu(&self) -> bool {
-        match &*self.started.lock().unwrap() {
-            Some(s) => s.gpu.is_none(),
-            None => self.settings.lock().unwrap().device == DeviceChoice::Cpu,
-        }
+        let choice = self.settings.lock().unwrap().device;
+        self.core.on_cpu(choice)
     }
 
-    fn fail(&self, what: &str, e: impl std::fmt::Display) -> gst::FlowError {
-        gst::element_imp_error!(self, gst::StreamError::Failed, ["{}: {}", what, e]);
-        gst::FlowError::Error
-    }
-
-    fn build_pass(&self, frame_color: ColorSpec) -> Result<Pass, crate::Error> {
-        let settings = self.settings.lock().unwrap().clone();
-        let started = self.started.lock().unwrap();
-        let started = started
-            .as_ref()
+    fn make_task(&self, color: ColorSpec) -> Result<Segmenter, crate::Error> {
+        let options = self.settings.lock().unwrap().options(color);
+        let started = self
+            .core
+            .started()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        match &started.gpu {
-            Some(gpu) => Ok(Pass::Gpu(Box::new(GpuPass::new(
-                gpu,
-                &started.model,
-                &settings.effect(),
-                settings.mask(),
-                frame_color,
-            )?))),
-            None => Ok(Pass::Cpu(Box::new(CpuPass::new(
-                &started.model,
-                &settings.effect(),
-                settings.mask(),
-                frame_color,
-            )?))),
-        }
+        Segmenter::new(&started.device, &started.model, &options)
     }
-}
 
-impl WgnnSegment {
-    /// Maps `inbuf` as the negotiated video, runs `pass` on it and returns a
-    /// new system-memory buffer laid out as `out_info`.
-    fn run_on_cpu(
-        &self,
-        pass: &mut CpuPass,
-        in_info: &gst_video::VideoInfo,
-        out_info: &gst_video::VideoInfo,
-        inbuf: &gst::BufferRef,
-    ) -> Result<gst::Buffer, gst::FlowError> {
-        let format = caps::video_format(in_info).map_err(|e| self.fail("bad input caps", e))?;
-        let mapped =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf, in_info).map_err(|e| {
-                self.fail(
-                    "cannot take the input frame",
-                    format!(
-                        "a buffer of {} bytes cannot be mapped as a {format} {}x{} frame: {e}",
-                        inbuf.size(),
-                        in_info.width(),
-                        in_info.height()
-                    ),
-                )
-            })?;
-        let frame = (0..mapped.n_planes())
-            .map(|p| {
-                let stride = mapped.plane_stride()[p as usize];
-                let stride = usize::try_from(stride)
-                    .ok()
-                    .filter(|&s| s > 0)
-                    .ok_or_else(|| {
-                        crate::Error::invalid(format!(
-                            "plane {p} has stride {stride}; it must be positive"
-                        ))
-                    })?;
-                let data = mapped
-                    .plane_data(p)
-                    .map_err(|e| crate::Error::invalid(format!("plane {p}: {e}")))?;
-                Ok((data, stride))
-            })
-            .collect::<Result<Vec<_>, crate::Error>>()
-            .and_then(|planes: Vec<(&[u8], usize)>| {
-                CpuFrame::new(format, mapped.width(), mapped.height(), &planes)
-            })
-            .map_err(|e| self.fail("cannot take the input frame", e))?;
-        let mut out = gst::Buffer::with_size(out_info.size())
-            .map_err(|e| self.fail("cannot allocate the output frame", e))?;
-        {
-            let out = out.get_mut().expect("a new buffer is writable");
-            let mut written = gst_video::VideoFrameRef::from_buffer_ref_writable(out, out_info)
-                .map_err(|e| self.fail("cannot map the output frame", e))?;
-            let stride = written.plane_stride()[0] as usize;
-            let data = written
-                .plane_data_mut(0)
-                .map_err(|e| self.fail("cannot map the output frame", e))?;
-            pass.run(&frame, data, stride)
-                .map_err(|e| self.fail("segmentation failed", e))?;
+    /// Whether this frame's model run is timed: `profile` is on and a
+    /// second has passed since the last timed one.
+    fn profile_now(&self) -> bool {
+        self.settings.lock().unwrap().profile && {
+            let last = self.gpu_ms.lock().unwrap().1;
+            last.is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0)
         }
-        Ok(out)
     }
 }
 
@@ -448,42 +357,27 @@ impl BaseTransformImpl for WgnnSegment {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.meter.reset();
         *self.gpu_ms.lock().unwrap() = (-1.0, None);
         let settings = self.settings.lock().unwrap().clone();
-        let path = settings.model_path();
-        let model = models::load(&path).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::OpenRead,
-                ["cannot use model {}: {}", path.display(), e]
-            )
-        })?;
-        super::gpu_pass::ModelShape::of(&model)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))?;
-        if let PassEffect::Replace(BackgroundSpec::Image(p)) = settings.effect() {
-            // Fail now rather than on the first frame.
-            BackgroundSpec::load_image(&p)
-                .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))?;
-        }
         let obj = self.obj();
-        let gpu = settings.device.open(&self.device, obj.upcast_ref())?;
-        gst::info!(
-            CAT,
-            imp = self,
-            "model {} on the {}",
-            path.display(),
-            gpu.as_ref().map(|g| g.describe()).unwrap_or("CPU".into())
-        );
-        *self.started.lock().unwrap() = Some(Started {
-            model: Arc::new(model),
-            gpu,
-        });
+        self.core.start(
+            obj.upcast_ref(),
+            (),
+            &settings.model_path(),
+            settings.device,
+            |model, ()| {
+                // A bad model or background image fails now rather than on
+                // the first frame.
+                Segmenter::check(model, &settings.options(ColorSpec::default()))
+                    .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))
+            },
+        )?;
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
-        self.started.lock().unwrap().take();
+        self.core.stop();
         Ok(())
     }
 
@@ -495,19 +389,9 @@ impl BaseTransformImpl for WgnnSegment {
     ) -> Option<gst::Caps> {
         let on_cpu = self.on_cpu();
         let out = caps::processing_transform(direction, caps, filter, on_cpu, |_, _| true);
-        let has_texture = |c: &gst::Caps| {
-            !c.is_any()
-                && c.iter_with_features()
-                    .any(|(_, f)| f.contains(CAPS_FEATURE_WGPU_TEXTURE))
-        };
-        if on_cpu && (has_texture(caps) || filter.is_some_and(has_texture)) {
-            // A link or negotiation that needed texture memory fails with a
-            // bare "could not link" or not-negotiated; say why here.
-            gst::debug!(
-                CAT,
-                imp = self,
-                "device=cpu takes system memory only: refusing memory:WgpuTexture caps"
-            );
+        if on_cpu {
+            self.core
+                .explain_refused_textures(self.obj().upcast_ref(), caps, filter);
         }
         gst::trace!(CAT, imp = self, "{direction:?} {caps} -> {out}");
         Some(out)
@@ -518,20 +402,20 @@ impl BaseTransformImpl for WgnnSegment {
             .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         gst::debug!(CAT, imp = self, "segmenting {incaps} into {outcaps}");
         let mut state = self.state.lock().unwrap();
-        // A new resolution keeps the model but not the frames' textures.
-        let pass = state.take().and_then(|s| s.pass);
+        // A new resolution keeps the segmenter but not the frames' textures.
+        let task = state.take().and_then(|s| s.task);
         *state = Some(State {
             in_info: n.in_info,
             out_info: n.out_info,
             out_texture: n.out_texture,
             uploads: TexturePool::new(),
-            pass,
+            task,
         });
         Ok(())
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        self.meter.query(&self.device, direction, query, |q| {
+        self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
         })
     }
@@ -539,14 +423,14 @@ impl BaseTransformImpl for WgnnSegment {
     fn sink_event(&self, event: gst::Event) -> bool {
         if let gst::EventView::FlushStop(_) = event.view() {
             // Frames after a seek are not continuous with the ones before.
-            if let Some(p) = self
+            if let Some(t) = self
                 .state
                 .lock()
                 .unwrap()
                 .as_mut()
-                .and_then(|s| s.pass.as_mut())
+                .and_then(|s| s.task.as_mut())
             {
-                p.reset_temporal();
+                t.reset_temporal();
             }
         }
         self.parent_sink_event(event)
@@ -561,49 +445,63 @@ impl BaseTransformImpl for WgnnSegment {
             InputBuffer::Readable(b) => b,
         };
         let began = Instant::now();
+        let obj = self.obj();
+        let element: &gst::Element = obj.upcast_ref();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
         let color = caps::color_spec(&state.in_info);
-        if self.settings_changed.swap(false, Ordering::AcqRel) || state.pass.is_none() {
-            state.pass = None;
-            state.pass = Some(
-                self.build_pass(color)
-                    .map_err(|e| self.fail("cannot set up segmentation", e))?,
+        if self.settings_changed.swap(false, Ordering::AcqRel) || state.task.is_none() {
+            state.task = None;
+            state.task = Some(
+                self.make_task(color)
+                    .map_err(|e| fail(element, "cannot set up segmentation", e))?,
             );
         }
-        let mut moved = TransferStats::default();
-        let mut out = match state.pass.as_mut().unwrap() {
-            Pass::Gpu(pass) => {
-                let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
-                let (frame, m) = frames::frame_in(&gpu, &state.uploads, &state.in_info, inbuf)
-                    .map_err(|e| self.fail("cannot take the input frame", e))?;
-                moved += m;
-                let profile = self.settings.lock().unwrap().profile && {
-                    let last = self.gpu_ms.lock().unwrap().1;
-                    last.is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0)
-                };
-                let (composited, m, ms) = pass
-                    .run(&frame, profile)
-                    .map_err(|e| self.fail("segmentation failed", e))?;
-                moved += m;
-                if let Some(ms) = ms {
-                    *self.gpu_ms.lock().unwrap() = (ms, Some(Instant::now()));
-                }
-                if state.out_texture {
-                    buffer_for(Arc::new(composited))
-                } else {
-                    let (b, m) = frames::download(&gpu, &composited, &state.out_info)
-                        .map_err(|e| self.fail("cannot read the result back", e))?;
-                    moved += m;
-                    b
-                }
-            }
+        let task = state.task.as_mut().expect("made just now");
+        // A background image uploaded while setting up counts for this frame.
+        let mut moved = task.take_setup_transfers();
+        let mut out = if task.is_cpu() {
             // System memory in and out: `negotiate` refused texture caps.
-            Pass::Cpu(pass) => self.run_on_cpu(pass, &state.in_info, &state.out_info, inbuf)?,
+            process_on_cpu(
+                element,
+                &state.in_info,
+                &state.out_info,
+                inbuf,
+                "segmentation failed",
+                |frame, out, stride| task.run_cpu(frame, out, stride),
+            )?
+        } else {
+            let gpu = self.core.gpu()?;
+            let frame = gpu_frame_in(
+                element,
+                &gpu,
+                &state.uploads,
+                &state.in_info,
+                inbuf,
+                &mut moved,
+            )?;
+            let timing = if self.profile_now() && task.can_time_model() {
+                ModelTiming::PerKernel
+            } else {
+                ModelTiming::Off
+            };
+            let (composited, ms) = task
+                .run_gpu(&frame, timing)
+                .map_err(|e| fail(element, "segmentation failed", e))?;
+            if let Some(ms) = ms {
+                *self.gpu_ms.lock().unwrap() = (ms, Some(Instant::now()));
+            }
+            gpu_frame_out(
+                element,
+                &gpu,
+                composited,
+                &state.out_info,
+                state.out_texture,
+                &mut moved,
+            )?
         };
-        frames::copy_timing(inbuf, &mut out)?;
-        self.meter
-            .frame_done(self.obj().upcast_ref(), inbuf.pts(), &moved, began);
+        self.core
+            .frame_done(element, inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }
 

@@ -1,5 +1,7 @@
 //! `wgnnsegment`: selfie segmentation (MediaPipe) with the person mask applied
 //! to the frame on the GPU: blur or replace the background, or show the mask.
+//! The element is glue (properties, caps, buffers, bus errors) around
+//! [`Segmenter`](crate::tasks::Segmenter).
 //!
 //! ```text
 //! gst-launch-1.0 videotestsrc num-buffers=30 ! video/x-raw,width=320,height=240 ! \
@@ -17,15 +19,14 @@
 //! system memory only: texture caps are refused, and nothing is uploaded or
 //! downloaded.
 
-mod background;
-mod cpu_pass;
-mod gpu_pass;
 mod imp;
 
 use gst::glib;
 use gst::prelude::*;
 
-pub use background::BackgroundSpec;
+/// The `background` property's value (kept here for code that named it
+/// when it lived in this element).
+pub use crate::tasks::BackgroundSpec;
 
 /// What the element does with the mask.
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]

@@ -26,6 +26,7 @@
 mod imp;
 mod present;
 mod window;
+mod window_target;
 
 use gst::glib;
 use gst::prelude::*;

@@ -1,5 +1,5 @@
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use gst::glib;
@@ -8,16 +8,16 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
 use gst_base::subclass::prelude::*;
 
-use super::gpu_pass::GpuPass;
-use crate::gpu::{Gpu, TransferStats};
-use crate::gst::device::DeviceSlot;
+use crate::gpu::TransferStats;
+use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::frame_meta::buffer_for;
-use crate::gst::frame_meter::FrameMeter;
+use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, frames, CAT};
-use crate::models::{self, Model};
+use crate::models;
+use crate::tasks::{UpscaleOptions, Upscaler};
 use crate::video::TexturePool;
+
+crate::gst::element_category!("wgnnsuperres", "wgnn super-resolution element");
 
 const DEFAULT_SCALE: u32 = 2;
 
@@ -54,30 +54,30 @@ impl Settings {
     }
 }
 
-/// What `start` settled; the settings are frozen then because they shape
-/// the caps.
-struct Started {
-    settings: Settings,
-    model: Arc<Model>,
-    /// `None`: the CPU.
-    gpu: Option<Gpu>,
-}
-
 struct State {
     in_info: gst_video::VideoInfo,
     out_info: gst_video::VideoInfo,
     out_texture: bool,
     uploads: TexturePool,
-    pass: Option<GpuPass>,
+    task: Option<Upscaler>,
 }
 
-#[derive(Default)]
 pub struct WgnnSuperres {
     settings: Mutex<Settings>,
-    device: DeviceSlot,
-    started: Mutex<Option<Started>>,
+    // `start` keeps the settings: they shape the caps, so they are frozen
+    // until the element stops.
+    core: Processing<Settings>,
     state: Mutex<Option<State>>,
-    meter: FrameMeter,
+}
+
+impl Default for WgnnSuperres {
+    fn default() -> Self {
+        WgnnSuperres {
+            settings: Mutex::default(),
+            core: Processing::new(*CAT),
+            state: Mutex::default(),
+        }
+    }
 }
 
 #[glib::object_subclass]
@@ -148,7 +148,7 @@ impl ObjectImpl for WgnnSuperres {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.meter.property(pspec.name()) {
+        if let Some(v) = self.core.meter.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -180,8 +180,8 @@ impl ElementImpl for WgnnSuperres {
             gst::subclass::ElementMetadata::new(
                 "wgnn super-resolution",
                 "Filter/Effect/Video/Scaler",
-                "Upscales video 2x, 3x or 4x with ESRGAN-slim on the GPU; compare=true shows \
-                 bicubic and the model side by side",
+                "Upscales video 2x, 3x or 4x with ESRGAN-slim on the GPU (or the CPU: \
+                 device=cpu); compare=true shows bicubic and the model side by side",
                 "wgnn developers",
             )
         });
@@ -194,26 +194,35 @@ impl ElementImpl for WgnnSuperres {
     }
 
     fn set_context(&self, context: &gst::Context) {
-        self.device.set_context(context);
+        self.core.set_context(context);
         self.parent_set_context(context)
     }
 }
 
 impl WgnnSuperres {
     fn on_cpu(&self) -> bool {
-        matches!(&*self.started.lock().unwrap(), Some(s) if s.gpu.is_none())
-    }
-
-    fn fail(&self, what: &str, e: impl std::fmt::Display) -> gst::FlowError {
-        gst::element_imp_error!(self, gst::StreamError::Failed, ["{}: {}", what, e]);
-        gst::FlowError::Error
+        let choice = self.settings.lock().unwrap().device;
+        self.core.on_cpu(choice)
     }
 
     fn factors(&self) -> (i32, i32) {
-        match &*self.started.lock().unwrap() {
+        match self.core.started() {
             Some(s) => s.settings.factors(),
             None => self.settings.lock().unwrap().factors(),
         }
+    }
+
+    fn make_task(&self, color: crate::video::ColorSpec) -> crate::Result<Upscaler> {
+        let s = self
+            .core
+            .started()
+            .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
+        let options = UpscaleOptions {
+            compare: s.settings.compare,
+            color,
+            ..UpscaleOptions::new(s.settings.scale)
+        };
+        Upscaler::new(&s.device, s.model.clone(), options)
     }
 }
 
@@ -224,44 +233,25 @@ impl BaseTransformImpl for WgnnSuperres {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.meter.reset();
         let settings = self.settings.lock().unwrap().clone();
-        let path = settings.model_path();
-        let model = models::load(&path).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::OpenRead,
-                ["cannot use model {}: {}", path.display(), e]
-            )
-        })?;
-        check_model(&model, settings.scale)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))?;
         let obj = self.obj();
-        let gpu = settings.device.open(&self.device, obj.upcast_ref())?;
-        if gpu.is_none() {
-            return Err(gst::error_msg!(
-                gst::ResourceError::Settings,
-                ["device=cpu: super-resolution runs on the GPU only in this build"]
-            ));
-        }
-        gst::info!(
-            CAT,
-            imp = self,
-            "model {} (x{}) on the {}",
-            path.display(),
-            settings.scale,
-            gpu.as_ref().map(|g| g.describe()).unwrap_or("CPU".into())
-        );
-        *self.started.lock().unwrap() = Some(Started {
-            settings,
-            model: Arc::new(model),
-            gpu,
-        });
+        self.core.start(
+            obj.upcast_ref(),
+            settings.clone(),
+            &settings.model_path(),
+            settings.device,
+            |model, settings| {
+                Upscaler::check(model, settings.scale)
+                    .map(|_| ())
+                    .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))
+            },
+        )?;
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
-        self.started.lock().unwrap().take();
+        self.core.stop();
         Ok(())
     }
 
@@ -272,10 +262,15 @@ impl BaseTransformImpl for WgnnSuperres {
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
         let (kw, kh) = self.factors();
-        let out = caps::processing_transform(direction, caps, filter, self.on_cpu(), |s, d| {
+        let on_cpu = self.on_cpu();
+        let out = caps::processing_transform(direction, caps, filter, on_cpu, |s, d| {
             let up = d == gst::PadDirection::Sink;
             caps::scale_dimension(s, "width", kw, up) && caps::scale_dimension(s, "height", kh, up)
         });
+        if on_cpu {
+            self.core
+                .explain_refused_textures(self.obj().upcast_ref(), caps, filter);
+        }
         gst::trace!(CAT, imp = self, "{direction:?} {caps} -> {out}");
         Some(out)
     }
@@ -298,20 +293,20 @@ impl BaseTransformImpl for WgnnSuperres {
         }
         gst::debug!(CAT, imp = self, "upscaling {incaps} into {outcaps}");
         let mut state = self.state.lock().unwrap();
-        // A new colour spec needs new tensorizers; the pass rebuilds its
+        // A new colour spec needs new tensorizers; the upscaler rebuilds its
         // per-size parts by itself.
         *state = Some(State {
             in_info: n.in_info,
             out_info: n.out_info,
             out_texture: n.out_texture,
             uploads: TexturePool::new(),
-            pass: None,
+            task: None,
         });
         Ok(())
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        self.meter.query(&self.device, direction, query, |q| {
+        self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
         })
     }
@@ -325,43 +320,55 @@ impl BaseTransformImpl for WgnnSuperres {
             InputBuffer::Readable(b) => b,
         };
         let began = Instant::now();
+        let obj = self.obj();
+        let element: &gst::Element = obj.upcast_ref();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
-        if state.pass.is_none() {
-            let started = self.started.lock().unwrap();
-            let s = started.as_ref().ok_or(gst::FlowError::Flushing)?;
-            let pass = GpuPass::new(
-                &gpu,
-                s.model.clone(),
-                s.settings.scale,
-                s.settings.compare,
-                caps::color_spec(&state.in_info),
-            )
-            .map_err(|e| self.fail("cannot set up super-resolution", e))?;
-            state.pass = Some(pass);
+        if state.task.is_none() {
+            if self.core.started().is_none() {
+                return Err(gst::FlowError::Flushing);
+            }
+            let task = self
+                .make_task(caps::color_spec(&state.in_info))
+                .map_err(|e| fail(element, "cannot set up super-resolution", e))?;
+            state.task = Some(task);
         }
+        let task = state.task.as_mut().expect("made just now");
         let mut moved = TransferStats::default();
-        let (frame, m) = frames::frame_in(&gpu, &state.uploads, &state.in_info, inbuf)
-            .map_err(|e| self.fail("cannot take the input frame", e))?;
-        moved += m;
-        let upscaled = state
-            .pass
-            .as_mut()
-            .unwrap()
-            .run(&frame)
-            .map_err(|e| self.fail("super-resolution failed", e))?;
-        let mut out = if state.out_texture {
-            buffer_for(Arc::new(upscaled))
+        let mut out = if task.is_cpu() {
+            // System memory in and out: `negotiate` refused texture caps.
+            process_on_cpu(
+                element,
+                &state.in_info,
+                &state.out_info,
+                inbuf,
+                "super-resolution failed",
+                |frame, out, stride| task.run_cpu(frame, out, stride),
+            )?
         } else {
-            let (b, m) = frames::download(&gpu, &upscaled, &state.out_info)
-                .map_err(|e| self.fail("cannot read the result back", e))?;
-            moved += m;
-            b
+            let gpu = self.core.gpu()?;
+            let frame = gpu_frame_in(
+                element,
+                &gpu,
+                &state.uploads,
+                &state.in_info,
+                inbuf,
+                &mut moved,
+            )?;
+            let upscaled = task
+                .run_gpu(&frame)
+                .map_err(|e| fail(element, "super-resolution failed", e))?;
+            gpu_frame_out(
+                element,
+                &gpu,
+                upscaled,
+                &state.out_info,
+                state.out_texture,
+                &mut moved,
+            )?
         };
-        frames::copy_timing(inbuf, &mut out)?;
-        self.meter
-            .frame_done(self.obj().upcast_ref(), inbuf.pts(), &moved, began);
+        self.core
+            .frame_done(element, inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }
 
@@ -373,36 +380,4 @@ impl BaseTransformImpl for WgnnSuperres {
         // The work happened while preparing the output buffer.
         Ok(gst::FlowSuccess::Ok)
     }
-}
-
-/// An upscaler takes one image and gives one image `scale` times larger;
-/// checked on a small probe size so a wrong model fails at start.
-fn check_model(model: &Model, scale: u32) -> crate::Result<()> {
-    let bad = |what: String| {
-        crate::Error::invalid(format!(
-            "{}: not a super-resolution model wgnnsuperres can run with scale={scale}: {what}",
-            model.path().display()
-        ))
-    };
-    if model.inputs().len() != 1 || model.outputs().is_empty() {
-        return Err(bad("it needs one image input and an image output".into()));
-    }
-    let probe = match model.inputs()[0].shape.as_slice() {
-        [_, None, None, Some(3)] => (8, 8),
-        [_, Some(h), Some(w), Some(3)] => (*h, *w),
-        other => return Err(bad(format!("input shape {other:?} is not [1, H, W, 3]"))),
-    };
-    let shapes = model.output_shapes(Some(probe))?;
-    let s = scale as usize;
-    if shapes[0] != [1, probe.0 * s, probe.1 * s, 3] {
-        return Err(bad(format!(
-            "a {}x{} input gives {:?}, not [1, {}, {}, 3]",
-            probe.1,
-            probe.0,
-            shapes[0],
-            probe.0 * s,
-            probe.1 * s
-        )));
-    }
-    Ok(())
 }

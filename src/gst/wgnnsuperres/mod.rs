@@ -12,9 +12,12 @@
 //! system memory or `memory:WgpuTexture`; output: RGBA at `scale` times the
 //! input size (twice as wide again with `compare=true`: bicubic on the
 //! left, the model on the right), in the input's memory kind unless
-//! downstream only takes the other.
+//! downstream only takes the other. `device=cpu` runs the model and the
+//! frame processing on the CPU, on system memory only.
+//!
+//! The element is glue (properties, caps, buffers, bus errors) around
+//! [`Upscaler`](crate::tasks::Upscaler).
 
-mod gpu_pass;
 mod imp;
 
 use gst::glib;

@@ -9,8 +9,10 @@ use gst_base::subclass::prelude::*;
 use crate::gst::device::DeviceSlot;
 use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
 use crate::gst::stats::Stats;
-use crate::gst::{caps, frames, CAT};
+use crate::gst::{caps, frames};
 use crate::video::TexturePool;
+
+crate::gst::element_category!("wgnnupload", "wgnn upload element");
 
 struct State {
     info: gst_video::VideoInfo,
@@ -95,7 +97,7 @@ impl BaseTransformImpl for WgnnUpload {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.stats.reset();
-        self.device.ensure(self.obj().upcast_ref())?;
+        self.device.ensure(self.obj().upcast_ref(), *CAT)?;
         Ok(())
     }
 

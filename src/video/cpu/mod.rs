@@ -1,7 +1,8 @@
-//! The segmentation frame path on the CPU, for `device=cpu` and machines
-//! without a GPU adapter: the same tensorize and composite as the shaders
-//! (`tensorize.wgsl`, `composite.wgsl`, `blur.wgsl`, `mask_smooth.wgsl` and
-//! the frame readers), on frames in system memory, with rayon over rows.
+//! The frame path on the CPU, for `device=cpu` and machines without a GPU
+//! adapter: the same tensorize, composite and image output as the shaders
+//! (`tensorize.wgsl`, `composite.wgsl`, `blur.wgsl`, `mask_smooth.wgsl`,
+//! `image_out.wgsl` and the frame readers), on frames in system memory,
+//! with rayon over rows.
 //!
 //! The arithmetic follows the shaders step by step in f32, so that a frame
 //! gives the same tensor and the same picture on either path (within the
@@ -16,10 +17,12 @@
 
 mod composite;
 mod frame;
+mod image_out;
 mod tensorize;
 
 pub use composite::{Background, CompositeOptions, Compositor, Effect, RgbaImage};
 pub use frame::CpuFrame;
+pub use image_out::write_image;
 pub use tensorize::Tensorizer;
 
 /// WGSL's `mix`: `a * (1 - t) + b * t`, written the same way so that the

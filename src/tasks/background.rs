@@ -1,9 +1,13 @@
-//! The `background` property: a colour or an image file.
+//! What replaces the background of a segmented frame, as users write it
+//! (`wgnnsegment`'s `background` property, `wgnn-selfie --background`): a
+//! colour or an image file.
 
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
+/// A background as written by the user; [`Segmenter`](super::Segmenter)
+/// loads an image when it is made.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BackgroundSpec {
     /// RGBA.

@@ -1,0 +1,283 @@
+//! What the processing elements (`wgnnsegment`, `wgnnsuperres`,
+//! `wgnninfer`) share around their task: starting (the model loaded and
+//! checked, the device chosen and opened), stopping, the bus error that
+//! stops a stream, and moving a frame in and out in either memory.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use gst_video::prelude::*;
+
+use crate::gpu::{Gpu, TransferStats};
+use crate::gst::device::DeviceSlot;
+use crate::gst::device_choice::DeviceChoice;
+use crate::gst::frame_meta::buffer_for;
+use crate::gst::frame_meter::FrameMeter;
+use crate::gst::{caps, frames};
+use crate::models::{self, Model};
+use crate::tasks::Device;
+use crate::video::cpu::CpuFrame;
+use crate::video::{GpuFrame, TexturePool};
+
+/// What `start` settled: the settings it was given, the model, and where the
+/// task runs.
+pub struct Started<S> {
+    pub settings: S,
+    pub model: Arc<Model>,
+    pub device: Device,
+}
+
+/// The part of a processing element that is the same in all of them: its
+/// debug category, its handle on the pipeline's device, its counters and
+/// latency, and what `start` settled.
+pub struct Processing<S> {
+    pub cat: gst::DebugCategory,
+    pub slot: DeviceSlot,
+    pub meter: FrameMeter,
+    started: Mutex<Option<Arc<Started<S>>>>,
+}
+
+impl<S> Processing<S> {
+    pub fn new(cat: gst::DebugCategory) -> Self {
+        Processing {
+            cat,
+            slot: DeviceSlot::default(),
+            meter: FrameMeter::default(),
+            started: Mutex::new(None),
+        }
+    }
+
+    /// `BaseTransformImpl::start`: resets the counters, loads the model at
+    /// `path` and runs `check` on it (an error there is the element's to
+    /// word), then settles the device as `choice` says. Fails the state
+    /// change with the reason.
+    pub fn start(
+        &self,
+        element: &gst::Element,
+        settings: S,
+        path: &Path,
+        choice: DeviceChoice,
+        check: impl FnOnce(&Model, &S) -> Result<(), gst::ErrorMessage>,
+    ) -> Result<Arc<Started<S>>, gst::ErrorMessage> {
+        self.meter.reset();
+        let model = models::load(path).map_err(|e| {
+            gst::error_msg!(
+                gst::ResourceError::OpenRead,
+                ["cannot use model {}: {}", path.display(), e]
+            )
+        })?;
+        check(&model, &settings)?;
+        let device = Device::from(choice.open(&self.slot, element, self.cat)?);
+        gst::info!(
+            self.cat,
+            obj = element,
+            "model {} on the {}",
+            path.display(),
+            device.describe()
+        );
+        let started = Arc::new(Started {
+            settings,
+            model: Arc::new(model),
+            device,
+        });
+        *self.started.lock().unwrap() = Some(started.clone());
+        Ok(started)
+    }
+
+    /// `BaseTransformImpl::stop`: forgets the model and the device choice.
+    pub fn stop(&self) {
+        self.started.lock().unwrap().take();
+    }
+
+    pub fn started(&self) -> Option<Arc<Started<S>>> {
+        self.started.lock().unwrap().clone()
+    }
+
+    /// Whether frames stay in system memory: once started, whether the task
+    /// runs on the CPU; before, whether `choice` asks for the CPU, so that a
+    /// pipeline needing texture memory fails to link rather than at the
+    /// first frame.
+    pub fn on_cpu(&self, choice: DeviceChoice) -> bool {
+        match &*self.started.lock().unwrap() {
+            Some(s) => s.device.is_cpu(),
+            None => choice == DeviceChoice::Cpu,
+        }
+    }
+
+    /// The pipeline's GPU, for a frame that arrives while the task runs
+    /// there.
+    pub fn gpu(&self) -> Result<Gpu, gst::FlowError> {
+        self.slot.get().ok_or(gst::FlowError::NotNegotiated)
+    }
+
+    /// `ElementImpl::set_context`'s share: takes the pipeline's device.
+    pub fn set_context(&self, context: &gst::Context) {
+        self.slot.set_context(context);
+    }
+
+    /// `BaseTransformImpl::query`: the device context from the slot,
+    /// everything else from `parent`, with the processing time added to
+    /// latency answers.
+    pub fn query(
+        &self,
+        direction: gst::PadDirection,
+        query: &mut gst::QueryRef,
+        parent: impl FnOnce(&mut gst::QueryRef) -> bool,
+    ) -> bool {
+        self.meter.query(&self.slot, direction, query, parent)
+    }
+
+    /// Gives `out` its input's timing and flags and counts the frame.
+    pub fn frame_done(
+        &self,
+        element: &gst::Element,
+        inbuf: &gst::BufferRef,
+        out: &mut gst::Buffer,
+        moved: &TransferStats,
+        began: Instant,
+    ) -> Result<(), gst::FlowError> {
+        frames::copy_timing(inbuf, out)?;
+        self.meter
+            .frame_done(self.cat, element, inbuf.pts(), moved, began);
+        Ok(())
+    }
+
+    /// Logs that texture caps are refused because the element runs on the
+    /// CPU, when `caps` or `filter` carry them: a link or negotiation that
+    /// needed texture memory fails with a bare "could not link" or
+    /// not-negotiated, so say why here.
+    pub fn explain_refused_textures(
+        &self,
+        element: &gst::Element,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) {
+        let has_texture = |c: &gst::Caps| {
+            !c.is_any()
+                && c.iter_with_features()
+                    .any(|(_, f)| f.contains(crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE))
+        };
+        if has_texture(caps) || filter.is_some_and(has_texture) {
+            gst::debug!(
+                self.cat,
+                obj = element,
+                "device=cpu takes system memory only: refusing memory:WgpuTexture caps"
+            );
+        }
+    }
+}
+
+/// Posts "`what`: `e`" as a stream error on the bus and returns the flow
+/// error that stops the stream.
+pub fn fail(element: &gst::Element, what: &str, e: impl std::fmt::Display) -> gst::FlowError {
+    gst::element_error!(element, gst::StreamError::Failed, ["{}: {}", what, e]);
+    gst::FlowError::Error
+}
+
+/// The GPU frame of `inbuf` (negotiated as `info`): its texture frame, or
+/// one counted upload of its system memory, added to `moved`.
+pub fn gpu_frame_in(
+    element: &gst::Element,
+    gpu: &Gpu,
+    uploads: &TexturePool,
+    info: &gst_video::VideoInfo,
+    inbuf: &gst::BufferRef,
+    moved: &mut TransferStats,
+) -> Result<Arc<GpuFrame>, gst::FlowError> {
+    let (frame, m) = frames::frame_in(gpu, uploads, info, inbuf)
+        .map_err(|e| fail(element, "cannot take the input frame", e))?;
+    *moved += m;
+    Ok(frame)
+}
+
+/// The output buffer of `frame`: the frame itself in texture memory, or one
+/// counted read-back into system memory laid out as `info`, added to
+/// `moved`.
+pub fn gpu_frame_out(
+    element: &gst::Element,
+    gpu: &Gpu,
+    frame: GpuFrame,
+    info: &gst_video::VideoInfo,
+    texture: bool,
+    moved: &mut TransferStats,
+) -> Result<gst::Buffer, gst::FlowError> {
+    if texture {
+        return Ok(buffer_for(Arc::new(frame)));
+    }
+    let (b, m) = frames::download(gpu, &frame, info)
+        .map_err(|e| fail(element, "cannot read the result back", e))?;
+    *moved += m;
+    Ok(b)
+}
+
+/// Maps `inbuf` as the negotiated video `info` and hands it to `f` as a
+/// CPU frame.
+pub fn with_cpu_frame<R>(
+    element: &gst::Element,
+    info: &gst_video::VideoInfo,
+    inbuf: &gst::BufferRef,
+    f: impl FnOnce(&CpuFrame) -> Result<R, gst::FlowError>,
+) -> Result<R, gst::FlowError> {
+    let bad = |e: &dyn std::fmt::Display| fail(element, "cannot take the input frame", e);
+    let format = caps::video_format(info).map_err(|e| fail(element, "bad input caps", e))?;
+    let mapped = gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf, info).map_err(|e| {
+        bad(&format!(
+            "a buffer of {} bytes cannot be mapped as a {format} {}x{} frame: {e}",
+            inbuf.size(),
+            info.width(),
+            info.height()
+        ))
+    })?;
+    let frame = (0..mapped.n_planes())
+        .map(|p| {
+            let stride = mapped.plane_stride()[p as usize];
+            let stride = usize::try_from(stride)
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| {
+                    crate::Error::invalid(format!(
+                        "plane {p} has stride {stride}; it must be positive"
+                    ))
+                })?;
+            let data = mapped
+                .plane_data(p)
+                .map_err(|e| crate::Error::invalid(format!("plane {p}: {e}")))?;
+            Ok((data, stride))
+        })
+        .collect::<Result<Vec<_>, crate::Error>>()
+        .and_then(|planes: Vec<(&[u8], usize)>| {
+            CpuFrame::new(format, mapped.width(), mapped.height(), &planes)
+        })
+        .map_err(|e| bad(&e))?;
+    f(&frame)
+}
+
+/// Maps `inbuf` as a CPU frame, runs `process` on it writing the RGBA rows
+/// (and their stride) of a new system-memory buffer laid out as `out_info`,
+/// and returns that buffer; a failure of `process` goes to the bus as
+/// "`what_failed`: ...".
+pub fn process_on_cpu(
+    element: &gst::Element,
+    in_info: &gst_video::VideoInfo,
+    out_info: &gst_video::VideoInfo,
+    inbuf: &gst::BufferRef,
+    what_failed: &str,
+    process: impl FnOnce(&CpuFrame, &mut [u8], usize) -> crate::Result<()>,
+) -> Result<gst::Buffer, gst::FlowError> {
+    with_cpu_frame(element, in_info, inbuf, |frame| {
+        let mut out = gst::Buffer::with_size(out_info.size())
+            .map_err(|e| fail(element, "cannot allocate the output frame", e))?;
+        {
+            let out = out.get_mut().expect("a new buffer is writable");
+            let mut written = gst_video::VideoFrameRef::from_buffer_ref_writable(out, out_info)
+                .map_err(|e| fail(element, "cannot map the output frame", e))?;
+            let stride = written.plane_stride()[0] as usize;
+            let data = written
+                .plane_data_mut(0)
+                .map_err(|e| fail(element, "cannot map the output frame", e))?;
+            process(frame, data, stride).map_err(|e| fail(element, what_failed, e))?;
+        }
+        Ok(out)
+    })
+}

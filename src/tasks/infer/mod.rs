@@ -1,0 +1,261 @@
+//! [`ImageInference`]: any model whose first input is an image, run on
+//! frames: frame -> model input (as [`ImageInput`] says) -> graph -> the
+//! output tensors, left on the context that computed them.
+
+mod outputs;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
+use crate::models::Model;
+use crate::video::cpu::CpuFrame;
+use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Tensorizer};
+
+use super::{wrong_device, Device, ImageInput};
+pub use outputs::InferenceOutputs;
+
+/// How frames are fitted to the model's input.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InferOptions {
+    /// The value range the model expects; `None`: the model family's
+    /// convention ([`ImageInput::range`]).
+    pub range: Option<[f32; 2]>,
+    /// How a frame is fitted to a model input of a declared size.
+    pub resize: Resize,
+    /// Feed the channels in BGR order.
+    pub bgr: bool,
+    /// How YUV frames convert to RGB.
+    pub color: ColorSpec,
+}
+
+/// How a runner fills the model input from a frame.
+enum Fill {
+    Gpu(Tensorizer),
+    Cpu {
+        tensorizer: cpu::Tensorizer,
+        /// The input's values, kept between frames.
+        values: CpuValues,
+    },
+}
+
+enum CpuValues {
+    F32(Vec<f32>),
+    F16(Vec<half::f16>),
+}
+
+/// What is built for one input size: a context of its own (output sets
+/// handed out keep it alive), the graph, the input tensor and its filler.
+struct Runner {
+    size: (u32, u32),
+    ctx: Context,
+    graph: Graph,
+    input_name: String,
+    input: Tensor,
+    fill: Fill,
+    /// Output sets handed out; one is reused once nobody holds it any more,
+    /// so a steady stream allocates nothing.
+    outputs: Vec<Arc<InferenceOutputs>>,
+}
+
+impl Runner {
+    fn new(
+        device: &Device,
+        model: &Model,
+        input: &ImageInput,
+        options: &InferOptions,
+        frame: (u32, u32),
+    ) -> Result<Runner> {
+        let ctx = match device {
+            Device::Gpu(gpu) => Context::gpu(gpu),
+            Device::Cpu => Context::cpu(),
+        };
+        let graph = model.build(&ctx, input.build_size(frame))?;
+        let (input_name, desc) = graph.inputs().remove(0);
+        let shape = input.shape_for(frame);
+        if desc.shape != shape || desc.data_type != input.data_type {
+            return Err(Error::invalid(format!(
+                "{}: input '{input_name}' is {desc}, the frame mapping gives {} {shape:?}",
+                model.path().display(),
+                input.data_type
+            )));
+        }
+        let tensorize = input.tensorize_options(frame, options.color, options.resize);
+        let (tensor, fill) = match device {
+            Device::Gpu(gpu) => (
+                TensorDescriptor::new(desc.data_type, desc.shape.clone()).exportable_to_gpu(),
+                Fill::Gpu(Tensorizer::new(gpu, tensorize)?),
+            ),
+            Device::Cpu => (
+                TensorDescriptor::new(desc.data_type, desc.shape.clone()).writable(),
+                Fill::Cpu {
+                    tensorizer: cpu::Tensorizer::new(tensorize)?,
+                    values: match desc.data_type {
+                        DataType::Float16 => {
+                            CpuValues::F16(vec![half::f16::ZERO; desc.element_count()])
+                        }
+                        _ => CpuValues::F32(vec![0.0; desc.element_count()]),
+                    },
+                },
+            ),
+        };
+        let input = ctx.create_tensor(tensor)?;
+        Ok(Runner {
+            size: input_size(&desc.shape, frame),
+            ctx,
+            graph,
+            input_name,
+            input,
+            fill,
+            outputs: Vec::new(),
+        })
+    }
+
+    fn free_outputs(&mut self) -> Result<Arc<InferenceOutputs>> {
+        if let Some(o) = self.outputs.iter().find(|o| Arc::strong_count(o) == 1) {
+            return Ok(o.clone());
+        }
+        let gpu = self.ctx.is_gpu();
+        let tensors = self
+            .graph
+            .outputs()
+            .into_iter()
+            .map(|(name, d)| {
+                let desc = TensorDescriptor::new(d.data_type, d.shape.clone()).readable();
+                let desc = if gpu { desc.exportable_to_gpu() } else { desc };
+                Ok((name, self.ctx.create_tensor(desc)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let o = Arc::new(InferenceOutputs::new(self.ctx.clone(), tensors));
+        self.outputs.push(o.clone());
+        Ok(o)
+    }
+
+    /// Dispatches the graph from the filled input into a free output set.
+    fn dispatch(&mut self) -> Result<Arc<InferenceOutputs>> {
+        let outputs = self.free_outputs()?;
+        let named: Vec<(&str, &Tensor)> = outputs
+            .tensors()
+            .iter()
+            .map(|(n, t)| (n.as_str(), t))
+            .collect();
+        self.ctx.dispatch(
+            &self.graph,
+            &[(self.input_name.as_str(), &self.input)],
+            &named,
+        )?;
+        Ok(outputs)
+    }
+}
+
+/// The (width, height) a runner was built for: the model input's own.
+fn input_size(shape: &[usize], frame: (u32, u32)) -> (u32, u32) {
+    match shape {
+        [_, h, w, 3] | [_, 3, h, w] => (*w as u32, *h as u32),
+        _ => frame,
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        // Output sets still held elsewhere keep their tensors and the
+        // context; the graph's own memory goes now.
+        self.graph.destroy();
+    }
+}
+
+/// Runs one model on frames, on the GPU or the CPU (see [`Device`]). A
+/// model that takes any size is built for each frame size met.
+pub struct ImageInference {
+    device: Device,
+    model: Arc<Model>,
+    input: ImageInput,
+    options: InferOptions,
+    runner: Option<Runner>,
+}
+
+impl ImageInference {
+    /// Fails, naming the cause, when the model's first input is no image.
+    pub fn new(device: &Device, model: Arc<Model>, options: InferOptions) -> Result<Self> {
+        let input = ImageInference::input_of(&model, &options)?;
+        Ok(ImageInference {
+            device: device.clone(),
+            model,
+            input,
+            options,
+            runner: None,
+        })
+    }
+
+    /// The model's input as frames fill it with `options`.
+    pub fn input_of(model: &Model, options: &InferOptions) -> Result<ImageInput> {
+        Ok(ImageInput::of(model)?
+            .with_range(options.range)
+            .bgr(options.bgr))
+    }
+
+    pub fn input(&self) -> &ImageInput {
+        &self.input
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        self.device.is_cpu()
+    }
+
+    fn runner(&mut self, frame: (u32, u32)) -> Result<&mut Runner> {
+        let size = self.input.size_for(frame);
+        if self.runner.as_ref().is_none_or(|r| r.size != size) {
+            self.runner = None;
+            self.runner = Some(Runner::new(
+                &self.device,
+                &self.model,
+                &self.input,
+                &self.options,
+                frame,
+            )?);
+        }
+        Ok(self.runner.as_mut().expect("made just now"))
+    }
+
+    /// Runs the model on `frame`; the outputs are queued, not waited for.
+    pub fn run_gpu(&mut self, frame: &GpuFrame) -> Result<Arc<InferenceOutputs>> {
+        if self.device.is_cpu() {
+            return Err(wrong_device("inference", "run_gpu", true));
+        }
+        let r = self.runner((frame.width(), frame.height()))?;
+        let Fill::Gpu(tensorizer) = &r.fill else {
+            unreachable!("a GPU runner fills with the GPU tensorizer");
+        };
+        {
+            let rented = r.ctx.export_to_gpu(&r.input)?;
+            tensorizer.run(frame, &rented)?;
+        }
+        r.dispatch()
+    }
+
+    /// Runs the model on `frame`; the outputs are queued on the CPU
+    /// context's worker, not waited for.
+    pub fn run_cpu(&mut self, frame: &CpuFrame) -> Result<Arc<InferenceOutputs>> {
+        if !self.device.is_cpu() {
+            return Err(wrong_device("inference", "run_cpu", false));
+        }
+        let r = self.runner((frame.width(), frame.height()))?;
+        let Fill::Cpu { tensorizer, values } = &mut r.fill else {
+            unreachable!("a CPU runner fills with the CPU tensorizer");
+        };
+        let bytes: &[u8] = match values {
+            CpuValues::F32(v) => {
+                tensorizer.run(frame, v)?;
+                bytemuck::cast_slice(v)
+            }
+            CpuValues::F16(v) => {
+                tensorizer.run_f16(frame, v)?;
+                bytemuck::cast_slice(v)
+            }
+        };
+        r.ctx.write_tensor(&r.input, bytes)?;
+        r.dispatch()
+    }
+}

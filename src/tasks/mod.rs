@@ -1,0 +1,85 @@
+//! What wgnn does with a model and a video frame, without GStreamer: the
+//! product logic the elements, `wgnn-bench` and library users share.
+//!
+//! - [`ImageInput::of`] decides how a frame becomes a model's input (size,
+//!   layout, value range, channel order, data type) for every task;
+//! - [`Segmenter`]: tensorize -> model -> composite (background blur,
+//!   replacement, the mask, temporal smoothing);
+//! - [`Upscaler`]: tensorize -> model -> image out (with a bicubic | model
+//!   comparison);
+//! - [`ImageInference`]: frame -> model input -> graph -> output tensors.
+//!
+//! Each task runs on the GPU or the CPU, as the [`Device`] it is made for
+//! says: on the GPU it takes [`GpuFrame`](crate::video::GpuFrame)s and keeps
+//! everything on the device (the model's tensors are rented to the video
+//! shaders, nothing is read back); on the CPU it takes
+//! [`CpuFrame`](crate::video::cpu::CpuFrame)s and writes system memory.
+//! The GPU paths can mark their stages for callers that time them
+//! ([`StageMarks`], [`ModelTiming`]).
+
+mod background;
+mod context;
+mod image_input;
+mod infer;
+mod segment;
+#[cfg(test)]
+mod tests;
+mod timing;
+mod upscale;
+
+pub use background::BackgroundSpec;
+pub use image_input::ImageInput;
+pub use infer::{ImageInference, InferOptions, InferenceOutputs};
+pub use segment::{GpuStages, SegmentEffect, SegmentOptions, Segmenter};
+pub use timing::{GpuRun, ModelTiming, Stage, StageMarks};
+pub use upscale::{UpscaleOptions, Upscaler};
+
+use crate::gpu::Gpu;
+
+/// Where a task runs its model and its frame processing.
+#[derive(Clone, Debug)]
+pub enum Device {
+    Gpu(Gpu),
+    /// wgnn's CPU context and `video::cpu`, on system memory.
+    Cpu,
+}
+
+impl Device {
+    pub fn gpu(&self) -> Option<&Gpu> {
+        match self {
+            Device::Gpu(gpu) => Some(gpu),
+            Device::Cpu => None,
+        }
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Device::Cpu)
+    }
+
+    /// "the CPU", or the adapter's description.
+    pub fn describe(&self) -> String {
+        match self {
+            Device::Gpu(gpu) => gpu.describe(),
+            Device::Cpu => "CPU".into(),
+        }
+    }
+}
+
+impl From<Option<Gpu>> for Device {
+    fn from(gpu: Option<Gpu>) -> Self {
+        gpu.map_or(Device::Cpu, Device::Gpu)
+    }
+}
+
+/// The error of calling a task's GPU entry point on its CPU implementation
+/// or the other way round.
+fn wrong_device(task: &str, call: &str, made_for_cpu: bool) -> crate::Error {
+    let (made, other) = if made_for_cpu {
+        ("CPU", "GPU")
+    } else {
+        ("GPU", "CPU")
+    };
+    crate::Error::invalid(format!(
+        "{task}: {call} takes {other} frames, but this {task} was made for the {made}"
+    ))
+}

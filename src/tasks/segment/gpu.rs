@@ -1,0 +1,219 @@
+//! Segmentation on the GPU: the frame is tensorized straight into the rented
+//! model input, the model runs on GPU-resident tensors, and the compositor
+//! reads the rented mask to write the output frame. Nothing is read back,
+//! and no host wait sits between the stages: wgpu's queue orders them.
+
+use crate::error::Result;
+use crate::gpu::transfer::TextureRegion;
+use crate::gpu::{Gpu, TransferStats};
+use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
+use crate::models::Model;
+use crate::tasks::context::OwnedContext;
+use crate::tasks::timing::{self, marked};
+use crate::tasks::{BackgroundSpec, GpuRun, ModelTiming, Stage, StageMarks};
+use crate::video::{
+    create_rgba_texture, Background, CompositeOptions, Compositor, Effect, GpuFrame, Resize,
+    Tensorizer, TexturePool,
+};
+
+use super::{SegmentEffect, SegmentModel, SegmentOptions};
+
+pub(super) struct GpuSegmenter {
+    gpu: Gpu,
+    ctx: OwnedContext,
+    graph: Graph,
+    names: (String, String),
+    input: Tensor,
+    mask: Tensor,
+    tensorizer: Tensorizer,
+    compositor: Compositor,
+    runs_model: bool,
+    outputs: TexturePool,
+    /// Transfers made while setting up (a background image), until taken.
+    pending: TransferStats,
+}
+
+impl GpuSegmenter {
+    pub fn new(
+        gpu: &Gpu,
+        model: &Model,
+        shape: &SegmentModel,
+        options: &SegmentOptions,
+    ) -> Result<GpuSegmenter> {
+        let ctx = OwnedContext(Context::gpu(gpu));
+        let graph = model.build(&ctx, None)?;
+        let (in_name, in_desc) = graph.inputs().remove(0);
+        let (out_name, out_desc) = graph.outputs().remove(0);
+        // Readable and writable too, for callers of `stages` that move the
+        // tensors through system memory.
+        let tensor = |shape: &[usize]| {
+            ctx.create_tensor(
+                TensorDescriptor::new(DataType::Float32, shape)
+                    .readable()
+                    .writable()
+                    .exportable_to_gpu(),
+            )
+        };
+        let input = tensor(&in_desc.shape)?;
+        let mask = tensor(&out_desc.shape)?;
+        let tensorizer = Tensorizer::new(
+            gpu,
+            shape
+                .input
+                .tensorize_options(shape.size, options.color, Resize::Stretch),
+        )?;
+        let mut pending = TransferStats::default();
+        let effect = match &options.effect {
+            SegmentEffect::None => Effect::None,
+            SegmentEffect::Mask => Effect::Mask,
+            SegmentEffect::Blur { strength } => Effect::Blur {
+                strength: *strength,
+            },
+            SegmentEffect::Replace(BackgroundSpec::Color(c)) => {
+                Effect::Replace(Background::Color(*c))
+            }
+            SegmentEffect::Replace(BackgroundSpec::Image(path)) => {
+                let (rgba, w, h) = BackgroundSpec::load_image(path)?;
+                let texture = create_rgba_texture(gpu, w, h)?;
+                gpu.upload_texture(&texture, TextureRegion::whole(&texture), &rgba, w * 4, h)?;
+                pending.uploads += 1;
+                pending.upload_bytes += rgba.len() as u64;
+                Effect::Replace(Background::Image(texture))
+            }
+        };
+        let runs_model = !matches!(effect, Effect::None);
+        let compositor = Compositor::new(
+            gpu,
+            CompositeOptions {
+                mask: shape.mask_options(options),
+                effect,
+                color: options.color,
+            },
+        )?;
+        Ok(GpuSegmenter {
+            gpu: gpu.clone(),
+            ctx,
+            graph,
+            names: (in_name, out_name),
+            input,
+            mask,
+            tensorizer,
+            compositor,
+            runs_model,
+            outputs: TexturePool::new(),
+            pending,
+        })
+    }
+
+    pub fn can_time_model(&self) -> bool {
+        self.gpu.has(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    pub fn run(
+        &mut self,
+        frame: &GpuFrame,
+        timing: ModelTiming,
+    ) -> Result<(GpuFrame, Option<f64>)> {
+        let out = GpuFrame::rgba_target(&self.gpu, &self.outputs, frame.width(), frame.height())?;
+        let target = out.plane(0).expect("an RGBA frame has one plane");
+        let run = self.run_into(frame, target, timing, None)?;
+        Ok((out, run.model_ms))
+    }
+
+    /// Each video stage in its own encoder, submitted before the next stage
+    /// is queued (the model's dispatch submits its own).
+    pub fn run_into(
+        &mut self,
+        frame: &GpuFrame,
+        out: &wgpu::Texture,
+        timing: ModelTiming,
+        mut marks: Option<&mut dyn StageMarks>,
+    ) -> Result<GpuRun> {
+        let gpu = self.gpu.clone();
+        let mut model_ms = None;
+        if self.runs_model {
+            let mut encoder = gpu.device().create_command_encoder(&Default::default());
+            let rented = self.ctx.export_to_gpu(&self.input)?;
+            marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
+                self.tensorizer.encode(e, frame, &rented)
+            })?;
+            gpu.scoped("tensorize submit", || {
+                gpu.queue().submit([encoder.finish()])
+            })?;
+            drop(rented);
+            model_ms = self.stages().run_model(timing)?;
+        }
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let rented = self.ctx.export_to_gpu(&self.mask)?;
+        let compositor = &mut self.compositor;
+        marked(&mut marks, &mut encoder, Stage::Output, |e| {
+            compositor.encode(e, frame, &rented, out)
+        })?;
+        let submission = gpu.scoped("composite submit", || {
+            gpu.queue().submit([encoder.finish()])
+        })?;
+        drop(rented);
+        Ok(GpuRun {
+            submission,
+            model_ms,
+        })
+    }
+
+    pub fn stages(&mut self) -> GpuStages<'_> {
+        GpuStages { s: self }
+    }
+
+    pub fn take_setup_transfers(&mut self) -> TransferStats {
+        std::mem::take(&mut self.pending)
+    }
+
+    pub fn reset_temporal(&mut self) {
+        self.compositor.reset_temporal();
+    }
+}
+
+/// The stages of a GPU [`Segmenter`](super::Segmenter), one at a time.
+pub struct GpuStages<'a> {
+    s: &'a mut GpuSegmenter,
+}
+
+impl GpuStages<'_> {
+    /// Frame -> model input ([`GpuStages::input`]'s shape).
+    pub fn tensorizer(&self) -> &Tensorizer {
+        &self.s.tensorizer
+    }
+
+    /// Frame + mask ([`GpuStages::mask`]'s shape) -> output frame; holds the
+    /// temporal smoothing state.
+    pub fn compositor(&mut self) -> &mut Compositor {
+        &mut self.s.compositor
+    }
+
+    /// The context the model and its tensors live on.
+    pub fn context(&self) -> &Context {
+        &self.s.ctx
+    }
+
+    /// The model's input tensor (readable, writable, exportable).
+    pub fn input(&self) -> &Tensor {
+        &self.s.input
+    }
+
+    /// The model's mask tensor (readable, writable, exportable).
+    pub fn mask(&self) -> &Tensor {
+        &self.s.mask
+    }
+
+    /// Dispatches the model from [`GpuStages::input`] into
+    /// [`GpuStages::mask`], timed as `timing` says.
+    pub fn run_model(&self, timing: ModelTiming) -> Result<Option<f64>> {
+        let s = &*self.s;
+        timing::dispatch(
+            &s.ctx,
+            &s.graph,
+            &[(s.names.0.as_str(), &s.input)],
+            &[(s.names.1.as_str(), &s.mask)],
+            timing,
+        )
+    }
+}
