@@ -11,6 +11,7 @@ use super::tensorize::{TensorizeParams, TensorizeSwitches};
 use super::*;
 use crate::gpu::shader::testing::{assert_same_layout, offsets, validate};
 use crate::gpu::Gpu;
+use crate::ml::DataType;
 
 /// Every frame kernel's source (label, WGSL): each reader x tensorize
 /// layout, channel order, resize mode and output type; each reader x
@@ -136,7 +137,10 @@ fn a_tensorizer_for_another_size_compiles_no_new_pipeline() {
     let first = Tensorizer::new(&gpu, options(16, 12, Normalize::ZERO_ONE, [0; 3])).unwrap();
     let (_, _, f) = frame(&gpu, VideoFormat::Nv12, 30, 18);
     let dst = buffer(&gpu, first.output_bytes(), usage);
-    first.run(&f, &dst).unwrap();
+    let shape = first.output_shape().map(|d| d as usize);
+    first
+        .run(&f, TensorBuffer::new(&dst, DataType::Float32, &shape))
+        .unwrap();
     let compiled = gpu.pipelines_compiled();
     assert!(compiled > start, "the first tensorizer compiles its kernel");
 
@@ -145,7 +149,10 @@ fn a_tensorizer_for_another_size_compiles_no_new_pipeline() {
     let second = Tensorizer::new(&gpu, o).unwrap();
     let (layout, bytes, f) = frame(&gpu, VideoFormat::Nv12, 14, 26);
     let dst = buffer(&gpu, second.output_bytes(), usage);
-    second.run(&f, &dst).unwrap();
+    let shape = second.output_shape().map(|d| d as usize);
+    second
+        .run(&f, TensorBuffer::new(&dst, DataType::Float32, &shape))
+        .unwrap();
     assert_eq!(
         gpu.pipelines_compiled(),
         compiled,
@@ -200,7 +207,14 @@ fn a_compositor_for_another_size_compiles_no_new_pipeline() {
     let mut first = Compositor::new(&gpu, options(8, 6, 2.0, 0.5)).unwrap();
     let (_, _, f) = frame(&gpu, VideoFormat::I420, 40, 30);
     let out = create_rgba_texture(&gpu, 40, 30).unwrap();
-    first.run(&f, &mask_buffer(&mask(8, 6)), &out).unwrap();
+    let b = mask_buffer(&mask(8, 6));
+    first
+        .run(
+            &f,
+            TensorBuffer::new(&b, DataType::Float32, &[1, 6, 8, 1]),
+            &out,
+        )
+        .unwrap();
     let compiled = gpu.pipelines_compiled();
     assert!(
         compiled > start,
@@ -214,7 +228,14 @@ fn a_compositor_for_another_size_compiles_no_new_pipeline() {
     let (layout, bytes, f) = frame(&gpu, VideoFormat::I420, 23, 35);
     let out = create_rgba_texture(&gpu, 23, 35).unwrap();
     let m = mask(5, 9);
-    second.run(&f, &mask_buffer(&m), &out).unwrap();
+    let b = mask_buffer(&m);
+    second
+        .run(
+            &f,
+            TensorBuffer::new(&b, DataType::Float32, &[1, 9, 5, 1]),
+            &out,
+        )
+        .unwrap();
     assert_eq!(
         gpu.pipelines_compiled(),
         compiled,
@@ -257,16 +278,21 @@ fn an_image_writer_for_another_size_compiles_no_new_pipeline() {
     };
     let start = gpu.pipelines_compiled();
     let first = ImageWriter::new(&gpu).unwrap();
+    let t = tensor(6, 4);
     first
-        .run(&tensor(6, 4), &create_rgba_texture(&gpu, 6, 4).unwrap())
+        .run(
+            TensorBuffer::new(&t, DataType::Float32, &[1, 4, 6, 3]),
+            &create_rgba_texture(&gpu, 6, 4).unwrap(),
+        )
         .unwrap();
     let compiled = gpu.pipelines_compiled();
     assert!(compiled > start, "the first writer compiles its kernel");
 
     let second = ImageWriter::new(&gpu).unwrap();
     let src = tensor(5, 3);
+    let src = TensorBuffer::new(&src, DataType::Float32, &[1, 3, 5, 3]);
     let out = create_rgba_texture(&gpu, 5, 3).unwrap();
-    second.run(&src, &out).unwrap();
+    second.run(src, &out).unwrap();
     // A region, upscaled: 5x3 -> 10x6 at column 2 of a 12x6 texture.
     let wide = create_rgba_texture(&gpu, 12, 6).unwrap();
     let region = ImageRegion {
@@ -276,7 +302,7 @@ fn an_image_writer_for_another_size_compiles_no_new_pipeline() {
     };
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     second
-        .encode_region(&mut encoder, &src, (5, 3), &wide, region)
+        .encode_region(&mut encoder, src, &wide, region)
         .unwrap();
     gpu.queue().submit([encoder.finish()]);
     assert_eq!(

@@ -219,7 +219,11 @@ pub fn tensor_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {
 }
 
 /// The tensor `t` writes into `dst`, described as it holds it.
-pub fn described<'a>(t: &Tensorizer, dst: &'a wgpu::Buffer, shape: &'a [usize; 4]) -> TensorBuffer<'a> {
+pub fn described<'a>(
+    t: &Tensorizer,
+    dst: &'a wgpu::Buffer,
+    shape: &'a [usize; 4],
+) -> TensorBuffer<'a> {
     TensorBuffer::new(dst, t.options().dtype.data_type(), shape)
 }
 
