@@ -160,7 +160,7 @@ impl Context {
         graph.dispatch(self, inputs, outputs)
     }
 
-    /// Rents `tensor`'s buffer to custom GPU code (seed 002, the explainer's
+    /// Rents `tensor`'s buffer to custom GPU code (the MLTensor explainer's
     /// `importExternalBuffer`). Same device and queue, so no wait and no copy.
     pub fn export_to_gpu(&self, tensor: &Tensor) -> Result<RentedBuffer> {
         self.alive("export_to_gpu")?;

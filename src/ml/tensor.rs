@@ -158,7 +158,7 @@ impl std::fmt::Debug for Tensor {
     }
 }
 
-/// A tensor's buffer lent to custom GPU code (seed 002's `importExternalBuffer`).
+/// A tensor's buffer lent to custom GPU code (the MLTensor explainer's `importExternalBuffer`).
 /// While it exists, the context refuses to dispatch, read or write the tensor.
 /// Dropping it (or [`RentedBuffer::give_back`]) returns the tensor with no copy:
 /// the buffer *is* the tensor's storage, and work on the one queue stays ordered.

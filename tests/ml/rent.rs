@@ -1,4 +1,4 @@
-//! Renting a tensor to custom WGSL (seed 002, test 3): a graph runs conv2d,
+//! Renting a tensor to custom WGSL (WebNN issue 33's interop experiment, its third variant): a graph runs conv2d,
 //! our own shader adds the bias and applies relu in place on the rented
 //! buffer, and a second graph consumes the same tensor, with no copy and no
 //! read-back in between. The result equals a CPU-context graph doing it all.

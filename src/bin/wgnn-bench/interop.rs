@@ -1,5 +1,5 @@
-//! `wgnn-bench interop`: seed 002's WebNN/WebGPU interop experiment on our
-//! stack. conv2d of an NHWC [1, 100, 100, 100] input with a 3x3 filter,
+//! `wgnn-bench interop`: the WebNN/WebGPU interop experiment (WebNN issue 33,
+//! "buffer sharing between GPU and ML accelerator", 2019) on our stack. conv2d of an NHWC [1, 100, 100, 100] input with a 3x3 filter,
 //! 100 -> 100 channels ("same" padding), then add (a per-channel bias) and
 //! relu, four ways:
 //!

@@ -1,4 +1,4 @@
-// wgnn-bench interop: the "custom op" side of seed 002's experiment, written
+// wgnn-bench interop: the "custom op" side of WebNN issue 33's experiment, written
 // the way an application would write its own WGSL: a direct 3x3 convolution
 // (one output per invocation, "same" padding) and add + relu.
 

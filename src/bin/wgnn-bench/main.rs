@@ -118,7 +118,8 @@ enum Contexts {
     Both,
 }
 
-/// Exit codes shared by the wgnn binaries.
+/// wgnn-bench's exit codes. Its own: wgnn-selfie and wgnn-superres use 3 for an
+/// input that cannot be opened and 4 for no GPU.
 const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_NO_GPU: u8 = 3;
