@@ -117,3 +117,34 @@ fn models_that_do_not_upscale_by_the_scale_are_refused() {
         .to_string();
     assert!(err.contains("upscaler: run_gpu takes GPU frames"), "{err}");
 }
+
+#[test]
+fn a_new_input_size_or_a_second_upscaler_compiles_no_pipeline() {
+    // A device of its own: the compile counter is per device, and the other
+    // tests compile on the shared one while this runs.
+    let gpu = crate::gpu::Gpu::new().unwrap();
+    let model = esrgan(2);
+    let device = Device::Gpu(gpu.clone());
+    let mut first = Upscaler::new(&device, model.clone(), UpscaleOptions::new(2)).unwrap();
+    first
+        .run_gpu(&Picture::astronaut(12, 10).on_gpu(&gpu))
+        .unwrap();
+    let compiled = gpu.pipelines_compiled();
+    assert!(compiled > 0, "the first frame compiles the kernels");
+    // A new frame size: a new graph, tensors and tensorizer (wgnnsuperres
+    // on a caps change), all on kernels compiled before.
+    first
+        .run_gpu(&Picture::astronaut(16, 8).on_gpu(&gpu))
+        .unwrap();
+    // A second instance on the same device, as a second element would be.
+    let mut second = Upscaler::new(&device, model, UpscaleOptions::new(2)).unwrap();
+    second
+        .run_gpu(&Picture::astronaut(14, 12).on_gpu(&gpu))
+        .unwrap();
+    assert_eq!(
+        gpu.pipelines_compiled(),
+        compiled,
+        "a new size and a second upscaler reuse the device's pipelines"
+    );
+    gpu.check().unwrap();
+}
