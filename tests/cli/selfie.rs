@@ -150,12 +150,15 @@ fn ctrl_c_ends_the_stream_and_finalises_the_mp4() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("running wgnn-selfie");
-    // The test pattern never ends: wait until frames are being written.
+    // The test pattern never ends: wait until frames are being written. On
+    // software Vulkan a frame takes 1-2 s and the encoder holds the first
+    // ones back, and this binary runs the super-resolution jobs beside this
+    // test: the bound is generous so that load alone cannot fail it.
     let began = std::time::Instant::now();
     while std::fs::metadata(&mp4).map(|m| m.len()).unwrap_or(0) < 2048 {
         assert!(
-            began.elapsed().as_secs() < 120,
-            "no output after two minutes"
+            began.elapsed().as_secs() < 300,
+            "no output after five minutes"
         );
         assert!(child.try_wait().unwrap().is_none(), "exited before Ctrl-C");
         std::thread::sleep(std::time::Duration::from_millis(200));
