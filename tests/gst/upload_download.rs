@@ -95,9 +95,11 @@ fn elements_share_one_device_and_count_each_crossing_once() {
 #[test]
 fn caps_it_cannot_handle_are_refused() {
     init();
-    // Refused when linking...
+    // Refused when linking... (The element is named as it would be as the
+    // first of its kind: automatic names count across the whole process.)
     let err = gst::parse::launch(
-        "videotestsrc num-buffers=1 ! video/x-raw,format=YUY2,width=16,height=16 ! wgnnupload ! fakesink",
+        "videotestsrc num-buffers=1 ! video/x-raw,format=YUY2,width=16,height=16 ! \
+         wgnnupload name=wgnnupload0 ! fakesink",
     )
     .unwrap_err()
     .to_string();
