@@ -53,6 +53,25 @@ pub fn start_error(launch: &str) -> String {
     format!("{} {:?}", e.error(), e.debug())
 }
 
+/// The gst-launch description in a pipelines/ file: comments dropped, lines
+/// joined, the program name and its flags removed.
+pub fn description(text: &str) -> String {
+    let joined = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| l.trim().trim_end_matches('\\').trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let rest = joined
+        .trim()
+        .strip_prefix("gst-launch-1.0")
+        .expect("a pipelines/ file holds one gst-launch-1.0 line");
+    rest.split_whitespace()
+        .skip_while(|w| w.starts_with('-'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Parses a gst-launch description into a pipeline.
 pub fn launch(desc: &str) -> gst::Pipeline {
     gst::parse::launch(desc)

@@ -1,5 +1,6 @@
-//! The GStreamer elements as a GStreamer user meets them (harnesses and
-//! pipelines in this process), and every line in pipelines/.
+//! The GStreamer elements as a GStreamer user meets them: harnesses and
+//! pipelines in this process. (The lines in pipelines/ run in
+//! `tests/pipelines`.)
 //!
 //! One test binary per area (`tests/<area>/main.rs`), one module per topic:
 //! a new test file here is one more `mod` line. The tests share one process:
@@ -11,7 +12,6 @@
 mod common;
 
 mod infer;
-mod pipelines;
 mod segment;
 mod segment_cpu;
 mod sink;

@@ -7,7 +7,7 @@
 use crate::common;
 
 use crate::common::harness::{
-    buffer, bytes, caps, element, eos_or_error, init, launch, LogCapture,
+    buffer, bytes, caps, description, element, eos_or_error, init, launch, LogCapture,
 };
 
 use std::time::Instant;
@@ -321,7 +321,7 @@ fn device_auto_without_a_gpu_runs_on_the_cpu_with_a_warning() {
 fn the_cpu_fallback_pipeline_line_runs() {
     init();
     let text = std::fs::read_to_string(common::root().join("pipelines/cpu-fallback.sh")).unwrap();
-    let line = super::pipelines::description(&text);
+    let line = description(&text);
     assert!(line.contains("device=cpu"), "{line}");
     // No screen here, and a few frames show the line works.
     let desc = line

@@ -3,30 +3,11 @@
 //! of each line runs as written.
 
 use crate::common;
-use crate::common::harness::{expect_eos, launch};
+use crate::common::harness::{description, expect_eos, launch};
 
 use std::path::Path;
 
 use gst::prelude::*;
-
-/// The gst-launch description in a pipelines/ file: comments dropped, lines
-/// joined, the program name and its flags removed.
-pub fn description(text: &str) -> String {
-    let joined = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .map(|l| l.trim().trim_end_matches('\\').trim())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let rest = joined
-        .trim()
-        .strip_prefix("gst-launch-1.0")
-        .expect("a pipelines/ file holds one gst-launch-1.0 line");
-    rest.split_whitespace()
-        .skip_while(|w| w.starts_with('-'))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// The swaps for a machine with no camera and no screen, and paths made
 /// absolute so that outputs land in `out`.
