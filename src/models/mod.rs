@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::ml::{Context, DataType, Graph, GraphBuilder, Operand, TensorDescriptor};
+use crate::ml::{
+    Context, DataType, Graph, GraphBuilder, HostTensor, Operand, Tensor, TensorDescriptor,
+};
 
 /// The file formats [`load`] recognises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,35 +181,72 @@ impl Model {
         Ok(outputs.iter().map(|(_, o)| o.shape().to_vec()).collect())
     }
 
-    /// Runs the model once on `input` (float32, the layout the file declares)
-    /// and returns its first output with that output's shape. A convenience
-    /// for tools and tests; pipelines keep tensors and use `dispatch`.
+    /// Runs the model once and returns every output, in the model's order,
+    /// with its name. `inputs` are found by name; each must have the type
+    /// and shape the graph built for `input_hw` declares. A convenience for
+    /// tools and tests: pipelines keep tensors on the device and use
+    /// `dispatch`.
     pub fn run(
         &self,
         context: &Context,
         input_hw: Option<(usize, usize)>,
-        input: &[f32],
-    ) -> Result<(Vec<usize>, Vec<f32>)> {
+        inputs: &[(&str, HostTensor)],
+    ) -> Result<Vec<(String, HostTensor)>> {
         let graph = self.build(context, input_hw)?;
-        let (in_name, in_desc) = graph.inputs().remove(0);
-        let (out_name, out_desc) = graph.outputs().remove(0);
-        let x = context.create_tensor(
-            TensorDescriptor::new(in_desc.data_type, in_desc.shape.clone()).writable(),
-        )?;
-        let y = context.create_tensor(
-            TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()).readable(),
-        )?;
-        if input.len() != in_desc.element_count() {
-            return Err(Error::invalid(format!(
-                "{}: input '{in_name}' is {in_desc}, got {} values",
-                self.path.display(),
-                input.len()
+        let declared = graph.inputs();
+        let fail = |message: String| model_error(&self.path, "run", message);
+        if let Some((name, _)) = inputs
+            .iter()
+            .find(|(name, _)| !declared.iter().any(|(d, _)| d == name))
+        {
+            let names: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(fail(format!(
+                "the model has no input '{name}' (its inputs: {})",
+                names.join(", ")
             )));
         }
-        context.write_tensor(&x, bytemuck::cast_slice(input))?;
-        context.dispatch(&graph, &[(&in_name, &x)], &[(&out_name, &y)])?;
-        let values = context.read_f32(&y)?;
-        Ok((out_desc.shape, values))
+        let mut bound = Vec::with_capacity(declared.len());
+        for (name, desc) in &declared {
+            let value = inputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v)
+                .ok_or_else(|| fail(format!("input '{name}' ({desc}) is not given")))?;
+            value
+                .check(&format!("input '{name}'"))
+                .map_err(|e| fail(e.to_string()))?;
+            if value.descriptor() != *desc {
+                return Err(fail(format!(
+                    "input '{name}' is {desc}, got {}",
+                    value.descriptor()
+                )));
+            }
+            let t = context.create_tensor(
+                TensorDescriptor::new(desc.data_type, desc.shape.clone()).writable(),
+            )?;
+            context.write_host(&t, value)?;
+            bound.push((name.clone(), t));
+        }
+        let outputs: Vec<(String, Tensor)> = graph
+            .outputs()
+            .into_iter()
+            .map(|(name, desc)| {
+                let t = context
+                    .create_tensor(TensorDescriptor::new(desc.data_type, desc.shape).readable())?;
+                Ok((name, t))
+            })
+            .collect::<Result<_>>()?;
+        let ins: Vec<(&str, &Tensor)> = bound.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let outs: Vec<(&str, &Tensor)> = outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        context.dispatch(&graph, &ins, &outs)?;
+        let values = outputs
+            .iter()
+            .map(|(name, t)| Ok((name.clone(), context.read_host(t)?)))
+            .collect();
+        for (_, t) in bound.iter().chain(&outputs) {
+            t.destroy();
+        }
+        values
     }
 }
 

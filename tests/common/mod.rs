@@ -229,3 +229,19 @@ pub fn max_rgb_diff(a: &[u8], b: &[u8]) -> u8 {
         .max()
         .unwrap_or(0)
 }
+
+/// Runs a one-input model on float32 `input` and returns its first output's
+/// shape and values: the single-image case most model tests check.
+pub fn run_image_model(
+    model: &wgnn::models::Model,
+    ctx: &wgnn::ml::Context,
+    input_hw: Option<(usize, usize)>,
+    input: &[f32],
+) -> wgnn::Result<(Vec<usize>, Vec<f32>)> {
+    let graph = model.build(ctx, input_hw)?;
+    let (name, desc) = graph.inputs().remove(0);
+    let value = wgnn::ml::HostTensor::f32(desc.shape, input.to_vec());
+    let mut outputs = model.run(ctx, input_hw, &[(&name, value)])?;
+    let (_, first) = outputs.remove(0);
+    Ok((first.shape.clone(), first.to_f32()))
+}

@@ -14,7 +14,7 @@ fn esrgan_x2(ctx: &Context) {
         wgnn::models::load(common::root().join("assets/models/esrgan-slim/x2/model.json")).unwrap();
     let input = common::golden_f32("sr_astronaut_64x64.f32");
     let expected = common::golden_f32("sr_astronaut_64x64_x2.f32");
-    let (shape, out) = model.run(ctx, Some((64, 64)), &input).unwrap();
+    let (shape, out) = common::run_image_model(&model, ctx, Some((64, 64)), &input).unwrap();
     assert_eq!(shape, [1, 128, 128, 3]);
     let max = out
         .iter()
@@ -82,7 +82,7 @@ fn selfie_astronaut(ctx: &Context) {
             .unwrap();
     assert_eq!(model.inputs()[0].range, Some([0.0, 1.0]));
     let small = resize(ctx, &rgb, [h, w, 3], [256, 256]);
-    let (shape, mask) = model.run(ctx, None, &small).unwrap();
+    let (shape, mask) = common::run_image_model(&model, ctx, None, &small).unwrap();
     assert_eq!(shape, [1, 256, 256, 1]);
     let mask = resize(ctx, &mask, [256, 256, 1], [h, w]);
 

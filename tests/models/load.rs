@@ -24,7 +24,7 @@ fn selfie(ctx: &Context, file: &str, hw: (usize, usize)) {
     let input: Vec<f32> = (0..hw.0 * hw.1 * 3)
         .map(|k| ((k / 3) % hw.1) as f32 / hw.1 as f32)
         .collect();
-    let (shape, out) = model.run(ctx, None, &input).unwrap();
+    let (shape, out) = common::run_image_model(&model, ctx, None, &input).unwrap();
     assert_eq!(shape, [1, hw.0, hw.1, 1]);
     assert!(
         out.iter().all(|v| (0.0..=1.0).contains(v)),
@@ -48,7 +48,7 @@ fn esrgan(ctx: &Context) {
         assert_eq!(model.outputs()[0].shape, [None, None, None, Some(3)]);
         let (h, w) = (6, 10);
         let input: Vec<f32> = (0..h * w * 3).map(|k| (k * 37 % 256) as f32).collect();
-        let (shape, out) = model.run(ctx, Some((h, w)), &input).unwrap();
+        let (shape, out) = common::run_image_model(&model, ctx, Some((h, w)), &input).unwrap();
         assert_eq!(shape, [1, h * scale, w * scale, 3], "x{scale}");
         assert!(out.iter().all(|v| v.is_finite()));
         // A second size gets a graph of its own.
@@ -142,7 +142,8 @@ fn upscalerjs_custom_layers() {
     let model = models::load(dir.join("model.json")).unwrap();
     let (h, w, c, r) = (3, 2, 8, 2);
     let input: Vec<f32> = (0..h * w * c).map(|k| k as f32).collect();
-    let (shape, out) = model.run(&Context::cpu(), Some((h, w)), &input).unwrap();
+    let (shape, out) =
+        common::run_image_model(&model, &Context::cpu(), Some((h, w)), &input).unwrap();
     let oc = c / (r * r);
     assert_eq!(shape, [1, h * r, w * r, oc]);
     for y in 0..h * r {
