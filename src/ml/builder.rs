@@ -135,6 +135,16 @@ impl GraphBuilder {
         Ok(self.node(op, inputs, vec![output])?.remove(0))
     }
 
+    /// The inputs declared so far, in order (for working out a model's input
+    /// shapes with a [`shapes_only`](GraphBuilder::shapes_only) builder).
+    pub(crate) fn declared_inputs(&self) -> Vec<(String, OperandDescriptor)> {
+        let ir = self.ir.borrow();
+        ir.inputs
+            .iter()
+            .map(|(n, id)| (n.clone(), ir.desc(*id).clone()))
+            .collect()
+    }
+
     /// WebNN `input(name, descriptor)`.
     pub fn input(&self, name: &str, desc: OperandDescriptor) -> Result<Operand> {
         self.check("input", &[])?;

@@ -17,6 +17,8 @@ pub(crate) struct GraphInner {
     pub context: u64,
     pub ir: Arc<GraphIr>,
     pub plan: Plan,
+    /// Nodes as the builder wrote them, before fusion.
+    written_nodes: usize,
     destroyed: AtomicBool,
 }
 
@@ -29,6 +31,7 @@ pub struct Graph {
 impl Graph {
     pub(crate) fn build(context: &Context, ir: GraphIr) -> Result<Graph> {
         context.alive("build")?;
+        let written_nodes = ir.nodes.len();
         let ir = Arc::new(fuse::fuse(ir));
         let plan = context.inner.backend.compile(&ir)?;
         Ok(Graph {
@@ -36,6 +39,7 @@ impl Graph {
                 context: context.id(),
                 ir,
                 plan,
+                written_nodes,
                 destroyed: AtomicBool::new(false),
             }),
         })
@@ -62,6 +66,13 @@ impl Graph {
     /// Number of operator nodes after fusion (for tests and benchmarks).
     pub fn node_count(&self) -> usize {
         self.inner.ir.nodes.len()
+    }
+
+    /// Number of operator nodes as the builder wrote them, before fusion
+    /// folded some into others: `written_node_count() - node_count()` ops
+    /// were fused.
+    pub fn written_node_count(&self) -> usize {
+        self.inner.written_nodes
     }
 
     /// WebNN `MLGraph.destroy()`: releases weights and intermediates now.

@@ -52,6 +52,10 @@ pub(crate) trait Source: Send + Sync {
 
     /// A size used to check at load time that the layers' shapes chain.
     fn probe_size(&self) -> Option<(usize, usize)>;
+
+    /// Number of operators (layers, nodes) in the file, for reporting what
+    /// import and fusion made of them.
+    fn operator_count(&self) -> usize;
 }
 
 /// (context id, input size) of a cached graph.
@@ -145,6 +149,13 @@ impl Model {
         &self.outputs
     }
 
+    /// Number of operators (TFLite operators, ONNX nodes, TF.js layers) in
+    /// the file; compare with [`Graph::written_node_count`] and
+    /// [`Graph::node_count`] to see what import and fusion made of them.
+    pub fn operator_count(&self) -> usize {
+        self.source.operator_count()
+    }
+
     /// Replaces the conventional input value range (see [`TensorInfo::range`]).
     pub fn set_input_range(&mut self, index: usize, range: Option<[f32; 2]>) -> Result<()> {
         let input = self.inputs.get_mut(index).ok_or_else(|| {
@@ -179,6 +190,31 @@ impl Model {
         let builder = GraphBuilder::shapes_only();
         let outputs = self.source.write(&builder, input_hw)?;
         Ok(outputs.iter().map(|(_, o)| o.shape().to_vec()).collect())
+    }
+
+    /// The shapes of the inputs in [`Model::inputs`] order for an input of
+    /// `input_hw` (height, width): symbolic dimensions resolved as a graph
+    /// built at that size resolves them.
+    pub fn input_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
+        let builder = GraphBuilder::shapes_only();
+        self.source.write(&builder, input_hw)?;
+        let declared = builder.declared_inputs();
+        self.inputs
+            .iter()
+            .map(|info| {
+                declared
+                    .iter()
+                    .find(|(n, _)| *n == info.name)
+                    .map(|(_, d)| d.shape.clone())
+                    .ok_or_else(|| {
+                        model_error(
+                            &self.path,
+                            format!("input '{}'", info.name),
+                            "the graph written from the file does not declare it",
+                        )
+                    })
+            })
+            .collect()
     }
 
     /// Runs the model once and returns every output, in the model's order,

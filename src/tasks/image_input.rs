@@ -1,5 +1,5 @@
 //! How a video frame becomes a model's input: the one place that reads a
-//! model's first input and works out the tensorize options that fill it.
+//! model's image input and works out the tensorize options that fill it.
 
 use crate::error::{Error, Result};
 use crate::ml::DataType;
@@ -8,8 +8,8 @@ use crate::video::{
     ChannelOrder, ColorSpec, Normalize, OutputDtype, Resize, TensorLayout, TensorizeOptions,
 };
 
-/// A model's first input seen as an image: an RGB tensor [1, H, W, 3]
-/// (NHWC) or [1, 3, H, W] (NCHW) of float32 or float16.
+/// A model's image input: its first input shaped as an RGB tensor
+/// [1, H, W, 3] (NHWC) or [1, 3, H, W] (NCHW), of float32 or float16.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImageInput {
     /// The input's name in the model (and in its graphs).
@@ -31,8 +31,8 @@ pub struct ImageInput {
 }
 
 impl ImageInput {
-    /// Reads `model`'s first input; an error names the model and says why it
-    /// is not an image input.
+    /// Finds `model`'s image input; an error names the model and says why it
+    /// has none, or has other inputs a frame cannot fill.
     pub fn of(model: &Model) -> Result<ImageInput> {
         let bad = |what: String| {
             Error::invalid(format!(
@@ -40,27 +40,37 @@ impl ImageInput {
                 model.path().display()
             ))
         };
-        let input = model
-            .inputs()
-            .first()
-            .ok_or_else(|| bad("it has no input".into()))?;
+        let inputs = model.inputs();
+        if inputs.is_empty() {
+            return Err(bad("it has no input".into()));
+        }
+        // The image is the first input shaped like one; a frame can fill
+        // only that one, so a model with inputs besides it is refused.
+        let found = inputs
+            .iter()
+            .find_map(|i| image_layout(&i.shape).map(|l| (i, l)));
+        let Some((input, (layout, h, w))) = found else {
+            let input = &inputs[0];
+            return Err(bad(format!(
+                "input '{}' has shape {}, not an RGB image [1, H, W, 3] or [1, 3, H, W]",
+                input.name,
+                shape_text(&input.shape)
+            )));
+        };
+        if let Some(other) = inputs.iter().find(|i| i.name != input.name) {
+            return Err(bad(format!(
+                "besides the image input '{}' it has input '{}' {}, which a frame cannot fill",
+                input.name,
+                other.name,
+                shape_text(&other.shape)
+            )));
+        }
         if !matches!(input.data_type, DataType::Float32 | DataType::Float16) {
             return Err(bad(format!(
                 "input '{}' is {}; a frame becomes a float32 or float16 tensor",
                 input.name, input.data_type
             )));
         }
-        let (layout, h, w) = match input.shape.as_slice() {
-            [_, h, w, Some(3)] => (TensorLayout::Nhwc, *h, *w),
-            [_, Some(3), h, w] => (TensorLayout::Nchw, *h, *w),
-            other => {
-                return Err(bad(format!(
-                    "input '{}' has shape {}, not an RGB image [1, H, W, 3] or [1, 3, H, W]",
-                    input.name,
-                    shape_text(other)
-                )))
-            }
-        };
         let size = match (w, h) {
             (Some(w), Some(h)) => {
                 let dim = |d: usize| u32::try_from(d).ok().filter(|&d| d > 0);
@@ -156,6 +166,15 @@ impl ImageInput {
         options.color = color;
         options.channels = self.channels;
         options
+    }
+}
+
+/// (layout, height, width) of an RGB image input shape; batch 1 or any.
+fn image_layout(shape: &[Option<usize>]) -> Option<(TensorLayout, Option<usize>, Option<usize>)> {
+    match *shape {
+        [None | Some(1), h, w, Some(3)] => Some((TensorLayout::Nhwc, h, w)),
+        [None | Some(1), Some(3), h, w] => Some((TensorLayout::Nchw, h, w)),
+        _ => None,
     }
 }
 

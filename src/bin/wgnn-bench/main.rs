@@ -44,10 +44,17 @@ enum Command {
         #[arg(long)]
         filter: Option<String>,
     },
-    /// The bundled models end to end: selfie square 256x256, selfie landscape
-    /// 144x256, ESRGAN-slim x2 at 960x540 and x4 at 480x270, on the GPU
-    /// (timestamped GPU ms per inference) and CPU contexts (wall ms).
+    /// Models end to end on the GPU (timestamped GPU ms per inference) and
+    /// CPU contexts (wall ms): the bundled ones (selfie square 256x256,
+    /// selfie landscape 144x256, ESRGAN-slim x2 at 960x540 and x4 at
+    /// 480x270), or the files given with --model (ONNX, TFLite, TF.js).
     Models {
+        /// A model file to measure instead of the bundled models (repeatable).
+        #[arg(long = "model", value_name = "PATH")]
+        models: Vec<PathBuf>,
+        /// Input size HxW for --model files that take any size (e.g. 540x960).
+        #[arg(long, value_name = "HxW", value_parser = parse_size)]
+        size: Option<(usize, usize)>,
         /// Shrink the super-resolution inputs and the iteration counts.
         #[arg(long)]
         quick: bool,
@@ -136,6 +143,8 @@ fn main() -> ExitCode {
             filter,
         } => bench_ops(quick, iterations.max(1), json, filter.as_deref()),
         Command::Models {
+            models: files,
+            size,
             quick,
             iterations,
             cpu_iterations,
@@ -155,7 +164,15 @@ fn main() -> ExitCode {
                 .max(1),
                 top,
             };
-            bench_models(quick, &settings, context, filter.as_deref(), save_io, json)
+            let cases = if files.is_empty() {
+                models::cases(quick)
+            } else {
+                files
+                    .into_iter()
+                    .map(|f| models::user_case(f, size))
+                    .collect()
+            };
+            bench_models(cases, &settings, context, filter.as_deref(), save_io, json)
         }
         Command::Pipeline {
             quick,
@@ -300,8 +317,20 @@ fn opt_ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
+/// "HxW" (height x width), both at least 1.
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("'{text}' is not a size HxW such as 540x960");
+    let (h, w) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let h: usize = h.trim().parse().map_err(|_| bad())?;
+    let w: usize = w.trim().parse().map_err(|_| bad())?;
+    if h == 0 || w == 0 {
+        return Err(format!("'{text}': height and width must be at least 1"));
+    }
+    Ok((h, w))
+}
+
 fn bench_models(
-    quick: bool,
+    cases: Vec<models::ModelCase>,
     settings: &models::Settings,
     contexts: Contexts,
     filter: Option<&str>,
@@ -318,7 +347,7 @@ fn bench_models(
     } else {
         None
     };
-    let cases: Vec<_> = models::cases(quick)
+    let cases: Vec<_> = cases
         .into_iter()
         .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
         .collect();
@@ -334,7 +363,7 @@ fn bench_models(
             );
         }
         println!(
-            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9} {:>10}",
+            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>16} {:>8} {:>9} {:>10}",
             "model",
             "ctx",
             "GPU ms",
@@ -342,6 +371,7 @@ fn bench_models(
             "kernel sum",
             "wall ms",
             "fps",
+            "ops>nodes>fused",
             "kernels",
             "build ms",
             "max|diff|"
@@ -360,7 +390,8 @@ fn bench_models(
             match models::run_gpu(gpu, case, &loaded, settings) {
                 Ok((r, out)) => {
                     if let Some(dir) = &save_io {
-                        match models::save_io(dir, case, &r, &loaded.input, &out) {
+                        let input = loaded.inputs[0].1.to_f32();
+                        match models::save_io(dir, case, &r, &input, &out[0]) {
                             Ok(entry) => manifest.push(entry),
                             Err(e) => return fail(&case.name, e),
                         }
@@ -374,7 +405,9 @@ fn bench_models(
         if want_cpu {
             match models::run_cpu(case, &loaded, settings) {
                 Ok((mut r, out)) => {
-                    r.diff = gpu_out.as_ref().map(|g| stamps::max_abs_diff(&out, g));
+                    r.diff = gpu_out
+                        .as_ref()
+                        .map(|g: &Vec<Vec<f32>>| stamps::max_abs_diff(&out.concat(), &g.concat()));
                     results.push(r);
                 }
                 Err(e) => return fail(&format!("{} (cpu)", case.name), e),
@@ -383,7 +416,7 @@ fn bench_models(
         for r in results {
             if !json {
                 println!(
-                    "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>8} {:>9.0} {:>10}",
+                    "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>16} {:>8} {:>9.0} {:>10}",
                     r.name,
                     r.context,
                     opt_ms(r.gpu_ms),
@@ -391,6 +424,7 @@ fn bench_models(
                     opt_ms(r.kernel_sum_ms),
                     r.wall_ms,
                     r.fps,
+                    format!("{}>{}>{}", r.file_ops, r.written, r.fused),
                     r.kernels,
                     r.build_ms,
                     r.diff.map_or("-".into(), |d| format!("{:.2e}", d.0)),

@@ -1,10 +1,12 @@
-//! `wgnn-bench models`: the bundled models end to end, on a GPU context (GPU
-//! time per inference from timestamp queries, median of many) and on the CPU
-//! context (wall time per inference).
+//! `wgnn-bench models`: the bundled models, or any model file a user names
+//! (`--model PATH`), end to end on a GPU context (GPU time per inference from
+//! timestamp queries, median of many) and on the CPU context (wall time per
+//! inference), with what import and fusion made of the file's operators.
 //!
-//! Inputs are the sample picture (assets/samples/astronaut.png) resized to
-//! the model's input, in the model's value range, so that `--save-io` can hand
-//! the same input and our output to the PyTorch anchor for a check.
+//! An image input gets the sample picture (assets/samples/astronaut.png)
+//! resized to it, in the model's value range and layout, so that `--save-io`
+//! can hand the same input and our output to the PyTorch anchor for a check;
+//! any other input gets seeded values (floats in [0, 1), integers 0).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,9 @@ use std::time::Instant;
 
 use serde_json::json;
 use wgnn::gpu::Gpu;
-use wgnn::ml::{Context, Graph, Profile, Tensor, TensorDescriptor};
+use wgnn::ml::{Context, DataType, Graph, HostTensor, Profile, Tensor, TensorDescriptor};
+use wgnn::tasks::ImageInput;
+use wgnn::video::TensorLayout;
 
 use crate::stamps::median_min;
 
@@ -20,9 +24,8 @@ pub struct ModelCase {
     /// "selfie 256x256": the name in tables and in the PyTorch anchor.
     pub name: String,
     /// File-name-safe key for `--save-io`.
-    pub key: &'static str,
-    /// Relative to the bundled models directory.
-    pub file: &'static str,
+    pub key: String,
+    pub path: PathBuf,
     /// Input (height, width); `None` takes the size the file declares.
     pub hw: Option<(usize, usize)>,
 }
@@ -42,29 +45,54 @@ pub fn cases(quick: bool) -> Vec<ModelCase> {
     vec![
         ModelCase {
             name: "selfie 256x256".into(),
-            key: "selfie_square",
-            file: "selfie/selfie_segmentation.tflite",
+            key: "selfie_square".into(),
+            path: wgnn::models::bundled("selfie/selfie_segmentation.tflite"),
             hw: None,
         },
         ModelCase {
             name: "selfie landscape 144x256".into(),
-            key: "selfie_landscape",
-            file: "selfie/selfie_segmentation_landscape.tflite",
+            key: "selfie_landscape".into(),
+            path: wgnn::models::bundled("selfie/selfie_segmentation_landscape.tflite"),
             hw: None,
         },
         ModelCase {
             name: format!("esrgan-slim x2 {w2}x{h2}"),
-            key: "esrgan_x2",
-            file: "esrgan-slim/x2/model.json",
+            key: "esrgan_x2".into(),
+            path: wgnn::models::bundled("esrgan-slim/x2/model.json"),
             hw: Some((h2, w2)),
         },
         ModelCase {
             name: format!("esrgan-slim x4 {w4}x{h4}"),
-            key: "esrgan_x4",
-            file: "esrgan-slim/x4/model.json",
+            key: "esrgan_x4".into(),
+            path: wgnn::models::bundled("esrgan-slim/x4/model.json"),
             hw: Some((h4, w4)),
         },
     ]
+}
+
+/// A model file a user names, at `hw` where it takes any size.
+pub fn user_case(path: PathBuf, hw: Option<(usize, usize)>) -> ModelCase {
+    // "x2/model.json" rather than "model.json": TF.js files share one name.
+    let file = |p: &std::path::Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
+    let stem = match (path.parent().and_then(file), file(&path)) {
+        (Some(dir), Some(f)) if f == "model.json" => format!("{dir}/{f}"),
+        (_, Some(f)) => f,
+        _ => "model".into(),
+    };
+    let key: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let name = match hw {
+        Some((h, w)) => format!("{stem} {w}x{h}"),
+        None => stem,
+    };
+    ModelCase {
+        name,
+        key,
+        path,
+        hw,
+    }
 }
 
 pub struct Settings {
@@ -92,6 +120,12 @@ pub struct ModelResult {
     pub wall_ms: f64,
     /// Inferences per second with dispatches queued back to back.
     pub fps: f64,
+    /// Operators in the file, nodes wgnn wrote for them, nodes after fusion.
+    pub file_ops: usize,
+    pub written: usize,
+    pub fused: usize,
+    /// GPU passes (kernels dispatched) per inference; on the CPU context,
+    /// the nodes run.
     pub kernels: usize,
     /// ms per op type in the median profiled run (GPU timestamps, or wall
     /// time per node on the CPU context), largest first.
@@ -116,6 +150,9 @@ impl ModelResult {
             "gpu_kernel_sum_ms": self.kernel_sum_ms,
             "wall_ms": self.wall_ms,
             "fps": self.fps,
+            "file_operators": self.file_ops,
+            "wgnn_nodes_written": self.written,
+            "wgnn_nodes_after_fusion": self.fused,
             "kernels": self.kernels,
             "ms_by_op": self.by_op.iter().map(|(op, ms)| json!({"op": op, "ms": ms})).collect::<Vec<_>>(),
             "slowest_kernels": self.slowest.iter().map(|(i, op, ms)| json!({"index": i, "op": op, "ms": ms})).collect::<Vec<_>>(),
@@ -147,36 +184,71 @@ pub fn sample_input(h: usize, w: usize, range: [f32; 2]) -> wgnn::Result<Vec<f32
 
 pub struct Loaded {
     pub model: wgnn::models::Model,
-    pub input: Vec<f32>,
+    /// Every input, by name; the image input (if any) first.
+    pub inputs: Vec<(String, HostTensor)>,
     pub hw: Option<(usize, usize)>,
 }
 
+/// Seeded values in [0, 1) (a small LCG: the same input on every machine).
+fn seeded(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (x >> 8) as f32 / (1u32 << 24) as f32
+        })
+        .collect()
+}
+
 pub fn load(case: &ModelCase) -> wgnn::Result<Loaded> {
-    let model = wgnn::models::load(wgnn::models::bundled(case.file))?;
-    let info = &model.inputs()[0];
-    let (h, w) = match (case.hw, &info.shape[..]) {
-        (Some(hw), _) => hw,
-        (None, [_, Some(h), Some(w), _]) => (*h, *w),
-        (None, s) => {
-            return Err(wgnn::Error::Invalid(format!(
-                "{}: input shape {s:?} has no fixed size",
-                case.file
-            )))
-        }
-    };
-    let input = sample_input(h, w, info.range.unwrap_or([0.0, 1.0]))?;
+    let model = wgnn::models::load(&case.path)?;
+    // The shapes the graph will have at this size (symbolic dimensions
+    // resolved), without building it on a context.
+    let shapes = model.input_shapes(case.hw)?;
+    let image = ImageInput::of(&model).ok();
+    let mut inputs = Vec::new();
+    for (k, (info, shape)) in model.inputs().iter().zip(shapes).enumerate() {
+        let count: usize = shape.iter().product();
+        let value = match (&image, info.data_type) {
+            (Some(img), DataType::Float32 | DataType::Float16) if img.name == info.name => {
+                let (h, w) = match img.layout {
+                    TensorLayout::Nhwc => (shape[1], shape[2]),
+                    TensorLayout::Nchw => (shape[2], shape[3]),
+                };
+                let mut v = sample_input(h, w, img.range)?;
+                if img.layout == TensorLayout::Nchw {
+                    v = (0..3)
+                        .flat_map(|c| v.iter().skip(c).step_by(3).copied().collect::<Vec<_>>())
+                        .collect();
+                }
+                typed(info.data_type, shape, v)
+            }
+            (_, DataType::Int32) => HostTensor::i32(shape, vec![0; count]),
+            (_, DataType::Uint8) => HostTensor::u8(shape, vec![0; count]),
+            (_, dt) => typed(dt, shape, seeded(count, k as u32)),
+        };
+        inputs.push((info.name.clone(), value));
+    }
     Ok(Loaded {
         model,
-        input,
+        inputs,
         hw: case.hw,
     })
 }
 
+fn typed(dt: DataType, shape: Vec<usize>, v: Vec<f32>) -> HostTensor {
+    match dt {
+        DataType::Float16 => {
+            HostTensor::f16(shape, v.into_iter().map(half::f16::from_f32).collect())
+        }
+        _ => HostTensor::f32(shape, v),
+    }
+}
+
 struct Bound {
     graph: Graph,
-    names: (String, String),
-    x: Tensor,
-    y: Tensor,
+    inputs: Vec<(String, Tensor)>,
+    outputs: Vec<(String, Tensor)>,
     input: Vec<usize>,
     output: Vec<usize>,
     build_ms: f64,
@@ -186,48 +258,77 @@ fn bind(ctx: &Context, loaded: &Loaded) -> wgnn::Result<Bound> {
     let t = Instant::now();
     let graph = loaded.model.build(ctx, loaded.hw)?;
     let build_ms = t.elapsed().as_secs_f64() * 1e3;
-    let (in_name, in_desc) = graph.inputs().remove(0);
-    let (out_name, out_desc) = graph.outputs().remove(0);
-    let x = ctx.create_tensor(
-        TensorDescriptor::new(in_desc.data_type, in_desc.shape.clone()).writable(),
-    )?;
-    let y = ctx.create_tensor(
-        TensorDescriptor::new(out_desc.data_type, out_desc.shape.clone()).readable(),
-    )?;
-    ctx.write_tensor(&x, bytemuck::cast_slice(&loaded.input))?;
+    let mut inputs = Vec::new();
+    for (name, desc) in graph.inputs() {
+        let value = loaded
+            .inputs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| wgnn::Error::Invalid(format!("no value for input '{name}'")))?;
+        let x = ctx.create_tensor(TensorDescriptor::new(desc.data_type, desc.shape).writable())?;
+        ctx.write_host(&x, value)?;
+        inputs.push((name, x));
+    }
+    let outputs = graph
+        .outputs()
+        .into_iter()
+        .map(|(name, desc)| {
+            let y =
+                ctx.create_tensor(TensorDescriptor::new(desc.data_type, desc.shape).readable())?;
+            Ok((name, y))
+        })
+        .collect::<wgnn::Result<Vec<_>>>()?;
     Ok(Bound {
+        input: inputs[0].1.shape().to_vec(),
+        output: outputs[0].1.shape().to_vec(),
         graph,
-        names: (in_name, out_name),
-        x,
-        y,
-        input: in_desc.shape,
-        output: out_desc.shape,
+        inputs,
+        outputs,
         build_ms,
     })
 }
 
+type Named<'a> = Vec<(&'a str, &'a Tensor)>;
+
+fn named(v: &[(String, Tensor)]) -> Named<'_> {
+    v.iter().map(|(n, t)| (n.as_str(), t)).collect()
+}
+
 impl Bound {
+    fn named(&self) -> (Named<'_>, Named<'_>) {
+        (named(&self.inputs), named(&self.outputs))
+    }
+
     fn dispatch(&self, ctx: &Context) -> wgnn::Result<()> {
-        ctx.dispatch(
-            &self.graph,
-            &[(self.names.0.as_str(), &self.x)],
-            &[(self.names.1.as_str(), &self.y)],
-        )
+        let (i, o) = self.named();
+        ctx.dispatch(&self.graph, &i, &o)
     }
 
     fn gpu_time(&self, ctx: &Context) -> wgnn::Result<f64> {
-        self.graph.gpu_time(
-            ctx,
-            &[(self.names.0.as_str(), &self.x)],
-            &[(self.names.1.as_str(), &self.y)],
-        )
+        let (i, o) = self.named();
+        self.graph.gpu_time(ctx, &i, &o)
     }
 
     fn profile(&self, ctx: &Context) -> wgnn::Result<Profile> {
-        self.graph.profile(
-            ctx,
-            &[(self.names.0.as_str(), &self.x)],
-            &[(self.names.1.as_str(), &self.y)],
+        let (i, o) = self.named();
+        self.graph.profile(ctx, &i, &o)
+    }
+
+    /// Every output's values, in order, as f32: the first for `--save-io`,
+    /// all of them for comparing the contexts.
+    fn read(&self, ctx: &Context) -> wgnn::Result<Vec<Vec<f32>>> {
+        self.outputs
+            .iter()
+            .map(|(_, t)| Ok(ctx.read_host(t)?.to_f32()))
+            .collect()
+    }
+
+    fn counts(&self, loaded: &Loaded) -> (usize, usize, usize) {
+        (
+            loaded.model.operator_count(),
+            self.graph.written_node_count(),
+            self.graph.node_count(),
         )
     }
 }
@@ -240,7 +341,7 @@ pub fn run_gpu(
     case: &ModelCase,
     loaded: &Loaded,
     s: &Settings,
-) -> wgnn::Result<(ModelResult, Vec<f32>)> {
+) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::gpu(gpu);
     let b = bind(&ctx, loaded)?;
     let n = s.gpu_iterations;
@@ -277,7 +378,8 @@ pub fn run_gpu(
     }
     gpu.wait_idle()?;
     let fps = n as f64 / t.elapsed().as_secs_f64();
-    let output = ctx.read_f32(&b.y)?;
+    let output = b.read(&ctx)?;
+    let (file_ops, written, fused) = b.counts(loaded);
     let (wall_ms, _) = median_min(&walls);
     let result = ModelResult {
         name: case.name.clone(),
@@ -290,6 +392,9 @@ pub fn run_gpu(
         kernel_sum_ms: Some(median.total_ms),
         wall_ms,
         fps,
+        file_ops,
+        written,
+        fused,
         kernels,
         by_op,
         slowest,
@@ -328,7 +433,7 @@ pub fn run_cpu(
     case: &ModelCase,
     loaded: &Loaded,
     s: &Settings,
-) -> wgnn::Result<(ModelResult, Vec<f32>)> {
+) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::cpu();
     let b = bind(&ctx, loaded)?;
     let mut walls = Vec::new();
@@ -338,7 +443,7 @@ pub fn run_cpu(
     for _ in 0..s.cpu_iterations {
         let t = Instant::now();
         b.dispatch(&ctx)?;
-        output = ctx.read_f32(&b.y)?;
+        output = b.read(&ctx)?;
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (wall_ms, _) = median_min(&walls);
@@ -352,6 +457,7 @@ pub fn run_cpu(
             breakdown(&profiles[profiles.len() / 2], s.top)
         }
     };
+    let (file_ops, written, fused) = b.counts(loaded);
     let result = ModelResult {
         name: case.name.clone(),
         context: "cpu",
@@ -363,6 +469,9 @@ pub fn run_cpu(
         gpu_min_ms: None,
         wall_ms,
         fps: 1e3 / wall_ms,
+        file_ops,
+        written,
+        fused,
         kernels: b.graph.node_count(),
         by_op,
         slowest,
@@ -395,7 +504,7 @@ pub fn save_io(
     Ok(json!({
         "model": case.name,
         "key": case.key,
-        "file": case.file,
+        "file": case.path,
         "input": in_file,
         "input_shape": result.input,
         "output": out_file,

@@ -312,4 +312,11 @@ impl Source for TfjsSource {
             self.input_shape[1].unwrap_or(8),
         ))
     }
+
+    fn operator_count(&self) -> usize {
+        self.layers
+            .iter()
+            .filter(|l| l.class != "InputLayer")
+            .count()
+    }
 }

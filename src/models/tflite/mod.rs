@@ -158,4 +158,12 @@ impl Source for TfliteSource {
     fn probe_size(&self) -> Option<(usize, usize)> {
         None
     }
+
+    fn operator_count(&self) -> usize {
+        self.root()
+            .ok()
+            .and_then(|m| self.subgraph(&m).ok())
+            .and_then(|g| g.subgraph.operators())
+            .map_or(0, |o| o.len())
+    }
 }
