@@ -14,6 +14,8 @@ use super::shape;
 use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
+mod elementwise;
+
 static NEXT_BUILDER: AtomicU64 = AtomicU64::new(1);
 
 /// WebNN `MLOperand`: a value in a graph under construction.

@@ -95,6 +95,12 @@ pub struct Pool2dOptions {
     pub layout: InputLayout,
     pub rounding_type: RoundingType,
     pub output_sizes: Option<[usize; 2]>,
+    /// Average pooling divides by the whole window, padding included (ONNX
+    /// `count_include_pad`); the default, false, counts only the window
+    /// positions inside the input (TFLite, WebNN). A window that runs past
+    /// the end padding (ceil rounding) is clipped to input + padding and
+    /// divides by what is left, as onnxruntime does. Max pooling ignores it.
+    pub count_include_pad: bool,
 }
 
 impl Pool2dOptions {
@@ -121,26 +127,63 @@ pub enum InterpolationMode {
     Linear,
 }
 
-/// How output coordinates map to input coordinates in `resample2d`. WebNN
-/// specifies `HalfPixel`; TFLite and TF also need the other two
-/// (`align_corners`, and the legacy asymmetric mapping of neither flag).
+/// How output coordinates map to input coordinates in `resample2d` (ONNX
+/// Resize's `coordinate_transformation_mode`; `scale` is the output extent
+/// over the input one along the axis, see [`Resample2dOptions::scales`]).
+/// WebNN specifies `HalfPixel`; TFLite and TF also need `AlignCorners` and
+/// `Asymmetric` (the legacy mapping of neither flag), and ONNX the other two.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CoordinateTransform {
+    /// x_in = (x + 0.5) / scale - 0.5.
     #[default]
     HalfPixel,
+    /// x_in = x * (in - 1) / (out - 1), 0 where the output extent is 1.
     AlignCorners,
+    /// x_in = x / scale.
     Asymmetric,
+    /// As `HalfPixel`, but 0 where the output extent is 1 (ONNX
+    /// `pytorch_half_pixel`).
+    PytorchHalfPixel,
+    /// x_in = (x + 0.5) / scale (ONNX `tf_half_pixel_for_nn`: TFLite's
+    /// `half_pixel_centers` for nearest neighbour, with `Floor`).
+    TfHalfPixelForNn,
+}
+
+/// How nearest-neighbour `resample2d` turns a source coordinate into an
+/// index (ONNX Resize's `nearest_mode`); the index is then clamped to the
+/// input. Unused by linear interpolation.
+///
+/// The default, `RoundPreferCeil`, is what resample2d always did with
+/// `HalfPixel` (WebNN's nearest neighbour: index floor((x + 0.5) / scale))
+/// and `AlignCorners` (TF's rounding); with `Asymmetric` it did `Floor`
+/// (TF and TF.js with neither flag), which callers now ask for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NearestRounding {
+    /// Round, halves down (ONNX's default `round_prefer_floor`).
+    RoundPreferFloor,
+    /// Round, halves up (`round_prefer_ceil`; C's `round` for the
+    /// non-negative coordinates that survive clamping).
+    #[default]
+    RoundPreferCeil,
+    Floor,
+    Ceil,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resample2dOptions {
     pub mode: InterpolationMode,
-    /// Scales along `axes`; ignored when `sizes` is given.
+    /// Scales along `axes`, used when `sizes` is `None` (ONNX semantics):
+    /// the output extent is floor(input * scale), and the coordinate mapping
+    /// uses this scale as given (not output / input).
     pub scales: [f32; 2],
+    /// Output extents along `axes`; when given, `scales` is ignored and the
+    /// mapping's scale is output / input.
     pub sizes: Option<[usize; 2]>,
     /// The two (spatial) axes resampled; WebNN's default is [2, 3] (NCHW).
     pub axes: [usize; 2],
     pub coordinate_transform: CoordinateTransform,
+    /// Nearest neighbour only; see [`NearestRounding`] for the default.
+    pub nearest_rounding: NearestRounding,
 }
 
 impl Default for Resample2dOptions {
@@ -151,6 +194,7 @@ impl Default for Resample2dOptions {
             sizes: None,
             axes: [2, 3],
             coordinate_transform: CoordinateTransform::HalfPixel,
+            nearest_rounding: NearestRounding::default(),
         }
     }
 }
@@ -171,6 +215,9 @@ pub enum BinaryOp {
     Div,
     Max,
     Min,
+    /// Float only: C's `powf` (a negative base with an integral exponent
+    /// gives the signed result, with any other exponent NaN).
+    Pow,
 }
 
 impl BinaryOp {
@@ -182,12 +229,37 @@ impl BinaryOp {
             BinaryOp::Div => "div",
             BinaryOp::Max => "max",
             BinaryOp::Min => "min",
+            BinaryOp::Pow => "pow",
+        }
+    }
+}
+
+/// WebNN's element-wise comparisons: numpy broadcasting, uint8 0/1 out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    Equal,
+    Greater,
+    GreaterOrEqual,
+    Lesser,
+    LesserOrEqual,
+}
+
+impl CompareOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Equal => "equal",
+            CompareOp::Greater => "greater",
+            CompareOp::GreaterOrEqual => "greaterOrEqual",
+            CompareOp::Lesser => "lesser",
+            CompareOp::LesserOrEqual => "lesserOrEqual",
         }
     }
 }
 
 /// Element-wise unary functions. These are also what gets fused into the
-/// producing conv/matmul/element-wise kernel (its epilogue).
+/// producing conv/matmul/element-wise kernel (its epilogue). `Abs` and `Neg`
+/// also run on int32 tensors (as nodes of their own; only float values take
+/// epilogues).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Activation {
     Relu,
@@ -210,6 +282,22 @@ pub enum Activation {
         alpha: f32,
         beta: f32,
     },
+    Abs,
+    Neg,
+    Exp,
+    /// NaN below 0, -inf at 0 (as C's `logf`).
+    Log,
+    /// NaN below 0.
+    Sqrt,
+    Reciprocal,
+    Erf,
+    /// x above 0, alpha * (e^x - 1) otherwise.
+    Elu {
+        alpha: f32,
+    },
+    /// ln(1 + e^x), computed so that it neither overflows nor loses the
+    /// small values of very negative x.
+    Softplus,
 }
 
 impl Activation {
@@ -223,6 +311,15 @@ impl Activation {
             Activation::HardSwish => "hardSwish",
             Activation::HardSigmoid { .. } => "hardSigmoid",
             Activation::Linear { .. } => "linear",
+            Activation::Abs => "abs",
+            Activation::Neg => "neg",
+            Activation::Exp => "exp",
+            Activation::Log => "log",
+            Activation::Sqrt => "sqrt",
+            Activation::Reciprocal => "reciprocal",
+            Activation::Erf => "erf",
+            Activation::Elu { .. } => "elu",
+            Activation::Softplus => "softplus",
         }
     }
 
@@ -243,6 +340,45 @@ impl Activation {
             Activation::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
             Activation::HardSigmoid { alpha, beta } => (alpha * x + beta).clamp(0.0, 1.0),
             Activation::Linear { alpha, beta } => x * alpha + beta,
+            Activation::Abs => x.abs(),
+            Activation::Neg => -x,
+            Activation::Exp => x.exp(),
+            Activation::Log => x.ln(),
+            Activation::Sqrt => x.sqrt(),
+            Activation::Reciprocal => 1.0 / x,
+            // In double precision, so the reference is exact to f32.
+            Activation::Erf => libm::erf(f64::from(x)) as f32,
+            Activation::Elu { alpha } => {
+                if x > 0.0 {
+                    x
+                } else {
+                    alpha * x.exp_m1()
+                }
+            }
+            // ln(1 + e^x) = max(x, 0) + ln(1 + e^-|x|): no overflow for large
+            // x, and e^x itself (not 0) for very negative x.
+            Activation::Softplus => {
+                if x > 20.0 {
+                    x
+                } else {
+                    x.max(0.0) + (-x.abs()).exp().ln_1p()
+                }
+            }
+        }
+    }
+
+    /// Whether the function is defined on int32 tensors too.
+    pub fn takes_int(&self) -> bool {
+        matches!(self, Activation::Abs | Activation::Neg)
+    }
+
+    /// The int32 form of [`Activation::takes_int`] functions (wrapping, as
+    /// WGSL does at i32::MIN).
+    pub fn apply_i32(&self, x: i32) -> i32 {
+        match self {
+            Activation::Abs => x.wrapping_abs(),
+            Activation::Neg => x.wrapping_neg(),
+            other => unreachable!("{} is float-only (checked at build)", other.name()),
         }
     }
 }
@@ -318,6 +454,15 @@ pub enum Op {
     Gemm(GemmOptions),
     /// inputs: [input]; output type is the node's output descriptor.
     Cast,
+    /// inputs: [a, b], broadcast numpy-style; output uint8 0/1.
+    Compare(CompareOp),
+    /// inputs: [input] (uint8); output uint8: 1 where the input is 0.
+    LogicalNot,
+    /// inputs: [condition (uint8), true value, false value], broadcast
+    /// numpy-style, three ways.
+    Where,
+    /// inputs: [input]; a copy.
+    Identity,
 }
 
 impl Op {
@@ -343,6 +488,10 @@ impl Op {
             Op::Matmul => "matmul",
             Op::Gemm(_) => "gemm",
             Op::Cast => "cast",
+            Op::Compare(c) => c.name(),
+            Op::LogicalNot => "logicalNot",
+            Op::Where => "where",
+            Op::Identity => "identity",
         }
     }
 }

@@ -250,7 +250,16 @@ pub(crate) fn pool2d(
                     }
                     Ok(match o.rounding_type {
                         RoundingType::Floor => (padded - eff) / s + 1,
-                        RoundingType::Ceil => (padded - eff).div_ceil(s) + 1,
+                        // A last window that would start in the end padding
+                        // is dropped, as onnxruntime and PyTorch drop it.
+                        RoundingType::Ceil => {
+                            let out = (padded - eff).div_ceil(s) + 1;
+                            if (out - 1) * s >= i + p0 {
+                                out - 1
+                            } else {
+                                out
+                            }
+                        }
                     })
                 };
             (
@@ -563,4 +572,39 @@ pub(crate) fn gemm(
         }
     }
     Ok(OperandDescriptor::new(a.data_type, vec![m, n]))
+}
+
+/// A comparison's output: uint8 0/1 of the broadcast shape, for two float or
+/// two int32 operands of one type.
+pub(crate) fn compare(
+    op: &str,
+    a: &OperandDescriptor,
+    b: &OperandDescriptor,
+) -> Result<OperandDescriptor> {
+    let out = binary(op, a, b)?;
+    Ok(OperandDescriptor::new(DataType::Uint8, out.shape))
+}
+
+/// `where`'s output: the values' type, the three shapes broadcast.
+pub(crate) fn where_(
+    condition: &OperandDescriptor,
+    t: &OperandDescriptor,
+    f: &OperandDescriptor,
+) -> Result<OperandDescriptor> {
+    let op = "where";
+    if condition.data_type != DataType::Uint8 {
+        return err(format!(
+            "{op}: the condition must be uint8, got {condition}"
+        ));
+    }
+    same_type(op, t, f)?;
+    let shape = broadcast_shapes(&t.shape, &f.shape)
+        .and_then(|s| broadcast_shapes(&condition.shape, &s))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{op}: shapes {:?} (condition), {:?} and {:?} do not broadcast",
+                condition.shape, t.shape, f.shape
+            ))
+        })?;
+    Ok(OperandDescriptor::new(t.data_type, shape))
 }

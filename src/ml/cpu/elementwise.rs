@@ -48,7 +48,7 @@ pub(crate) fn broadcast_index(
 const PARALLEL_MIN: usize = 1 << 14;
 
 /// `f(i)` for every output element, on all cores for large outputs.
-fn map_elements<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+pub(crate) fn map_elements<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     if n < PARALLEL_MIN {
         (0..n).map(f).collect()
     } else {
@@ -64,6 +64,7 @@ fn apply_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Div => a / b,
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
+        BinaryOp::Pow => a.powf(b),
     }
 }
 
@@ -72,10 +73,14 @@ fn apply_i32(op: BinaryOp, a: i32, b: i32) -> i32 {
         BinaryOp::Add => a.wrapping_add(b),
         BinaryOp::Sub => a.wrapping_sub(b),
         BinaryOp::Mul => a.wrapping_mul(b),
-        // Division by zero gives 0 rather than trapping, like the GPU kernel.
-        BinaryOp::Div => a.checked_div(b).unwrap_or(0),
+        // Truncating, as ONNX's integer Div and WGSL do; division by zero
+        // gives 0 rather than trapping, like the GPU kernel, and
+        // i32::MIN / -1 wraps to i32::MIN, as WGSL defines it.
+        BinaryOp::Div if b == 0 => 0,
+        BinaryOp::Div => a.wrapping_div(b),
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
+        BinaryOp::Pow => unreachable!("pow is float-only (checked at build)"),
     }
 }
 
@@ -218,6 +223,7 @@ pub(crate) fn binary(
                 BinaryOp::Div => walk.map(n, xy, |p, q| $apply(BinaryOp::Div, p, q), post),
                 BinaryOp::Max => walk.map(n, xy, |p, q| $apply(BinaryOp::Max, p, q), post),
                 BinaryOp::Min => walk.map(n, xy, |p, q| $apply(BinaryOp::Min, p, q), post),
+                BinaryOp::Pow => walk.map(n, xy, |p, q| $apply(BinaryOp::Pow, p, q), post),
             })
         }};
     }

@@ -9,6 +9,7 @@
 //! The context's side (worker thread, tensor bytes, jobs, replies, faults)
 //! is in `backend`; this file holds the plan and the node interpreter.
 mod backend;
+mod compare;
 mod conv;
 mod elementwise;
 mod epilogue;
@@ -225,14 +226,16 @@ fn execute(
             ..
         } => one(layout::pad(args[0], out, beginning, *mode, *value)),
         Op::Split { sizes, axis } => layout::split(args[0], sizes, *axis),
-        Op::Unary(a) => one(Values::F32(
-            args[0].0.f32().iter().map(|&x| a.apply(x)).collect(),
-        )),
+        Op::Unary(a) => one(compare::unary(a, args[0].0)),
         Op::Prelu => one(elementwise::prelu(args[0], args[1], out)),
         Op::Softmax { axis } => one(elementwise::softmax(args[0], *axis)),
         Op::Matmul => one(linalg::matmul(args[0], args[1], out)),
         Op::Gemm(o) => one(linalg::gemm(args, out, o)),
         Op::Cast => one(elementwise::cast(args[0].0, out.data_type)),
+        Op::Compare(c) => one(compare::compare(*c, args[0], args[1], out)),
+        Op::LogicalNot => one(compare::logical_not(args[0].0)),
+        Op::Where => one(compare::where_(args[0], args[1], args[2], out)),
+        Op::Identity => one(args[0].0.clone()),
     };
     for (v, d) in values.iter_mut().zip(outs) {
         if let Values::F32(x) = v {

@@ -1,5 +1,5 @@
-//! averagePool2d / maxPool2d (padding excluded from averages, as TFLite does)
-//! and reduceMean.
+//! averagePool2d / maxPool2d (padding excluded from averages, as TFLite does,
+//! unless `count_include_pad`) and reduceMean.
 
 use rayon::prelude::*;
 
@@ -56,6 +56,9 @@ pub(crate) fn pool2d(
                             count += 1;
                         }
                     }
+                    if o.count_include_pad {
+                        count = padded_taps(o, [oy, ox], [h, w]);
+                    }
                     dst[oy * ow + ox] = match kind {
                         PoolKind::Average if count > 0 => acc / count as f32,
                         PoolKind::Average => 0.0,
@@ -65,6 +68,26 @@ pub(crate) fn pool2d(
             }
         });
     from_nchw(y, [n, c, oh, ow], o.layout)
+}
+
+/// The taps of output (oy, ox)'s window inside input + padding: the
+/// divisor of an average with `count_include_pad` (a window that runs past
+/// the end padding, with ceil rounding, is clipped there, as onnxruntime
+/// clips it).
+pub(crate) fn padded_taps(o: &Pool2dOptions, out: [usize; 2], input: [usize; 2]) -> usize {
+    let [kh, kw] = o.window_dimensions.expect("resolved at build");
+    let along = |axis: usize, k: usize| {
+        // Tap j sits at out * stride + j * dilation in padded coordinates,
+        // never before the start padding; count those before its end.
+        let end = input[axis] + o.padding[2 * axis] + o.padding[2 * axis + 1];
+        let start = out[axis] * o.strides[axis];
+        if start >= end {
+            0
+        } else {
+            k.min((end - 1 - start) / o.dilations[axis] + 1)
+        }
+    };
+    along(0, kh) * along(1, kw)
 }
 
 /// Pooling with channels innermost: each output pixel folds the channel
@@ -107,6 +130,9 @@ fn pool_nhwc(
                     }
                     count += 1;
                 }
+            }
+            if o.count_include_pad {
+                count = padded_taps(o, [oy, ox], [h, w]);
             }
             if kind == PoolKind::Average {
                 match count {

@@ -1,14 +1,45 @@
 //! binary (add, sub, mul, div, max, min), unary activations and cast.
 
-use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
+use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK, SPECIAL_VALUES};
 use super::matmul::broadcast_strides;
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
-use crate::ml::ops::{BinaryOp, Op};
+use crate::ml::ops::{Activation, BinaryOp, Op};
 use crate::ml::types::DataType;
 
 const WG: u32 = 256;
+
+/// C's `powf`, where WGSL's `pow` is undefined (a base of 0 or below) and
+/// at the edges C defines: x^0 = 1^y = 1 (NaN included), (-1)^±inf = 1, a
+/// negative finite base with an integral exponent gives the signed result
+/// and with any other NaN, and -0 or -inf to an odd integer keep the sign.
+const POW: &str = "\
+fn pow_f32(x: f32, y: f32) -> f32 {
+    if y == 0.0 || x == 1.0 {
+        return 1.0;
+    }
+    let ax = abs(x);
+    let inf = inf_f32();
+    if ax == 1.0 && abs(y) == inf {
+        return 1.0;
+    }
+    let integral = floor(y) == y;
+    // Past 2^24 every f32 is even.
+    let odd = integral && abs(y) < 16777216.0 && fract(y * 0.5) != 0.0;
+    var m = pow(ax, y);
+    if ax == 0.0 {
+        m = select(0.0, inf, y < 0.0);
+    }
+    let negative = (bitcast<u32>(x) >> 31u) != 0u && x == x;
+    if !negative {
+        return m;
+    }
+    if ax != 0.0 && ax != inf && !integral {
+        return nan_f32();
+    }
+    return select(m, -m, odd);
+}";
 
 kernel_params! {
     /// `struct Params` of binary.wgsl.
@@ -66,8 +97,13 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         (BinaryOp::Div, true) => "select(x / y, 0, y == 0)",
         (BinaryOp::Max, _) => "max(x, y)",
         (BinaryOp::Min, _) => "min(x, y)",
+        (BinaryOp::Pow, _) => "pow_f32(x, y)",
     };
-    let spec = Specialization::new()
+    let mut spec = Specialization::new();
+    if op == BinaryOp::Pow {
+        spec = spec.code(SPECIAL_VALUES).code(POW);
+    }
+    let spec = spec
         .alias("C", if int { "i32" } else { "f32" })
         .code(&format!("fn binop(x: C, y: C) -> C {{ return {expr}; }}"))
         .code(if int {
@@ -105,13 +141,19 @@ pub(super) fn unary(l: &mut Lowering, node: &Node) -> Result<()> {
         n: n as u32,
         _pad: [0; 3],
     };
+    // int32 (abs, neg) stays in i32; floats go through the activation chain.
+    let (apply, acts) = match act {
+        Activation::Abs if dt == DataType::Int32 => ("abs(v)", &[][..]),
+        Activation::Neg if dt == DataType::Int32 => ("-v", &[][..]),
+        _ => ("T(act(f32(v)))", &acts[..]),
+    };
     l.kernel(Kernel {
         label: act.name().into(),
         source: include_str!("unary.wgsl"),
-        spec: Specialization::new(),
+        spec: Specialization::new().code(&format!("fn apply(v: TI) -> T {{ return {apply}; }}")),
         output_type: dt,
         input_type: dt,
-        activations: &acts,
+        activations: acts,
         params: Kernel::params(&params),
         table: None,
         inputs: vec![x],

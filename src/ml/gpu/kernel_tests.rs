@@ -32,7 +32,7 @@ const ALL_TYPES: [DataType; 4] = [
 
 /// Every activation the builder makes, with the constants that stress
 /// their literals (an infinite clamp bound has no WGSL literal).
-const ACTIVATIONS: [Act; 9] = [
+const ACTIVATIONS: [Act; 18] = [
     |b, x| b.relu(x),
     |b, x| b.clamp(x, -1.0, 6.0),
     |b, x| b.clamp(x, f32::NEG_INFINITY, 0.5),
@@ -43,6 +43,15 @@ const ACTIVATIONS: [Act; 9] = [
     |b, x| b.hard_sigmoid(x, 0.2, 0.5),
     // A chain, folded into one kernel's epilogue.
     |b, x| b.sigmoid(&b.relu(x)?),
+    |b, x| b.abs(x),
+    |b, x| b.neg(x),
+    |b, x| b.exp(x),
+    |b, x| b.log(x),
+    |b, x| b.sqrt(x),
+    |b, x| b.reciprocal(x),
+    |b, x| b.erf(x),
+    |b, x| b.elu(x, 0.5),
+    |b, x| b.softplus(x),
 ];
 
 /// A lowering may use everything, or have no tensor cores (the other
@@ -115,9 +124,13 @@ fn op_kind(op: &Op) -> usize {
         Op::Matmul => 15,
         Op::Gemm(_) => 16,
         Op::Cast => 17,
+        Op::Compare(_) => 18,
+        Op::LogicalNot => 19,
+        Op::Where => 20,
+        Op::Identity => 21,
     }
 }
-const OP_KINDS: usize = 18;
+const OP_KINDS: usize = 22;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -250,6 +263,56 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             );
         }
     }
+    for dt in FLOATS {
+        add(
+            format!("pow {dt}"),
+            graph(ctx, |b| {
+                let a = b.input("a", desc(dt, &[2, 3, 4]))?;
+                let c = b.input("c", desc(dt, &[3, 1]))?;
+                b.pow(&a, &c)
+            }),
+        );
+    }
+    add(
+        "int32 abs, neg".into(),
+        graph_n(ctx, |b| {
+            let x = b.input("x", desc(DataType::Int32, &[3, 5]))?;
+            Ok(vec![b.abs(&x)?, b.neg(&x)?])
+        }),
+    );
+    for dt in NUMBERS {
+        add(
+            format!("comparisons {dt}"),
+            graph_n(ctx, |b| {
+                let a = b.input("a", desc(dt, &[2, 3, 5]))?;
+                let c = b.input("c", desc(dt, &[3, 1]))?;
+                Ok(vec![
+                    b.equal(&a, &c)?,
+                    b.greater(&a, &c)?,
+                    b.greater_or_equal(&a, &c)?,
+                    b.lesser(&a, &c)?,
+                    b.lesser_or_equal(&a, &c)?,
+                ])
+            }),
+        );
+    }
+    for dt in ALL_TYPES {
+        add(
+            format!("where, identity {dt}"),
+            graph_n(ctx, |b| {
+                let c = b.input("c", desc(DataType::Uint8, &[3, 1]))?;
+                let t = b.input("t", desc(dt, &[2, 3, 5]))?;
+                let f = b.input("f", desc(dt, &[5]))?;
+                Ok(vec![b.where_(&c, &t, &f)?, b.identity(&t)?])
+            }),
+        );
+    }
+    add(
+        "logicalNot".into(),
+        graph(ctx, |b| {
+            b.logical_not(&b.input("x", desc(DataType::Uint8, &[3, 7]))?)
+        }),
+    );
     // No builder call makes a linear activation; folded in by hand.
     let mut linear = graph(ctx, |b| {
         let a = b.input("a", desc(DataType::Float32, &[4]))?;
@@ -390,9 +453,15 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                                 ..Pool2dOptions::new()
                             }
                         };
+                        let include_pad = Pool2dOptions {
+                            count_include_pad: true,
+                            rounding_type: RoundingType::Ceil,
+                            ..options.clone()
+                        };
                         Ok(vec![
                             b.average_pool2d(&x, options.clone())?,
                             b.max_pool2d(&x, options)?,
+                            b.average_pool2d(&x, include_pad)?,
                         ])
                     }),
                 );

@@ -240,13 +240,74 @@ fn activations(mut spec: Specialization, acts: &[Activation]) -> Specialization 
                 spec = spec.f32(&c("ALPHA"), alpha).f32(&c("BETA"), beta);
                 format!("y = y * {} + {};", c("ALPHA"), c("BETA"))
             }
+            Activation::Abs => "y = abs(y);".to_string(),
+            Activation::Neg => "y = -y;".to_string(),
+            Activation::Exp => "y = exp(y);".to_string(),
+            // WGSL's log and sqrt are undefined below 0 (and log at 0): C's
+            // results, explicitly.
+            Activation::Log => {
+                "y = select(select(log(y), -inf_f32(), y == 0.0), nan_f32(), y < 0.0);".to_string()
+            }
+            Activation::Sqrt => "y = select(sqrt(y), nan_f32(), y < 0.0);".to_string(),
+            Activation::Reciprocal => "y = 1.0 / y;".to_string(),
+            Activation::Erf => "y = erf_f32(y);".to_string(),
+            Activation::Elu { alpha } => {
+                spec = spec.f32(&c("ALPHA"), alpha);
+                format!("y = select({} * (exp(y) - 1.0), y, y > 0.0);", c("ALPHA"))
+            }
+            // max(x, 0) + ln(1 + e^-|x|) neither overflows nor takes the
+            // log of anything below 1; `log1p_f32` keeps e^x for very
+            // negative x, where 1 + e^x rounds to 1.
+            Activation::Softplus => {
+                "y = select(max(y, 0.0) + log1p_f32(exp(-abs(y))), y, y > 20.0);".to_string()
+            }
         };
         let _ = writeln!(body, "    {line}");
+    }
+    if acts
+        .iter()
+        .any(|a| matches!(a, Activation::Log | Activation::Sqrt))
+    {
+        spec = spec.code(SPECIAL_VALUES);
+    }
+    if acts.contains(&Activation::Erf) {
+        spec = spec.code(ERF);
+    }
+    if acts.contains(&Activation::Softplus) {
+        spec = spec.code(LOG1P);
     }
     spec.code(&format!(
         "fn act(v: f32) -> f32 {{\n    var y = v;\n{body}    return y;\n}}"
     ))
 }
+
+/// NaN and infinity as run-time values: WGSL has no literals for them, and
+/// a constant expression that makes one is an error.
+pub(crate) const SPECIAL_VALUES: &str = "\
+fn nan_f32() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }
+fn inf_f32() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }";
+
+/// ln(1 + u) for u >= 0, exact to a few ulp for small u too (Goldberg's
+/// correction: the log of the rounded 1 + u, scaled by how u was rounded).
+const LOG1P: &str = "\
+fn log1p_f32(u: f32) -> f32 {
+    let w = 1.0 + u;
+    if w == 1.0 {
+        return u;
+    }
+    return log(w) * u / (w - 1.0);
+}";
+
+/// erf by Abramowitz & Stegun 7.1.26 (absolute error at most 1.5e-7).
+const ERF: &str = "\
+fn erf_f32(x: f32) -> f32 {
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
+        + t * (-1.453152027 + t * 1.061405429))));
+    let r = 1.0 - p * exp(-a * a);
+    return select(r, -r, x < 0.0);
+}";
 
 /// `shape`'s axes as the rank-N kernels take them: per axis `[extent,
 /// stride in operand 0, stride in operand 1, ...]` (unused lanes 0), with

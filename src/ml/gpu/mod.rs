@@ -3,6 +3,7 @@
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
 mod backend;
+mod compare;
 mod concat;
 mod conv2d;
 mod conv_transpose2d;
@@ -66,6 +67,13 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Matmul => matmul::matmul(l, node),
         Op::Gemm(o) => gemm::gemm(l, node, o),
         Op::Reshape => {
+            l.copy(node.inputs[0], node.outputs[0]);
+            Ok(())
+        }
+        Op::Compare(op) => compare::compare(l, node, *op),
+        Op::LogicalNot => compare::logical_not(l, node),
+        Op::Where => compare::where_(l, node),
+        Op::Identity => {
             l.copy(node.inputs[0], node.outputs[0]);
             Ok(())
         }

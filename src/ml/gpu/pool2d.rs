@@ -1,7 +1,8 @@
 //! averagePool2d / maxPool2d: one invocation per output element, except
 //! global pooling (one window over the whole unpadded input), which is a
 //! parallel reduction. Averages count only the window positions inside the
-//! input (padding excluded), as TFLite and the CPU reference do.
+//! input (padding excluded), as TFLite and the CPU reference do, or with
+//! `count_include_pad` those inside input + padding.
 
 use super::conv2d::{activation_strides, shape4, u32s};
 use super::lower::{grid, kernel_params, Kernel, Lowering};
@@ -30,7 +31,9 @@ kernel_params! {
         nhwc: u32,
         h: u32,
         w: u32,
-        _pad: u32,
+        include_pad: u32,
+        padded: [u32; 2],
+        _pad: [u32; 2],
     }
 }
 
@@ -67,7 +70,12 @@ pub(super) fn pool2d(
         nhwc: (o.layout == InputLayout::Nhwc) as u32,
         h: h as u32,
         w: w as u32,
-        _pad: 0,
+        include_pad: o.count_include_pad as u32,
+        padded: u32s([
+            h + o.padding[0] + o.padding[1],
+            w + o.padding[2] + o.padding[3],
+        ]),
+        _pad: [0; 2],
     };
     l.kernel(Kernel {
         label: node.op.name().into(),

@@ -21,10 +21,22 @@ struct Params {
     nhwc: u32,
     h: u32,
     w: u32,
+    // 1 where averages divide by the window's taps inside input + padding.
+    include_pad: u32,
+    // Input + padding extents (h, w).
+    padded: vec2<u32>,
 }
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read_write> y: array<T>;
+
+// Of a window's k taps from `start`, `dilation` apart, those before `end`.
+fn taps_before(start: u32, k: u32, dilation: u32, end: u32) -> u32 {
+    if start >= end {
+        return 0u;
+    }
+    return min(k, (end - 1u - start) / dilation + 1u);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -79,6 +91,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             acc = accumulate(acc, f32(x[base + u32(iy) * xs.z + u32(ix) * xs.w]));
             count++;
         }
+    }
+    if params.include_pad != 0u {
+        count = taps_before(oy * sh, kh, dh, params.padded.x) * taps_before(ox * sw, kw, dw, params.padded.y);
     }
     y[i] = T(act(finish(acc, count)));
 }

@@ -1,4 +1,5 @@
-// Element-wise activation chain: y = act(x).
+// Element-wise unary function: y = apply(x), generated per type (the
+// activation chain for floats, abs or neg for int32).
 
 // Mirrored by `UnaryParams` in elementwise.rs.
 struct Params {
@@ -14,5 +15,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= params.n {
         return;
     }
-    y[i] = T(act(f32(x[i])));
+    y[i] = apply(x[i]);
 }

@@ -8,7 +8,7 @@ use super::{Layer, TfjsSource};
 use crate::error::{Error, Result};
 use crate::ml::{
     Conv2dFilterLayout, Conv2dOptions, CoordinateTransform, GraphBuilder, InputLayout,
-    InterpolationMode, Operand, OperandDescriptor, Resample2dOptions,
+    InterpolationMode, NearestRounding, Operand, OperandDescriptor, Resample2dOptions,
 };
 use crate::models::same_padding;
 
@@ -206,6 +206,7 @@ fn one_layer(
                 sizes: Some([h * size[0], w * size[1]]),
                 axes: [1, 2],
                 coordinate_transform: CoordinateTransform::Asymmetric,
+                nearest_rounding: NearestRounding::Floor,
                 ..Resample2dOptions::default()
             };
             b.resample2d(x, options)
