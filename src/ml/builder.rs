@@ -14,6 +14,9 @@ use super::shape;
 use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
+// Reductions, arg-min/max, gather, expand/tile, normalizations, logSoftmax.
+mod tensor;
+
 static NEXT_BUILDER: AtomicU64 = AtomicU64::new(1);
 
 /// WebNN `MLOperand`: a value in a graph under construction.
@@ -216,25 +219,6 @@ impl GraphBuilder {
         };
         let (out, resolved) = shape::pool2d(op.name(), &input.desc, options)?;
         self.single(Op::Pool2d(kind, resolved), &[input], out)
-    }
-
-    /// WebNN `reduceMean`; `axes: None` reduces over every axis.
-    pub fn reduce_mean(
-        &self,
-        input: &Operand,
-        axes: Option<&[usize]>,
-        keep_dimensions: bool,
-    ) -> Result<Operand> {
-        self.check("reduceMean", &[input])?;
-        let (out, axes) = shape::reduce(&input.desc, axes, keep_dimensions)?;
-        self.single(
-            Op::ReduceMean {
-                axes,
-                keep_dimensions,
-            },
-            &[input],
-            out,
-        )
     }
 
     pub fn resample2d(&self, input: &Operand, options: Resample2dOptions) -> Result<Operand> {
