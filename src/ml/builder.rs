@@ -15,6 +15,8 @@ use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
 mod elementwise;
+// Reductions, arg-min/max, gather, expand/tile, normalizations, logSoftmax.
+mod tensor;
 
 static NEXT_BUILDER: AtomicU64 = AtomicU64::new(1);
 
@@ -228,25 +230,6 @@ impl GraphBuilder {
         };
         let (out, resolved) = shape::pool2d(op.name(), &input.desc, options)?;
         self.single(Op::Pool2d(kind, resolved), &[input], out)
-    }
-
-    /// WebNN `reduceMean`; `axes: None` reduces over every axis.
-    pub fn reduce_mean(
-        &self,
-        input: &Operand,
-        axes: Option<&[usize]>,
-        keep_dimensions: bool,
-    ) -> Result<Operand> {
-        self.check("reduceMean", &[input])?;
-        let (out, axes) = shape::reduce(&input.desc, axes, keep_dimensions)?;
-        self.single(
-            Op::ReduceMean {
-                axes,
-                keep_dimensions,
-            },
-            &[input],
-            out,
-        )
     }
 
     pub fn resample2d(&self, input: &Operand, options: Resample2dOptions) -> Result<Operand> {

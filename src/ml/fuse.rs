@@ -41,6 +41,7 @@ fn takes_epilogue(op: &Op) -> bool {
             | Op::Gemm(_)
             | Op::Binary(_)
             | Op::Unary(_)
+            | Op::BatchNormalization { .. }
     )
 }
 

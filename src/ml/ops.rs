@@ -402,6 +402,44 @@ impl Default for GemmOptions {
     }
 }
 
+/// The reductions of `Op::Reduce` (WebNN `reduceMean`, `reduceSum`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Mean,
+    Sum,
+    Max,
+    Min,
+    Product,
+    SumSquare,
+    /// sqrt(sum(x^2)).
+    L2,
+    /// log(sum(exp(x))), computed as max + log(sum(exp(x - max))).
+    LogSumExp,
+}
+
+impl ReduceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Mean => "reduceMean",
+            ReduceKind::Sum => "reduceSum",
+            ReduceKind::Max => "reduceMax",
+            ReduceKind::Min => "reduceMin",
+            ReduceKind::Product => "reduceProduct",
+            ReduceKind::SumSquare => "reduceSumSquare",
+            ReduceKind::L2 => "reduceL2",
+            ReduceKind::LogSumExp => "reduceLogSumExp",
+        }
+    }
+
+    /// Whether int32 operands are accepted (the others are float-only).
+    pub fn takes_int32(self) -> bool {
+        matches!(
+            self,
+            ReduceKind::Sum | ReduceKind::Max | ReduceKind::Min | ReduceKind::Product
+        )
+    }
+}
+
 /// One operator with its resolved options. Operands are referred to by the
 /// node's `inputs` list, in the order given for each variant.
 #[derive(Clone, Debug, PartialEq)]
@@ -412,8 +450,10 @@ pub enum Op {
     ConvTranspose2d(ConvTranspose2dOptions),
     /// inputs: [input]
     Pool2d(PoolKind, Pool2dOptions),
-    /// inputs: [input]; axes sorted, unique.
-    ReduceMean {
+    /// inputs: [input]; axes sorted, unique. Each output element reduces
+    /// the input elements along `axes` (with no axes, each element alone).
+    Reduce {
+        kind: ReduceKind,
         axes: Vec<usize>,
         keep_dimensions: bool,
     },
@@ -463,6 +503,25 @@ pub enum Op {
     Where,
     /// inputs: [input]; a copy.
     Identity,
+    /// inputs: [input]; output int32: the index along `axis` of the first
+    /// (or, with `select_last_index`, the last) largest or smallest value.
+    ArgMinMax {
+        max: bool,
+        axis: usize,
+        keep_dimensions: bool,
+        select_last_index: bool,
+    },
+    /// inputs: [input, indices (int32)]; indices out of range are clamped.
+    Gather { axis: usize },
+    /// inputs: [input]; output shape is the node's output descriptor, to
+    /// which the input broadcasts (numpy rules, unidirectionally).
+    Expand,
+    /// inputs: [input]; output extent = input extent x repetitions.
+    Tile { repetitions: Vec<usize> },
+    /// inputs: [input, mean, variance], the last two broadcast (numpy rules)
+    /// to the input: y = (x - mean) / sqrt(variance + epsilon). The core of
+    /// the three normalizations; their scale and bias are mul and add nodes.
+    BatchNormalization { epsilon: f32 },
 }
 
 impl Op {
@@ -473,7 +532,7 @@ impl Op {
             Op::ConvTranspose2d(_) => "convTranspose2d",
             Op::Pool2d(PoolKind::Average, _) => "averagePool2d",
             Op::Pool2d(PoolKind::Max, _) => "maxPool2d",
-            Op::ReduceMean { .. } => "reduceMean",
+            Op::Reduce { kind, .. } => kind.name(),
             Op::Resample2d(_) => "resample2d",
             Op::Concat { .. } => "concat",
             Op::Reshape => "reshape",
@@ -492,6 +551,12 @@ impl Op {
             Op::LogicalNot => "logicalNot",
             Op::Where => "where",
             Op::Identity => "identity",
+            Op::ArgMinMax { max: true, .. } => "argMax",
+            Op::ArgMinMax { max: false, .. } => "argMin",
+            Op::Gather { .. } => "gather",
+            Op::Expand => "expand",
+            Op::Tile { .. } => "tile",
+            Op::BatchNormalization { .. } => "batchNormalization",
         }
     }
 }

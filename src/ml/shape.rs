@@ -289,29 +289,6 @@ pub(crate) fn pool2d(
     ))
 }
 
-pub(crate) fn reduce(
-    input: &OperandDescriptor,
-    axes: Option<&[usize]>,
-    keep: bool,
-) -> Result<(OperandDescriptor, Vec<usize>)> {
-    require_float("reduceMean", input)?;
-    let rank = input.rank();
-    let mut axes: Vec<usize> = axes.map_or_else(|| (0..rank).collect(), |a| a.to_vec());
-    axes.sort_unstable();
-    axes.dedup();
-    if let Some(&bad) = axes.iter().find(|&&a| a >= rank) {
-        return err(format!("reduceMean: axis {bad} out of range for {input}"));
-    }
-    let shape: Vec<usize> = (0..rank)
-        .filter_map(|i| match (axes.contains(&i), keep) {
-            (true, true) => Some(1),
-            (true, false) => None,
-            (false, _) => Some(input.shape[i]),
-        })
-        .collect();
-    Ok((OperandDescriptor::new(input.data_type, shape), axes))
-}
-
 pub(crate) fn resample2d(
     input: &OperandDescriptor,
     o: &Resample2dOptions,
@@ -607,4 +584,136 @@ pub(crate) fn where_(
             ))
         })?;
     Ok(OperandDescriptor::new(t.data_type, shape))
+}
+
+// ------------------------------------------------------------------------
+// Reductions, arg-min/max, gather, expand/tile, normalizations.
+
+/// Checks a reduction's operand and axes; returns the output and the axes
+/// sorted and deduplicated. `None` reduces every axis, an empty slice none.
+pub(crate) fn reduce(
+    kind: ReduceKind,
+    input: &OperandDescriptor,
+    axes: Option<&[usize]>,
+    keep: bool,
+) -> Result<(OperandDescriptor, Vec<usize>)> {
+    let op = kind.name();
+    let int_ok = kind.takes_int32() && input.data_type == DataType::Int32;
+    if !input.data_type.is_float() && !int_ok {
+        let wanted = if kind.takes_int32() {
+            "float32, float16 or int32"
+        } else {
+            "float32 or float16"
+        };
+        return err(format!("{op}: needs a {wanted} operand, got {input}"));
+    }
+    let rank = input.rank();
+    let mut axes: Vec<usize> = axes.map_or_else(|| (0..rank).collect(), |a| a.to_vec());
+    axes.sort_unstable();
+    axes.dedup();
+    if let Some(&bad) = axes.iter().find(|&&a| a >= rank) {
+        return err(format!("{op}: axis {bad} out of range for {input}"));
+    }
+    let shape: Vec<usize> = (0..rank)
+        .filter_map(|i| match (axes.contains(&i), keep) {
+            (true, true) => Some(1),
+            (true, false) => None,
+            (false, _) => Some(input.shape[i]),
+        })
+        .collect();
+    Ok((OperandDescriptor::new(input.data_type, shape), axes))
+}
+
+/// argMin / argMax: int32 indices along `axis`.
+pub(crate) fn arg_min_max(
+    op: &str,
+    input: &OperandDescriptor,
+    axis: usize,
+    keep: bool,
+) -> Result<OperandDescriptor> {
+    if axis >= input.rank() {
+        return err(format!("{op}: axis {axis} out of range for {input}"));
+    }
+    let shape: Vec<usize> = (0..input.rank())
+        .filter_map(|i| match (i == axis, keep) {
+            (true, true) => Some(1),
+            (true, false) => None,
+            (false, _) => Some(input.shape[i]),
+        })
+        .collect();
+    Ok(OperandDescriptor::new(DataType::Int32, shape))
+}
+
+/// gather: `input[..axis] ++ indices.shape ++ input[axis + 1..]`.
+pub(crate) fn gather(
+    input: &OperandDescriptor,
+    indices: &OperandDescriptor,
+    axis: usize,
+) -> Result<OperandDescriptor> {
+    if indices.data_type != DataType::Int32 {
+        return err(format!("gather: indices must be int32, got {indices}"));
+    }
+    if axis >= input.rank() {
+        return err(format!("gather: axis {axis} out of range for {input}"));
+    }
+    if input.shape[axis] > i32::MAX as usize {
+        return err(format!(
+            "gather: dimension {axis} of {input} is too long for int32 indices"
+        ));
+    }
+    let mut shape = input.shape[..axis].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&input.shape[axis + 1..]);
+    Ok(OperandDescriptor::new(input.data_type, shape))
+}
+
+/// expand: the input broadcasts (numpy rules) to `new_shape`, which it must
+/// equal or be stretched to along its size-1 axes.
+pub(crate) fn expand(input: &OperandDescriptor, new_shape: &[usize]) -> Result<OperandDescriptor> {
+    if broadcast_shapes(&input.shape, new_shape).as_deref() != Some(new_shape) {
+        return err(format!(
+            "expand: {input} does not broadcast to {new_shape:?}"
+        ));
+    }
+    Ok(OperandDescriptor::new(input.data_type, new_shape))
+}
+
+/// tile: each axis repeated `repetitions[axis]` times.
+pub(crate) fn tile(input: &OperandDescriptor, repetitions: &[usize]) -> Result<OperandDescriptor> {
+    if repetitions.len() != input.rank() {
+        return err(format!(
+            "tile: {} repetitions for {input}, which has {} axes",
+            repetitions.len(),
+            input.rank()
+        ));
+    }
+    if repetitions.contains(&0) {
+        return err(format!(
+            "tile: repetitions {repetitions:?} must be positive"
+        ));
+    }
+    let shape: Vec<usize> = input
+        .shape
+        .iter()
+        .zip(repetitions)
+        .map(|(&d, &r)| d.saturating_mul(r))
+        .collect();
+    Ok(OperandDescriptor::new(input.data_type, shape))
+}
+
+/// The normalization core: `mean` and `variance` broadcast to the input.
+pub(crate) fn batch_normalization_core(
+    input: &OperandDescriptor,
+    mean: &OperandDescriptor,
+    variance: &OperandDescriptor,
+) -> Result<OperandDescriptor> {
+    let op = "batchNormalization";
+    require_float(op, input)?;
+    for (what, d) in [("mean", mean), ("variance", variance)] {
+        same_type(op, input, d)?;
+        if broadcast_shapes(&d.shape, &input.shape).as_deref() != Some(&input.shape[..]) {
+            return err(format!("{op}: {what} {d} does not broadcast to {input}"));
+        }
+    }
+    Ok(input.clone())
 }

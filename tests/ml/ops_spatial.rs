@@ -961,6 +961,7 @@ fn pool2d_matches_cpu() {
             layout,
             rounding_type: rounding,
             output_sizes: None,
+            count_include_pad: false,
         };
         for kind in [PoolKind::Average, PoolKind::Max] {
             compare(

@@ -14,10 +14,13 @@ mod conv;
 mod elementwise;
 mod epilogue;
 mod fault;
+mod gather;
 mod gemm;
 mod layout;
 mod linalg;
+mod normalization;
 mod pool;
+mod reduce;
 mod reply;
 mod resample;
 
@@ -211,7 +214,7 @@ fn execute(
         Op::ConvTranspose2d(o) => return one(conv::conv_transpose2d(args, out, o, ep)),
         Op::Binary(b) => return one(elementwise::binary(*b, args[0], args[1], out, ep)),
         Op::Pool2d(kind, o) => one(pool::pool2d(*kind, args[0], out, o)),
-        Op::ReduceMean { axes, .. } => one(pool::reduce_mean(args[0], out, axes)),
+        Op::Reduce { kind, axes, .. } => one(reduce::reduce(args[0], out, *kind, axes)),
         Op::Resample2d(o) => one(resample::resample2d(args[0], out, o)),
         Op::Concat { axis } => one(layout::concat(args, out, *axis)),
         Op::Reshape => one(args[0].0.clone()),
@@ -236,6 +239,22 @@ fn execute(
         Op::LogicalNot => one(compare::logical_not(args[0].0)),
         Op::Where => one(compare::where_(args[0], args[1], args[2], out)),
         Op::Identity => one(args[0].0.clone()),
+        Op::ArgMinMax {
+            max,
+            axis,
+            select_last_index,
+            ..
+        } => one(reduce::arg_min_max(
+            args[0],
+            *max,
+            *axis,
+            *select_last_index,
+        )),
+        Op::Gather { axis } => one(gather::gather(args[0], args[1], out, *axis)),
+        Op::Expand | Op::Tile { .. } => one(gather::repeat(args[0], out)),
+        Op::BatchNormalization { epsilon } => one(normalization::normalize(
+            args[0], args[1], args[2], *epsilon,
+        )),
     };
     for (v, d) in values.iter_mut().zip(outs) {
         if let Values::F32(x) = v {

@@ -1,14 +1,13 @@
 //! averagePool2d / maxPool2d (padding excluded from averages, as TFLite does,
-//! unless `count_include_pad`) and reduceMean.
+//! unless `count_include_pad`).
 
 use rayon::prelude::*;
 
 use super::conv::{from_nchw, to_nchw, window_tap};
-use super::layout::coords;
 use super::Values;
 use crate::ml::ops::{InputLayout, Pool2dOptions, PoolKind};
 use crate::ml::shape::nchw;
-use crate::ml::types::{strides, OperandDescriptor};
+use crate::ml::types::OperandDescriptor;
 
 pub(crate) fn pool2d(
     kind: PoolKind,
@@ -145,75 +144,9 @@ fn pool_nhwc(
     y
 }
 
-/// reduceMean over a block of neighbouring axes (global pooling in NHWC or
-/// NCHW): the input is [outer, reduced, inner] and each output is a sum of
-/// `reduced` rows of `inner` values. `None` for axes with gaps between them.
-fn reduce_mean_contiguous(x: &[f32], d: &OperandDescriptor, axes: &[usize]) -> Option<Vec<f32>> {
-    let (&first, &last) = (axes.first()?, axes.last()?);
-    if last - first + 1 != axes.len() {
-        return None;
-    }
-    let outer: usize = d.shape[..first].iter().product();
-    let reduced: usize = d.shape[first..=last].iter().product();
-    let inner: usize = d.shape[last + 1..].iter().product();
-    let mut y = vec![0.0f32; outer * inner];
-    if y.is_empty() {
-        return Some(y);
-    }
-    y.par_chunks_mut(inner).enumerate().for_each(|(o, dst)| {
-        let mut sums = vec![0.0f64; inner];
-        for row in x[o * reduced * inner..][..reduced * inner].chunks_exact(inner) {
-            sums.iter_mut().zip(row).for_each(|(s, &v)| *s += v as f64);
-        }
-        for (y, s) in dst.iter_mut().zip(sums) {
-            *y = (s / reduced as f64) as f32;
-        }
-    });
-    Some(y)
-}
-
-pub(crate) fn reduce_mean(
-    (v, d): (&Values, &OperandDescriptor),
-    out: &OperandDescriptor,
-    axes: &[usize],
-) -> Values {
-    let x = v.f32();
-    match reduce_mean_contiguous(x, d, axes) {
-        Some(y) => Values::F32(y),
-        None => reduce_mean_any(x, d, out, axes),
-    }
-}
-
-/// reduceMean over any set of axes, element by element.
-fn reduce_mean_any(
-    x: &[f32],
-    d: &OperandDescriptor,
-    out: &OperandDescriptor,
-    axes: &[usize],
-) -> Values {
-    // Output coordinates keep every non-reduced axis in order.
-    let kept: Vec<usize> = (0..d.rank()).filter(|a| !axes.contains(a)).collect();
-    let kept_shape: Vec<usize> = kept.iter().map(|&a| d.shape[a]).collect();
-    let mut sums = vec![0.0f64; out.element_count()];
-    let mut c = vec![0; d.rank()];
-    let out_strides = strides(&kept_shape);
-    for (i, &value) in x.iter().enumerate() {
-        coords(i, &d.shape, &mut c);
-        let j: usize = kept.iter().zip(&out_strides).map(|(&a, &s)| c[a] * s).sum();
-        sums[j] += value as f64;
-    }
-    let count: usize = axes.iter().map(|&a| d.shape[a]).product();
-    Values::F32(
-        sums.into_iter()
-            .map(|s| (s / count as f64) as f32)
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
-    //! The channels-innermost pooling against the NCHW one, and the
-    //! contiguous reduceMean against the element-by-element one.
+    //! The channels-innermost pooling against the NCHW one.
 
     use super::*;
     use crate::ml::cpu::conv::{from_nchw, to_nchw};
@@ -263,23 +196,6 @@ mod tests {
                 let got = to_nchw((&got, &dy), InputLayout::Nhwc);
                 assert_eq!(got, want.f32(), "case {i}, {kind:?}");
             }
-        }
-    }
-
-    #[test]
-    fn contiguous_reduce_mean_matches_elementwise() {
-        let shape = vec![2, 7, 9, 5];
-        let d = OperandDescriptor::f32(shape.clone());
-        let x = values(d.element_count(), 7);
-        for axes in [vec![1, 2], vec![0], vec![3], vec![0, 1, 2, 3], vec![2, 3]] {
-            let kept: Vec<usize> = (0..4)
-                .filter(|a| !axes.contains(a))
-                .map(|a| shape[a])
-                .collect();
-            let out = OperandDescriptor::f32(kept);
-            let got = reduce_mean((&Values::F32(x.clone()), &d), &out, &axes);
-            let want = reduce_mean_any(&x, &d, &out, &axes);
-            assert_eq!(got, want, "axes {axes:?}");
         }
     }
 }

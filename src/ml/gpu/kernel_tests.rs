@@ -109,7 +109,7 @@ fn op_kind(op: &Op) -> usize {
         Op::Conv2d(_) => 0,
         Op::ConvTranspose2d(_) => 1,
         Op::Pool2d(..) => 2,
-        Op::ReduceMean { .. } => 3,
+        Op::Reduce { .. } => 3,
         Op::Resample2d(_) => 4,
         Op::Concat { .. } => 5,
         Op::Reshape => 6,
@@ -128,9 +128,14 @@ fn op_kind(op: &Op) -> usize {
         Op::LogicalNot => 19,
         Op::Where => 20,
         Op::Identity => 21,
+        Op::ArgMinMax { .. } => 22,
+        Op::Gather { .. } => 23,
+        Op::Expand => 24,
+        Op::Tile { .. } => 25,
+        Op::BatchNormalization { .. } => 26,
     }
 }
-const OP_KINDS: usize = 22;
+const OP_KINDS: usize = 27;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -576,6 +581,7 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             }),
         );
     }
+    reductions_gathers_and_normalizations(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
         "ten axes".into(),
@@ -592,6 +598,93 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
         }),
     );
     z
+}
+
+/// Every reduction kind and type (axes kept, dropped, none, all), argMin
+/// and argMax in every type, gather, expand and tile in every type, and the
+/// normalizations (with a fused activation) and logSoftmax.
+type ReduceFn = fn(&GraphBuilder, &Operand, Option<&[usize]>, bool) -> Built;
+
+fn reductions_gathers_and_normalizations(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    let kinds: [(ReduceKind, ReduceFn); 8] = [
+        (ReduceKind::Mean, |b, x, a, k| b.reduce_mean(x, a, k)),
+        (ReduceKind::Sum, |b, x, a, k| b.reduce_sum(x, a, k)),
+        (ReduceKind::Max, |b, x, a, k| b.reduce_max(x, a, k)),
+        (ReduceKind::Min, |b, x, a, k| b.reduce_min(x, a, k)),
+        (ReduceKind::Product, |b, x, a, k| b.reduce_product(x, a, k)),
+        (ReduceKind::SumSquare, |b, x, a, k| {
+            b.reduce_sum_square(x, a, k)
+        }),
+        (ReduceKind::L2, |b, x, a, k| b.reduce_l2(x, a, k)),
+        (ReduceKind::LogSumExp, |b, x, a, k| {
+            b.reduce_log_sum_exp(x, a, k)
+        }),
+    ];
+    for (kind, reduce) in kinds {
+        for dt in NUMBERS {
+            if dt == DataType::Int32 && !kind.takes_int32() {
+                continue;
+            }
+            add(
+                format!("{} {dt}", kind.name()),
+                graph_n(ctx, |b| {
+                    let x = b.input("x", desc(dt, &[2, 3, 4, 5]))?;
+                    Ok(vec![
+                        reduce(b, &x, Some(&[1]), true)?,
+                        reduce(b, &x, Some(&[0, 2]), false)?,
+                        reduce(b, &x, Some(&[]), false)?,
+                        reduce(b, &x, None, false)?,
+                    ])
+                }),
+            );
+        }
+    }
+    for dt in ALL_TYPES {
+        add(
+            format!("argMin/argMax {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[2, 3, 4]))?;
+                Ok(vec![
+                    b.arg_max(&x, 1, false, false)?,
+                    b.arg_max(&x, 2, true, true)?,
+                    b.arg_min(&x, 0, false, false)?,
+                    b.arg_min(&x, 1, true, true)?,
+                ])
+            }),
+        );
+        add(
+            format!("gather, expand, tile {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[3, 4, 5]))?;
+                let i = b.input("i", desc(DataType::Int32, &[2, 2]))?;
+                let s = b.input("s", desc(DataType::Int32, &[]))?;
+                let row = b.input("row", desc(dt, &[1, 5]))?;
+                Ok(vec![
+                    b.gather(&x, &i, 1)?,
+                    b.gather(&x, &s, 0)?,
+                    b.gather(&x, &i, 2)?,
+                    b.expand(&row, &[2, 4, 5])?,
+                    b.tile(&x, &[2, 1, 3])?,
+                ])
+            }),
+        );
+    }
+    for dt in FLOATS {
+        add(
+            format!("normalizations {dt}"),
+            graph_n(ctx, |b| {
+                let x = b.input("x", desc(dt, &[2, 3, 4, 5]))?;
+                let c = b.input("c", desc(dt, &[3]))?;
+                let s = b.input("s", desc(dt, &[5, 4]))?;
+                Ok(vec![
+                    b.layer_normalization(&x, Some(&s), Some(&s), &[3, 2], 1e-5)?,
+                    b.instance_normalization(&x, Some(&c), None, 1e-5, InputLayout::Nchw)?,
+                    b.relu(&b.batch_normalization(&x, &c, &c, None, None, 1, 1e-3)?)?,
+                    b.log_softmax(&x, 1)?,
+                ])
+            }),
+        );
+    }
 }
 
 /// The bundled models, as the CPU context builds them.

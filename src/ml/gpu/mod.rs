@@ -2,15 +2,19 @@
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
 //! shader compilation; a dispatch only encodes one command buffer and submits.
 
+mod arg_min_max;
 mod backend;
+mod broadcast;
 mod compare;
 mod concat;
 mod conv2d;
 mod conv_transpose2d;
 mod elementwise;
+mod gather;
 mod gemm;
 mod lower;
 mod matmul;
+mod normalization;
 mod pad;
 mod pool2d;
 mod prelu;
@@ -48,7 +52,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Conv2d(o) => conv2d::conv2d(l, node, o),
         Op::ConvTranspose2d(o) => conv_transpose2d::conv_transpose2d(l, node, o),
         Op::Pool2d(kind, o) => pool2d::pool2d(l, node, *kind, o),
-        Op::ReduceMean { axes, .. } => reduce::reduce_mean(l, node, axes),
+        Op::Reduce { kind, axes, .. } => reduce::reduce_kind(l, node, *kind, axes),
         Op::Resample2d(o) => resample2d::resample2d(l, node, o),
         Op::Concat { axis } => concat::concat(l, node, *axis),
         Op::Transpose { permutation } => transpose::transpose(l, node, permutation),
@@ -77,6 +81,15 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
             l.copy(node.inputs[0], node.outputs[0]);
             Ok(())
         }
+        Op::ArgMinMax {
+            max,
+            axis,
+            select_last_index,
+            ..
+        } => arg_min_max::arg_min_max(l, node, *max, *axis, *select_last_index),
+        Op::Gather { axis } => gather::gather(l, node, *axis),
+        Op::Expand | Op::Tile { .. } => broadcast::repeat(l, node),
+        Op::BatchNormalization { epsilon } => normalization::normalize(l, node, *epsilon),
     }
 }
 

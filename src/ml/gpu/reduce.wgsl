@@ -1,7 +1,8 @@
-// A reduction (mean or max, from `INIT`, `accumulate` and `finish`) over
-// some axes, one workgroup per output element. Sizes and strides are of
-// merged axes (see reduce.rs); strides index the input. Output elements
-// follow the kept axes in row-major order.
+// A reduction over some axes, `row_threads` consecutive invocations per
+// output element (a power of two dividing WG). `A`, `load`, `init`,
+// `element`, `combine` and `finish` are generated per kind and type (see
+// reduce.rs). Sizes and strides are of merged axes; strides index the
+// input. Output elements follow the kept axes in row-major order.
 
 // Mirrored by `Params` in reduce.rs.
 struct Params {
@@ -10,6 +11,8 @@ struct Params {
     count: u32,
     kept_rank: u32,
     reduced_rank: u32,
+    // Invocations per output.
+    row_threads: u32,
     // Per axis: (kept size, kept stride, reduced size, reduced stride); the
     // kept axes fill the first kept_rank entries' x and y, the reduced ones
     // the first reduced_rank entries' z and w.
@@ -19,7 +22,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read_write> y: array<T>;
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<A, WG>;
 
 /// Input offset of output element `o` (its kept axes' part).
 fn kept_offset(o: u32) -> u32 {
@@ -46,28 +49,31 @@ fn reduced_offset(r: u32) -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let o = wid.x + wid.y * nwg.x;
+    let rt = params.row_threads;
+    let o = flat_id(gid, nwg) / rt;
+    let lane = lid % rt;
     let count = params.count;
-    // Every invocation reaches the barriers; only the sums of out-of-range
-    // workgroups (from folding the grid) are thrown away.
-    var s = INIT;
-    if o < params.outputs {
-        let base = kept_offset(o);
-        for (var r = lid; r < count; r += WG) {
-            s = accumulate(s, f32(x[base + reduced_offset(r)]));
+    let live = o < params.outputs;
+    // Every invocation reaches the barriers; lanes past the last output
+    // (from folding the grid) start from element 0 and are thrown away.
+    let base = select(0u, kept_offset(o), live);
+    var s = init(base);
+    if live {
+        for (var r = lane; r < count; r += rt) {
+            s = combine(s, element(load(base + reduced_offset(r))));
         }
     }
     partial[lid] = s;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] = accumulate(partial[lid], partial[lid + stride]);
-        }
+    for (var k = rt / 2u; k > 0u; k /= 2u) {
         workgroupBarrier();
+        if lane < k {
+            partial[lid] = combine(partial[lid], partial[lid + k]);
+        }
     }
-    if lid == 0u && o < params.outputs {
-        y[o] = T(act(finish(partial[0], count)));
+    // Lane 0 wrote the last combination itself: no barrier needed.
+    if lane == 0u && live {
+        y[o] = finish(partial[lid], count);
     }
 }
