@@ -20,6 +20,7 @@ use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor};
 
 type Built = crate::error::Result<Operand>;
 type Act = fn(&GraphBuilder, &Operand) -> Built;
+type Reduce = fn(&GraphBuilder, &Operand, Option<&[usize]>, bool) -> Built;
 
 const FLOATS: [DataType; 2] = [DataType::Float32, DataType::Float16];
 const NUMBERS: [DataType; 3] = [DataType::Float32, DataType::Float16, DataType::Int32];
@@ -603,10 +604,8 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
 /// Every reduction kind and type (axes kept, dropped, none, all), argMin
 /// and argMax in every type, gather, expand and tile in every type, and the
 /// normalizations (with a fused activation) and logSoftmax.
-type ReduceFn = fn(&GraphBuilder, &Operand, Option<&[usize]>, bool) -> Built;
-
 fn reductions_gathers_and_normalizations(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
-    let kinds: [(ReduceKind, ReduceFn); 8] = [
+    let kinds: [(ReduceKind, Reduce); 8] = [
         (ReduceKind::Mean, |b, x, a, k| b.reduce_mean(x, a, k)),
         (ReduceKind::Sum, |b, x, a, k| b.reduce_sum(x, a, k)),
         (ReduceKind::Max, |b, x, a, k| b.reduce_max(x, a, k)),
