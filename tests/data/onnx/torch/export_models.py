@@ -68,7 +68,7 @@ class ConvZoo(nn.Module):
         y = torch.clamp(torch.sigmoid(y), 0.1, 0.9)
         y = self.lnorm(y.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         g = F.adaptive_avg_pool2d(y, 1).flatten(1)
-        m = F.adaptive_max_pool2d(y, 1).flatten(1)
+        m = y.amax(dim=(2, 3))
         return F.log_softmax(self.fc(g + m), dim=1), F.softmax(self.fc(g), dim=-1)
 
 
