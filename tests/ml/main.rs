@@ -8,6 +8,7 @@
 mod common;
 
 mod gpu_roundtrip;
+mod ops_elementwise;
 mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;

@@ -1194,11 +1194,17 @@ fn resample2d_known_values() {
     use CoordinateTransform::*;
     use InterpolationMode::*;
     let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    // TF's nearest neighbour floors asymmetric sources (the default rounds).
     let up = |mode, t, sizes: Option<[usize; 2]>| Resample2dOptions {
         mode,
         scales: [2.0, 2.0],
         sizes,
         coordinate_transform: t,
+        nearest_rounding: if t == Asymmetric {
+            NearestRounding::Floor
+        } else {
+            NearestRounding::default()
+        },
         ..Default::default()
     };
     let blocks = [
