@@ -66,9 +66,12 @@ def rel(path):
     return os.path.relpath(path, ROOT)
 
 
-def run(model, feeds):
+def run(model, feeds, delegates=True):
     """Runs the model in LiteRT; returns [(name, array)] of every output."""
     kw = {"model_path": model} if isinstance(model, str) else {"model_content": bytes(model)}
+    if not delegates:
+        kw["experimental_op_resolver_type"] = \
+            litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     it = litert.Interpreter(**kw)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), feeds):
@@ -212,7 +215,9 @@ class Net:
     def finish(self, *outputs):
         """Fixes every computed tensor's shape to what LiteRT infers; the bytes."""
         self.outputs = list(outputs)
-        it, _ = run(self.serialize(), self.feeds)
+        # Without XNNPACK, which leaves the shapes of tensors inside what it
+        # delegates unreported.
+        it, _ = run(self.serialize(), self.feeds, delegates=False)
         shapes = {d["index"]: list(d["shape"]) for d in it.get_tensor_details()}
         for k, t in enumerate(self.tensors):
             if k in shapes and t.buffer == 0:
