@@ -169,6 +169,106 @@ fn tflite_shapes_that_do_not_chain() {
     );
 }
 
+/// An int8 model (tests/data/tflite/bad, written by make_references.py, which
+/// LiteRT runs): refused up front, naming the first quantized tensor.
+#[test]
+fn tflite_quantized_model() {
+    let path = common::root().join("tests/data/tflite/bad/quantized_int8.tflite");
+    assert_has(
+        &load_err(&path),
+        &[
+            "tensor 0 'image_int8'",
+            "is quantized (INT8, scale 0.02, zero point 0)",
+            "quantized models are not supported",
+        ],
+    );
+}
+
+/// LOG is a builtin op outside the vision set: named with its operator index.
+#[test]
+fn tflite_op_outside_the_list() {
+    let path = common::root().join("tests/data/tflite/bad/unsupported_op.tflite");
+    assert_has(
+        &load_err(&path),
+        &["operator #1 (LOG)", "unsupported op LOG"],
+    );
+}
+
+/// A sparse weight whose CSR indices point past its dimension (the face
+/// detector's first sparse tensor, with one index patched): a clear error
+/// naming the tensor, no out-of-bounds write.
+#[test]
+fn tflite_sparse_index_out_of_range() {
+    let dir = scratch("sparse");
+    let src =
+        common::root().join("assets/models/mediapipe/face_detection_full_range_sparse.tflite");
+    let mut bytes = std::fs::read(src).unwrap();
+    // Every width's largest value is past the tensor's 32 channels.
+    let (at, width) = first_sparse_index(&bytes);
+    bytes[at..at + width].fill(0x7f);
+    let patched = match width {
+        1 => "index 127 ",
+        2 => "index 32639 ",
+        _ => "index 2139062143 ",
+    };
+    let path = dir.join("sparse.tflite");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_has(
+        &load_err(&path),
+        &["(DENSIFY)", "sparsity", patched, "is out of range"],
+    );
+}
+
+/// The byte offset and width of the first element of the first sparse
+/// tensor's `array_indices`, found by walking the flatbuffer by hand (so the
+/// test does not share the importer's reading of it).
+fn first_sparse_index(b: &[u8]) -> (usize, usize) {
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let i32_at = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    // A table's field `k`: the absolute offset of its value, if present.
+    let field = |table: usize, k: usize| {
+        let vtable = (table as i64 - i64::from(i32_at(table))) as usize;
+        let len = u16::from_le_bytes(b[vtable..vtable + 2].try_into().unwrap()) as usize;
+        let slot = 4 + 2 * k;
+        let off = if slot < len {
+            u16::from_le_bytes(b[vtable + slot..vtable + slot + 2].try_into().unwrap()) as usize
+        } else {
+            0
+        };
+        (off != 0).then_some(table + off)
+    };
+    let deref = |at: usize| at + u32_at(at);
+    // Model.subgraphs (field 2)[0].tensors (field 0); Tensor.sparsity is
+    // field 6; SparsityParameters.dim_metadata field 2; DimensionMetadata
+    // array_indices_type is field 4 (1 int32, 2 uint16, 3 uint8) and
+    // array_indices field 5 (a table whose values are field 0).
+    let model = u32_at(0);
+    let subgraphs = deref(field(model, 2).unwrap());
+    let subgraph = deref(subgraphs + 4);
+    let tensors = deref(field(subgraph, 0).unwrap());
+    for t in 0..u32_at(tensors) {
+        let tensor = deref(tensors + 4 + 4 * t);
+        let Some(sparsity) = field(tensor, 6) else {
+            continue;
+        };
+        let dims = deref(field(deref(sparsity), 2).unwrap());
+        for d in 0..u32_at(dims) {
+            let dim = deref(dims + 4 + 4 * d);
+            if let (Some(kind), Some(indices)) = (field(dim, 4), field(dim, 5)) {
+                let width = match b[kind] {
+                    1 => 4,
+                    2 => 2,
+                    _ => 1,
+                };
+                let values = deref(field(deref(indices), 0).unwrap());
+                assert!(u32_at(values) > 0);
+                return (values + 4, width);
+            }
+        }
+    }
+    panic!("no sparse tensor with CSR indices");
+}
+
 #[test]
 fn tfjs_missing_shard() {
     let path = esrgan_copy("missing", |j| j);

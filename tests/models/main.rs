@@ -10,5 +10,8 @@ mod common;
 
 mod bad_input;
 mod golden;
+mod litert_refs;
 mod load;
+mod mediapipe;
 mod provenance;
+mod tflite_ops;

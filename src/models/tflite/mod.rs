@@ -2,7 +2,9 @@
 //! `flatc` generated from TensorFlow's official `schema.fbs` (see
 //! `schema/README.md` beside this file), so every access is verified.
 
+mod densify;
 mod ops;
+mod strided_slice;
 #[allow(
     clippy::all,
     clippy::pedantic,
@@ -39,6 +41,7 @@ pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
     };
     let model = source.root()?;
     let graph = source.subgraph(&model)?;
+    source.refuse_quantized(&graph)?;
     let tensors = graph.tensors.len();
     let info = |list: Option<flatbuffers::Vector<'_, i32>>, what: &str, range| {
         let list = list.ok_or_else(|| source.err("subgraph 0", format!("has no {what}s")))?;
@@ -105,19 +108,62 @@ impl TfliteSource {
         Ok(Subgraph { subgraph, tensors })
     }
 
+    /// Quantized models are refused up front, naming the first quantized
+    /// tensor, so a hybrid model (int8 weights behind DEQUANTIZE) gets the
+    /// same clear message as a fully quantized one.
+    fn refuse_quantized(&self, graph: &Subgraph<'_>) -> Result<()> {
+        for (index, tensor) in graph.tensors.iter().enumerate() {
+            let scales = tensor
+                .quantization()
+                .and_then(|q| q.scale())
+                .map(|s| s.iter().collect::<Vec<f32>>())
+                .unwrap_or_default();
+            let integer = matches!(
+                tensor.type_(),
+                fb::TensorType::INT8
+                    | fb::TensorType::UINT8
+                    | fb::TensorType::INT16
+                    | fb::TensorType::INT4
+                    | fb::TensorType::INT32
+            );
+            if integer && !scales.is_empty() {
+                let name = tensor.name().unwrap_or_default();
+                let kind = tensor.type_().variant_name().unwrap_or("integer");
+                let zero = tensor
+                    .quantization()
+                    .and_then(|q| q.zero_point())
+                    .and_then(|z| z.iter().next())
+                    .unwrap_or(0);
+                return Err(self.err(
+                    format!("tensor {index} '{name}'"),
+                    format!(
+                        "is quantized ({kind}, scale {}, zero point {zero}); quantized \
+                         models are not supported, use the float32 or float16 model",
+                        scales[0]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The tensor's type and static shape, refusing what wgnn cannot hold.
+    /// int64 (indices, shapes) is held as int32 and bool as uint8; constants
+    /// of those are converted (and range-checked) where they are read.
     fn tensor_type(&self, tensor: &fb::Tensor<'_>, index: usize) -> Result<(DataType, Vec<usize>)> {
         let name = tensor.name().unwrap_or_default();
         let location = format!("tensor {index} '{name}'");
         let data_type = match tensor.type_() {
             fb::TensorType::FLOAT32 => DataType::Float32,
             fb::TensorType::FLOAT16 => DataType::Float16,
-            fb::TensorType::INT32 => DataType::Int32,
+            fb::TensorType::INT32 | fb::TensorType::INT64 => DataType::Int32,
+            fb::TensorType::UINT8 | fb::TensorType::BOOL => DataType::Uint8,
             t => {
                 return Err(self.err(
                     location,
                     format!(
-                        "type {} is not supported (float32, float16 and int32 are)",
+                        "type {} is not supported (float32, float16, int32, int64, uint8 and \
+                         bool are)",
                         t.variant_name().unwrap_or("unknown")
                     ),
                 ))
@@ -141,6 +187,16 @@ impl TfliteSource {
             .validate("shape")
             .map_err(|e| self.err(&location, e))?;
         Ok((data_type, shape))
+    }
+}
+
+/// Bytes per element of a tensor type as stored in the file.
+fn file_element_bytes(t: fb::TensorType) -> usize {
+    match t {
+        fb::TensorType::INT64 => 8,
+        fb::TensorType::FLOAT16 => 2,
+        fb::TensorType::UINT8 | fb::TensorType::BOOL => 1,
+        _ => 4,
     }
 }
 
