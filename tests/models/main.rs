@@ -11,4 +11,6 @@ mod common;
 mod bad_input;
 mod golden;
 mod load;
+mod onnx_backend;
+mod onnx_bad_input;
 mod provenance;
