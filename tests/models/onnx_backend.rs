@@ -15,6 +15,12 @@ use wgnn::models::{self, onnx::read_tensor_file};
 /// a relative bound means nothing (sums that cancel, erf/tanh near 0).
 const ATOL: f32 = 1e-5;
 
+/// Cases whose expected outputs ONNX stores rounded, with the absolute
+/// tolerance that rounding needs. test_averagepool_2d_ceil_last_window_starts_on_pad
+/// holds 4 decimals (0.1511); onnxruntime 1.32 and onnx's ReferenceEvaluator
+/// both give 0.15105554, as wgnn does.
+const ROUNDED: &[(&str, f32)] = &[("test_averagepool_2d_ceil_last_window_starts_on_pad", 5e-5)];
+
 fn cases() -> Vec<PathBuf> {
     let root = common::root().join("tests/data/onnx/backend");
     let mut cases = Vec::new();
@@ -60,6 +66,10 @@ fn pbs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 /// Runs one case; `Err` describes the first mismatch.
 fn run_case(ctx: &Context, case: &Path, rtol: f32) -> Result<(), String> {
+    let atol = ROUNDED
+        .iter()
+        .find(|(name, _)| case.ends_with(name))
+        .map_or(ATOL, |&(_, atol)| atol);
     let model = models::load(case.join("model.onnx")).map_err(|e| e.to_string())?;
     let mut sets: Vec<PathBuf> = std::fs::read_dir(case)
         .unwrap()
@@ -98,7 +108,7 @@ fn run_case(ctx: &Context, case: &Path, rtol: f32) -> Result<(), String> {
             let (gv, wv) = (g.to_f32(), w.to_f32());
             for (i, (a, b)) in gv.iter().zip(&wv).enumerate() {
                 let ok =
-                    (a - b).abs() <= ATOL + rtol * b.abs() || (a.is_nan() && b.is_nan()) || a == b;
+                    (a - b).abs() <= atol + rtol * b.abs() || (a.is_nan() && b.is_nan()) || a == b;
                 if !ok {
                     return Err(format!(
                         "output {k} '{name}' element {i}: got {a}, expected {b} ({})",

@@ -65,6 +65,15 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
     let x = c.first().copied().flatten();
     let small = c.iter().flatten().all(|c| c.len() <= CHEAP);
     Some(match op {
+        // A training-mode Dropout is refused in `ops`.
+        "Dropout"
+            if c.get(2)
+                .copied()
+                .flatten()
+                .is_some_and(|t| t.as_i64().iter().any(|&v| v != 0)) =>
+        {
+            return None
+        }
         "Identity" | "Dropout" => Ok(vec![x?.clone()]),
         "Cast" => cast(x?, attrs.int("to", 0) as i32).map(|c| vec![c]),
         "Reshape" => (|| {
@@ -344,7 +353,13 @@ pub(super) fn reshape_target(
 }
 
 pub(super) fn flatten_shape(input: &[usize], axis: i64) -> std::result::Result<Vec<usize>, String> {
-    let axis = norm_axis(axis, input.len() + 1)?;
+    // Flatten's axis may equal the rank; a negative one counts from it.
+    let rank = input.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if !(0..=rank).contains(&axis) {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
+    }
+    let axis = axis as usize;
     Ok(vec![
         input[..axis].iter().product(),
         input[axis..].iter().product(),

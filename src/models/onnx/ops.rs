@@ -72,6 +72,9 @@ impl<'s> Writer<'s> {
         let b = self.b;
         let op_type = n.op_type();
         match op_type {
+            "Dropout" if self.training(inputs, attrs)? => {
+                Err(self.err("training mode is not supported (inference only)"))
+            }
             "Identity" | "Dropout" => Ok(vec![self.need(inputs, 0)?.clone()]),
             "Relu" | "Sigmoid" | "Tanh" | "HardSwish" | "Softplus" | "Erf" | "Abs" | "Neg"
             | "Exp" | "Log" | "Sqrt" | "Reciprocal" | "LeakyRelu" | "HardSigmoid" | "Elu"
@@ -116,21 +119,29 @@ impl<'s> Writer<'s> {
                 let first = present.first().ok_or_else(|| self.err("has no inputs"))?;
                 let elem = first.elem();
                 let mut acc = self.operand(first)?;
+                let out_type = acc.data_type();
+                // WebNN's arithmetic takes float or int32: uint8 (and bool)
+                // runs as int32, and pow of integers as float32 (exact for
+                // the integer results ONNX defines).
+                let work = match (op_type, out_type) {
+                    ("Pow", t) if !t.is_float() => DataType::Float32,
+                    (_, DataType::Uint8) => DataType::Int32,
+                    (_, t) => t,
+                };
+                if work != out_type {
+                    acc = self.ctx(b.cast(&acc, work))?;
+                }
                 for v in &present[1..] {
-                    let o = self.operand(v)?;
+                    let mut o = self.operand(v)?;
+                    if o.data_type() != work {
+                        o = self.ctx(b.cast(&o, work))?;
+                    }
                     acc = self.ctx(match op_type {
                         "Add" | "Sum" | "Mean" => b.add(&acc, &o),
                         "Sub" => b.sub(&acc, &o),
                         "Mul" => b.mul(&acc, &o),
                         "Div" => b.div(&acc, &o),
-                        "Pow" => {
-                            let o = if o.data_type() == acc.data_type() {
-                                o
-                            } else {
-                                self.ctx(b.cast(&o, acc.data_type()))?
-                            };
-                            b.pow(&acc, &o)
-                        }
+                        "Pow" => b.pow(&acc, &o),
                         "Max" => b.max(&acc, &o),
                         _ => b.min(&acc, &o),
                     })?;
@@ -138,6 +149,9 @@ impl<'s> Writer<'s> {
                 if op_type == "Mean" && present.len() > 1 {
                     let k = self.scalar_like(&acc, present.len() as f32)?;
                     acc = self.ctx(b.div(&acc, &k))?;
+                }
+                if work != out_type {
+                    acc = self.ctx(b.cast(&acc, out_type))?;
                 }
                 Ok(self.keep(acc, elem))
             }
@@ -310,12 +324,23 @@ impl<'s> Writer<'s> {
                     _ => None,
                 };
                 let a = axes.as_deref();
+                // Reductions take float or int32: bool/uint8 run as int32.
+                let x = if x.data_type() == DataType::Uint8 {
+                    self.ctx(b.cast(&x, DataType::Int32))?
+                } else {
+                    x
+                };
                 let y = self.ctx(match op_type {
                     "ReduceMean" => b.reduce_mean(&x, a, keep),
                     "ReduceSum" => b.reduce_sum(&x, a, keep),
                     "ReduceMax" => b.reduce_max(&x, a, keep),
                     _ => b.reduce_min(&x, a, keep),
                 })?;
+                let y = if v.elem().data_type() == y.data_type() {
+                    y
+                } else {
+                    self.ctx(b.cast(&y, v.elem().data_type()))?
+                };
                 Ok(self.keep(y, v.elem()))
             }
             "Softmax" | "LogSoftmax" => {
@@ -431,6 +456,14 @@ impl<'s> Writer<'s> {
             )),
             _ => Err(self.err("operator not supported")),
         }
+    }
+
+    /// Whether a Dropout runs in training mode (its `training_mode` input
+    /// from opset 12, `is_test` = 0 before opset 7 has no meaning here).
+    fn training(&self, inputs: &[Option<Value>], _attrs: &Attrs<'_>) -> Result<bool> {
+        Ok(self
+            .need_const(inputs, 2, "training_mode")?
+            .is_some_and(|c| c.as_i64().first().is_some_and(|&t| t != 0)))
     }
 
     /// Reshape, keeping the ONNX type; no node when the shape is unchanged.
@@ -981,8 +1014,35 @@ impl<'s> Writer<'s> {
         if sizes.len() == 1 {
             return Ok(self.keep(x, elem));
         }
-        let parts = self.ctx(self.b.split_sizes(&x, &sizes, axis))?;
-        Ok(parts.into_iter().map(|op| Value::Op { op, elem }).collect())
+        // Empty parts (sizes of 0) become empty host values: only shape
+        // arithmetic and Concat can use them.
+        let nonzero: Vec<usize> = sizes.iter().copied().filter(|&s| s > 0).collect();
+        let mut parts = if nonzero.len() == 1 {
+            vec![x.clone()]
+        } else {
+            self.ctx(self.b.split_sizes(&x, &nonzero, axis))?
+        }
+        .into_iter();
+        Ok(sizes
+            .iter()
+            .map(|&s| {
+                if s == 0 {
+                    let mut shape = x.shape().to_vec();
+                    shape[axis] = 0;
+                    let c = if elem.is_float() {
+                        Const::floats(elem, shape, vec![])
+                    } else {
+                        Const::ints(elem, shape, vec![])
+                    };
+                    Value::Const(Arc::new(c))
+                } else {
+                    parts.next().map_or_else(
+                        || Value::Const(Arc::new(Const::ints(elem, vec![0], vec![]))),
+                        |op| Value::Op { op, elem },
+                    )
+                }
+            })
+            .collect())
     }
 
     fn slice(&mut self, attrs: &Attrs<'_>, inputs: &[Option<Value>]) -> Result<Vec<Value>> {
@@ -1124,6 +1184,13 @@ impl<'s> Writer<'s> {
         inputs: &[Option<Value>],
     ) -> Result<Vec<Value>> {
         let x = self.opnd(inputs, 0)?;
+        let in_type = x.data_type();
+        // Pools take floats; an integer max pool is exact in float32.
+        let x = if in_type.is_float() {
+            x
+        } else {
+            self.ctx(self.b.cast(&x, DataType::Float32))?
+        };
         let (x4, shape) = self.as_4d(&x)?;
         let spatial = shape.len() - 2;
         let kernel = self.spatial(attrs, "kernel_shape", spatial, 1)?;
@@ -1183,7 +1250,11 @@ impl<'s> Writer<'s> {
         } else {
             y
         };
-        Ok(self.one(y))
+        let elem = self.need(inputs, 0)?.elem();
+        if in_type.is_float() {
+            return Ok(self.keep(y, elem));
+        }
+        Ok(self.keep(self.ctx(b.cast(&y, in_type))?, elem))
     }
 
     fn resize(

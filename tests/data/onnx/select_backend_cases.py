@@ -46,6 +46,8 @@ OPS = set(
     Softmax LogSoftmax ArgMax DepthToSpace SpaceToDepth Gather Expand Tile Where Equal
     Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range""".split()
 )
+SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+           "GlobalMaxPool", "InstanceNormalization", "LRN"}
 TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32,
          TensorProto.BOOL, TensorProto.UINT8}
 # Inputs (by position) that decide shapes or options and must be known at import.
@@ -87,6 +89,8 @@ def node_refusal(node, opset, used):
             return f"{op} {len(k)}-D"
         if attr(node, "storage_order", 0):
             return "MaxPool storage_order"
+    if op == "Dropout" and len(node.input) > 2 and node.input[2]:
+        return "Dropout training_mode"
     if op == "BatchNormalization" and attr(node, "training_mode", 0):
         return "BatchNormalization training_mode"
     if op in ("MaxPool", "Dropout", "LayerNormalization", "BatchNormalization"):
@@ -141,18 +145,34 @@ def check(model):
                        for t in types_of(model) - TYPES)
         return "type " + " ".join(names), None
     used = {i for n in model.graph.node for i in n.input} | {o.name for o in model.graph.output}
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in
+             list(model.graph.input) + list(model.graph.value_info)}
+    ranks.update({t.name: len(t.dims) for t in model.graph.initializer})
     for n in model.graph.node:
         r = node_refusal(n, opset, used)
+        if r is None and n.op_type in SPATIAL and n.input and ranks.get(n.input[0], 4) > 4:
+            r = f"{n.op_type} {ranks[n.input[0]] - 2}-D"
         if r:
             return "form " + r, None
-    inits = {t.name for t in model.graph.initializer}
-    static = []
+    # Values that decide shapes, followed back through the nodes computing
+    # them (Shape needs only its input's shape, not its values).
+    need = set()
     for n in model.graph.node:
         for i in STATIC.get(n.op_type, []):
-            if i < len(n.input) and n.input[i] and n.input[i] not in inits:
-                if any(v.name == n.input[i] for v in model.graph.input):
-                    static.append(n.input[i])
-    return None, sorted(set(static))
+            if i < len(n.input) and n.input[i]:
+                need.add(n.input[i])
+    changed = True
+    while changed:
+        changed = False
+        for n in model.graph.node:
+            if n.op_type != "Shape" and any(o in need for o in n.output):
+                for i in n.input:
+                    if i and i not in need:
+                        need.add(i)
+                        changed = True
+    inits = {t.name for t in model.graph.initializer}
+    static = [v.name for v in model.graph.input if v.name in need and v.name not in inits]
+    return None, sorted(static)
 
 
 def case_size(d):
