@@ -26,10 +26,10 @@ pub(super) fn fold(
     let op = n.op_type();
     let r = match op {
         // Needs only the static shape, so folds even for a computed input.
-        "Shape" => match inputs.first().and_then(Option::as_ref) {
-            Some(v) => Some(shape_op(&v.shape(), attrs)),
-            None => None,
-        },
+        "Shape" => inputs
+            .first()
+            .and_then(Option::as_ref)
+            .map(|v| shape_op(&v.shape(), attrs)),
         "Constant" => Some(constant(attrs)),
         _ => {
             let consts: Option<Vec<Option<&Const>>> = inputs

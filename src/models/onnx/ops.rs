@@ -21,6 +21,9 @@ const NO_MAX: f32 = f32::MAX;
 
 type Ints = std::result::Result<Vec<usize>, String>;
 
+/// A BatchNormalization folded into its Conv: (node index, scale, shift).
+type FoldedBn = (usize, Vec<f32>, Vec<f32>);
+
 impl<'s> Writer<'s> {
     fn opnd(&mut self, inputs: &[Option<Value>], i: usize) -> Result<Operand> {
         let v = self.need(inputs, i)?.clone();
@@ -756,7 +759,7 @@ impl<'s> Writer<'s> {
         n: &proto::NodeProto,
         w: &Value,
         bias: &Option<Value>,
-    ) -> Result<Option<(usize, Vec<f32>, Vec<f32>)>> {
+    ) -> Result<Option<FoldedBn>> {
         let Some(out) = n.output.first() else {
             return Ok(None);
         };
