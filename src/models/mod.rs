@@ -5,6 +5,7 @@
 //! size on demand: TF.js models are fully convolutional and take any size,
 //! and a graph's shapes are fixed when it is built.
 
+pub mod onnx;
 mod tfjs;
 mod tflite;
 
@@ -24,6 +25,8 @@ pub enum Format {
     Tflite,
     /// TF.js layers model (`model.json` with "modelTopology" and "weightsManifest").
     TfjsLayers,
+    /// ONNX `ModelProto` protobuf.
+    Onnx,
 }
 
 /// One input or output of a model.
@@ -97,12 +100,15 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         (Format::Tflite, tflite::parse(path, bytes)?)
     } else if tfjs::is_tfjs(&bytes) {
         (Format::TfjsLayers, tfjs::parse(path, &bytes)?)
+    } else if onnx::is_onnx(&bytes) {
+        (Format::Onnx, onnx::parse(path, &bytes)?)
     } else {
         return Err(model_error(
             path,
             "file",
             "neither a TFLite flatbuffer (no \"TFL3\" identifier at bytes 4..8) nor a TF.js \
-             layers model.json (no \"modelTopology\" and \"weightsManifest\")",
+             layers model.json (no \"modelTopology\" and \"weightsManifest\") nor an ONNX \
+             model (no ir_version field first)",
         ));
     };
     let model = Model {

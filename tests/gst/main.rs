@@ -12,6 +12,7 @@
 mod common;
 
 mod infer;
+mod infer_models;
 mod segment;
 mod segment_cpu;
 mod sink;

@@ -13,5 +13,8 @@ mod golden;
 mod litert_refs;
 mod load;
 mod mediapipe;
+mod onnx_backend;
+mod onnx_bad_input;
+mod onnx_torch;
 mod provenance;
 mod tflite_ops;

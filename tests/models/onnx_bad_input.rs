@@ -1,0 +1,288 @@
+//! Broken ONNX models, built here with the generated protobuf types: each
+//! load must fail with one clear error naming the file and the node (or
+//! initializer) at fault, never panic.
+
+use crate::common;
+
+use std::path::PathBuf;
+
+use prost::Message;
+use wgnn::models;
+use wgnn::models::onnx::proto::{
+    attribute_proto, tensor_proto, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto,
+};
+
+fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+    use wgnn::models::onnx::proto::tensor_shape_proto::{dimension::Value, Dimension};
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(tensor_proto::DataType::Float as i32),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            value: Some(Value::DimValue(d)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        name: Some(name.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn floats(name: &str, dims: &[i64], values: Vec<f32>) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(tensor_proto::DataType::Float as i32),
+        float_data: values,
+        ..Default::default()
+    }
+}
+
+fn model(nodes: Vec<NodeProto>, inits: Vec<TensorProto>, output: &str) -> ModelProto {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        graph: Some(GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            initializer: inits,
+            input: vec![value("x", &[1, 2, 4, 4])],
+            output: vec![value(output, &[])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A 1x1 conv from 2 to 3 channels.
+fn conv(weights: Vec<f32>) -> ModelProto {
+    model(
+        vec![node("Conv", "conv1", &["x", "w"], &["y"])],
+        vec![floats("w", &[3, 2, 1, 1], weights)],
+        "y",
+    )
+}
+
+fn save(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = common::scratch(&format!("onnx-bad-{name}"));
+    let path = dir.join(format!("{name}.onnx"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn load_err(name: &str, m: &ModelProto, parts: &[&str]) {
+    let path = save(name, &m.encode_to_vec());
+    let text = models::load(&path)
+        .expect_err("the broken model must not load")
+        .to_string();
+    assert!(
+        text.contains(&format!("{name}.onnx")),
+        "error does not name the file: {text}"
+    );
+    for p in parts {
+        assert!(text.contains(p), "error lacks '{p}': {text}");
+    }
+    assert_eq!(text.lines().count(), 1, "one line: {text}");
+}
+
+#[test]
+fn a_good_model_loads() {
+    // The base every case below breaks: it must load as is.
+    let path = save("good", &conv(vec![0.5; 6]).encode_to_vec());
+    let m = models::load(&path).unwrap();
+    assert_eq!(m.output_shapes(None).unwrap(), [vec![1, 3, 4, 4]]);
+}
+
+#[test]
+fn truncated_protobuf() {
+    let bytes = conv(vec![0.5; 6]).encode_to_vec();
+    for cut in [bytes.len() / 2, bytes.len() - 3] {
+        let path = save("truncated", &bytes[..cut]);
+        let text = models::load(&path).unwrap_err().to_string();
+        assert!(
+            text.contains("truncated.onnx") && text.contains("protobuf"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn corrupt_protobuf() {
+    let mut bytes = conv(vec![0.5; 6]).encode_to_vec();
+    let n = bytes.len();
+    bytes[n / 3..n / 3 + 8].copy_from_slice(&[0xff; 8]);
+    let path = save("corrupt", &bytes);
+    let text = models::load(&path).unwrap_err().to_string();
+    assert!(text.contains("corrupt.onnx"), "{text}");
+}
+
+#[test]
+fn operator_outside_the_list() {
+    let m = model(
+        vec![node("NonMaxSuppression", "nms", &["x"], &["y"])],
+        vec![],
+        "y",
+    );
+    load_err(
+        "unknown_op",
+        &m,
+        &["node 'nms' (NonMaxSuppression, opset 13): operator not supported"],
+    );
+}
+
+#[test]
+fn unknown_domain() {
+    let mut m = model(vec![node("Relu", "custom", &["x"], &["y"])], vec![], "y");
+    m.graph.as_mut().unwrap().node[0].domain = Some("com.example".into());
+    m.opset_import.push(OperatorSetIdProto {
+        domain: Some("com.example".into()),
+        version: Some(3),
+    });
+    load_err(
+        "domain",
+        &m,
+        &["node 'custom'", "domain 'com.example' is not supported"],
+    );
+}
+
+#[test]
+fn missing_external_data_file() {
+    let mut m = conv(vec![]);
+    let w = &mut m.graph.as_mut().unwrap().initializer[0];
+    w.data_location = Some(tensor_proto::DataLocation::External as i32);
+    w.external_data = vec![StringStringEntryProto {
+        key: Some("location".into()),
+        value: Some("weights.bin".into()),
+    }];
+    load_err(
+        "external",
+        &m,
+        &[
+            "initializer 'w'",
+            "external data file 'weights.bin' cannot be read",
+        ],
+    );
+    // Short, and outside the model's folder.
+    let path = save("external_short", &m.encode_to_vec());
+    std::fs::write(path.with_file_name("weights.bin"), [0u8; 7]).unwrap();
+    let text = models::load(&path).unwrap_err().to_string();
+    assert!(text.contains("has 7 bytes, too short for 24"), "{text}");
+    m.graph.as_mut().unwrap().initializer[0].external_data[0].value = Some("../weights.bin".into());
+    load_err(
+        "external_escape",
+        &m,
+        &["must be a relative path inside the model's folder"],
+    );
+}
+
+#[test]
+fn external_data_loads() {
+    let mut m = conv(vec![]);
+    let w = &mut m.graph.as_mut().unwrap().initializer[0];
+    w.data_location = Some(tensor_proto::DataLocation::External as i32);
+    w.external_data = vec![
+        StringStringEntryProto {
+            key: Some("location".into()),
+            value: Some("model.onnx.data".into()),
+        },
+        StringStringEntryProto {
+            key: Some("offset".into()),
+            value: Some("4".into()),
+        },
+        StringStringEntryProto {
+            key: Some("length".into()),
+            value: Some("24".into()),
+        },
+    ];
+    let path = save("external_ok", &m.encode_to_vec());
+    let mut data = vec![0u8; 4];
+    data.extend((0..6).flat_map(|i| (i as f32).to_le_bytes()));
+    std::fs::write(path.with_file_name("model.onnx.data"), data).unwrap();
+    let model = models::load(&path).unwrap();
+    let ctx = wgnn::ml::Context::cpu();
+    let x = wgnn::ml::HostTensor::f32([1, 2, 4, 4], vec![1.0; 32]);
+    let out = model.run(&ctx, None, &[("x", x)]).unwrap();
+    // Output channel c sums weights 2c and 2c+1.
+    assert_eq!(out[0].1.to_f32()[0], 1.0);
+    assert_eq!(out[0].1.to_f32()[16], 5.0);
+}
+
+#[test]
+fn shape_that_cannot_be_resolved() {
+    // Reshape to a shape computed from the input's values.
+    let mut cast = node("Cast", "to_int", &["x"], &["xi"]);
+    cast.attribute.push(AttributeProto {
+        name: Some("to".into()),
+        r#type: Some(attribute_proto::AttributeType::Int as i32),
+        i: Some(tensor_proto::DataType::Int64 as i64),
+        ..Default::default()
+    });
+    let m = model(
+        vec![cast, node("Reshape", "reshape", &["x", "xi"], &["y"])],
+        vec![],
+        "y",
+    );
+    load_err(
+        "unresolved",
+        &m,
+        &[
+            "node 'reshape' (Reshape, opset 13)",
+            "must be known at import",
+        ],
+    );
+}
+
+#[test]
+fn initializer_shorter_than_its_shape() {
+    load_err(
+        "short",
+        &conv(vec![0.5; 4]),
+        &["initializer 'w'", "needs 6 float values, the file holds 4"],
+    );
+}
+
+#[test]
+fn nan_weights() {
+    let mut w = vec![0.5; 6];
+    w[3] = f32::NAN;
+    load_err(
+        "nan",
+        &conv(w),
+        &["node 'conv1' (Conv, opset 13)", "NaN at element 3"],
+    );
+}
+
+#[test]
+fn graph_cycle() {
+    let m = model(
+        vec![
+            node("Add", "a", &["x", "b_out"], &["a_out"]),
+            node("Relu", "b", &["a_out"], &["b_out"]),
+        ],
+        vec![],
+        "b_out",
+    );
+    load_err("cycle", &m, &["node 'a' (Add, opset 13)", "cycle"]);
+}
