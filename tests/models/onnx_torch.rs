@@ -59,42 +59,53 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<(String, HostTensor)> {
         .collect()
 }
 
+/// Runs one export on `ctx`: its worst relative error over every output.
+fn run_case(ctx: &Context, case: &Path) -> wgnn::Result<f64> {
+    let model = wgnn::models::load(case.join("model.onnx"))?;
+    let data = case.join("test_data_set_0");
+    let inputs = numbered(&data, "input_");
+    let wants = numbered(&data, "output_");
+    // A model with a symbolic height and width is built at the size of the
+    // recorded input; the others at the size they declare.
+    let info = &model.inputs()[0];
+    let hw = (info.shape.len() == 4 && info.shape[2..].iter().any(Option::is_none))
+        .then(|| (inputs[0].1.shape[2], inputs[0].1.shape[3]));
+    let named: Vec<(&str, HostTensor)> = model
+        .inputs()
+        .iter()
+        .zip(&inputs)
+        .map(|(i, (_, v))| (i.name.as_str(), v.clone()))
+        .collect();
+    let outputs = model.run(ctx, hw, &named)?;
+    assert_eq!(
+        outputs.len(),
+        wants.len(),
+        "{}: number of outputs",
+        case.display()
+    );
+    Ok(outputs
+        .iter()
+        .zip(&wants)
+        .map(|((_, got), (_, want))| relative_error(got, want))
+        .fold(0f64, f64::max))
+}
+
 /// Runs every export on `ctx` and returns (case, worst relative error).
 fn run_all(ctx: &Context, bound: f64) -> Vec<(String, f64)> {
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for case in cases() {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let model =
-            wgnn::models::load(case.join("model.onnx")).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let data = case.join("test_data_set_0");
-        let inputs = numbered(&data, "input_");
-        let wants = numbered(&data, "output_");
-        // A model with a symbolic height and width is built at the size of
-        // the recorded input; the others at the size they declare.
-        let info = &model.inputs()[0];
-        let hw = (info.shape.len() == 4 && info.shape[2..].iter().any(Option::is_none))
-            .then(|| (inputs[0].1.shape[2], inputs[0].1.shape[3]));
-        let named: Vec<(&str, HostTensor)> = model
-            .inputs()
-            .iter()
-            .zip(&inputs)
-            .map(|(i, (_, v))| (i.name.as_str(), v.clone()))
-            .collect();
-        let outputs = model
-            .run(ctx, hw, &named)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(outputs.len(), wants.len(), "{name}: number of outputs");
-        let worst = outputs
-            .iter()
-            .zip(&wants)
-            .map(|((_, got), (_, want))| relative_error(got, want))
-            .fold(0f64, f64::max);
-        println!("{name}: max relative error {worst:.2e}");
-        if worst > bound {
-            failures.push(format!("{name}: {worst:.2e} > {bound:.0e}"));
+        match run_case(ctx, &case) {
+            Ok(worst) => {
+                println!("{name}: max relative error {worst:.2e}");
+                if worst > bound {
+                    failures.push(format!("{name}: {worst:.2e} > {bound:.0e}"));
+                }
+                report.push((name, worst));
+            }
+            Err(e) => failures.push(format!("{name}: {e}")),
         }
-        report.push((name, worst));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     report

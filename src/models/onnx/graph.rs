@@ -171,7 +171,15 @@ impl<'s> Writer<'s> {
         let mut waiting = vec![0usize; nodes.len()];
         let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
         for (i, n) in nodes.iter().enumerate() {
-            for name in n.input.iter().filter(|s| !s.is_empty()) {
+            // A branch reads names of the enclosing graph without listing
+            // them as inputs: those are dependencies too.
+            let mut reads: Vec<&String> = n.input.iter().collect();
+            for a in &n.attribute {
+                if let Some(g) = &a.g {
+                    outer_reads(g, &mut reads);
+                }
+            }
+            for name in reads.into_iter().filter(|s| !s.is_empty()) {
                 self.readers.entry(name.clone()).or_default().push(i);
                 if let Some(&p) = producer.get(name.as_str()) {
                     waiting[i] += 1;
@@ -351,6 +359,31 @@ impl<'s> Writer<'s> {
         Ok(())
     }
 
+    /// Writes the nodes of an `If` branch (chosen at import) into this
+    /// graph, as if they stood in place of the `If`, and returns the
+    /// branch's outputs.
+    pub(super) fn inline_branch(&mut self, g: &'s proto::GraphProto) -> Result<Vec<Value>> {
+        let location = self.location.clone();
+        for t in &g.initializer {
+            let c = super::tensor::decode(t, None).map_err(|e| self.err(e))?;
+            self.values
+                .insert(t.name().to_string(), Value::Const(Arc::new(c)));
+        }
+        for (k, n) in g.node.iter().enumerate() {
+            // Indices past the enclosing graph's: nothing is folded there.
+            self.write_node(n, usize::MAX - k)?;
+        }
+        self.location = location;
+        g.output
+            .iter()
+            .map(|o| {
+                self.values.get(o.name()).cloned().ok_or_else(|| {
+                    self.err(format!("the branch never writes its output '{}'", o.name()))
+                })
+            })
+            .collect()
+    }
+
     /// The input at `i`, which must be present.
     pub(super) fn need<'v>(&self, inputs: &'v [Option<Value>], i: usize) -> Result<&'v Value> {
         inputs
@@ -379,6 +412,28 @@ impl<'s> Writer<'s> {
 
 /// "node 'NAME' (OpType, opset N)", naming the node by its first output
 /// when it has no name.
+/// Names a subgraph (and the subgraphs inside it) reads from enclosing
+/// graphs: inputs of its nodes that none of its nodes, initializers or
+/// inputs define.
+fn outer_reads<'a>(g: &'a proto::GraphProto, reads: &mut Vec<&'a String>) {
+    let mut defined: HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    defined.extend(g.input.iter().map(|i| i.name()));
+    for n in &g.node {
+        let mut inner = n.input.iter().collect::<Vec<_>>();
+        for a in &n.attribute {
+            if let Some(sub) = &a.g {
+                outer_reads(sub, &mut inner);
+            }
+        }
+        reads.extend(
+            inner
+                .into_iter()
+                .filter(|name| !defined.contains(name.as_str())),
+        );
+        defined.extend(n.output.iter().map(String::as_str));
+    }
+}
+
 pub(super) fn describe(n: &proto::NodeProto, index: usize, opset: i64) -> String {
     let name = if n.name().is_empty() {
         match n.output.first() {

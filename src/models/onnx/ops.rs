@@ -11,8 +11,8 @@ use super::tensor::{Const, Elem};
 use crate::error::Result;
 use crate::ml::{
     Conv2dOptions, ConvTranspose2dOptions, CoordinateTransform, DataType, GemmOptions, InputLayout,
-    InterpolationMode, NearestRounding, Operand, PaddingMode, Pool2dOptions, Resample2dOptions,
-    RoundingType,
+    InterpolationMode, NearestRounding, Operand, OperandDescriptor, PaddingMode, Pool2dOptions,
+    Resample2dOptions, RoundingType,
 };
 
 /// Stand-ins for Clip's absent bounds: WGSL has no infinity literal.
@@ -158,7 +158,7 @@ impl<'s> Writer<'s> {
                 }
                 Ok(self.keep(acc, elem))
             }
-            "Equal" | "Greater" | "Less" => {
+            "Equal" | "Greater" | "Less" | "GreaterOrEqual" | "LessOrEqual" => {
                 let (mut a, mut c) = (self.opnd(inputs, 0)?, self.opnd(inputs, 1)?);
                 // WebNN compares float or int32 operands; bool compares as int.
                 if a.data_type() == DataType::Uint8 {
@@ -168,9 +168,61 @@ impl<'s> Writer<'s> {
                 let y = self.ctx(match op_type {
                     "Equal" => b.equal(&a, &c),
                     "Greater" => b.greater(&a, &c),
+                    "GreaterOrEqual" => b.greater_or_equal(&a, &c),
+                    "LessOrEqual" => b.lesser_or_equal(&a, &c),
                     _ => b.lesser(&a, &c),
                 })?;
                 Ok(self.keep(y, Elem::Bool))
+            }
+            "Not" => {
+                let x = self.opnd(inputs, 0)?;
+                Ok(self.keep(self.ctx(b.logical_not(&x))?, Elem::Bool))
+            }
+            "Gelu" => {
+                // Opset 20's Gelu: exact (erf) or its tanh approximation.
+                let x = self.opnd(inputs, 0)?;
+                let half = self.scalar_like(&x, 0.5)?;
+                let one = self.scalar_like(&x, 1.0)?;
+                let inner = match attrs.string("approximate", "none").as_str() {
+                    "none" => {
+                        let k = self.scalar_like(&x, std::f32::consts::FRAC_1_SQRT_2)?;
+                        self.ctx(b.mul(&x, &k).and_then(|v| b.erf(&v)))?
+                    }
+                    "tanh" => {
+                        let c = self.scalar_like(&x, 0.044_715)?;
+                        let k = self.scalar_like(&x, (2.0 / std::f32::consts::PI).sqrt())?;
+                        let x3 = self.ctx(b.mul(&x, &x).and_then(|v| b.mul(&v, &x)))?;
+                        let t = self.ctx(b.mul(&x3, &c).and_then(|v| b.add(&v, &x)))?;
+                        self.ctx(b.mul(&t, &k).and_then(|v| b.tanh(&v)))?
+                    }
+                    other => return Err(self.err(format!("approximate '{other}' is unknown"))),
+                };
+                let y = self.ctx(
+                    b.add(&inner, &one)
+                        .and_then(|v| b.mul(&v, &x))
+                        .and_then(|v| b.mul(&v, &half)),
+                )?;
+                Ok(self.one(y))
+            }
+            "GatherND" => self.gather_nd(attrs, inputs),
+            "If" => {
+                // Exporters branch on shapes (PyTorch's LocalResponseNorm
+                // does): with the sizes fixed at build time the condition is
+                // known, and the branch taken is written in place.
+                let cond = self
+                    .need_const(inputs, 0, "cond")?
+                    .ok_or_else(|| self.err("input 0 (cond) is missing"))?;
+                let Some(&c) = cond.as_i64().first() else {
+                    return Err(self.err("the condition is empty"));
+                };
+                let name = if c != 0 { "then_branch" } else { "else_branch" };
+                let g = n
+                    .attribute
+                    .iter()
+                    .find(|a| a.name() == name)
+                    .and_then(|a| a.g.as_ref())
+                    .ok_or_else(|| self.err(format!("it has no {name}")))?;
+                self.inline_branch(g)
             }
             "Where" => {
                 let c = self.opnd(inputs, 0)?;
@@ -459,6 +511,55 @@ impl<'s> Writer<'s> {
             )),
             _ => Err(self.err("operator not supported")),
         }
+    }
+
+    /// GatherND (batch_dims 0) with constant indices: the index tuples become
+    /// flat offsets into the leading axes at import, and one gather reads them.
+    fn gather_nd(&mut self, attrs: &Attrs<'_>, inputs: &[Option<Value>]) -> Result<Vec<Value>> {
+        if attrs.int("batch_dims", 0) != 0 {
+            return Err(self.err("batch_dims other than 0 is not supported"));
+        }
+        let elem = self.need(inputs, 0)?.elem();
+        let x = self.opnd(inputs, 0)?;
+        let idx = self.need_const(inputs, 1, "indices")?.ok_or_else(|| {
+            self.err("input 1 (indices) must be known at import (a constant or from shapes)")
+        })?;
+        let ishape = idx.shape.clone();
+        let k = *ishape
+            .last()
+            .ok_or_else(|| self.err("indices must have at least one dimension"))?;
+        let shape = x.shape().to_vec();
+        if k == 0 || k > shape.len() {
+            return Err(self.err(format!(
+                "index tuples of {k} do not fit data of rank {}",
+                shape.len()
+            )));
+        }
+        let lead: usize = shape[..k].iter().product();
+        let values = idx.as_i64();
+        let mut flat = Vec::with_capacity(values.len() / k);
+        for tuple in values.chunks(k) {
+            let mut offset = 0i64;
+            for (a, &i) in tuple.iter().enumerate() {
+                let d = shape[a] as i64;
+                let i = if i < 0 { i + d } else { i };
+                if !(0..d).contains(&i) {
+                    return Err(self.err(format!("index {tuple:?} is out of range for {shape:?}")));
+                }
+                offset = offset * d + i;
+            }
+            flat.push(offset as i32);
+        }
+        let mut rest = vec![lead];
+        rest.extend_from_slice(&shape[k..]);
+        let b = self.b;
+        let data = self.ctx(b.reshape(&x, &rest))?;
+        let outer = &ishape[..ishape.len() - 1];
+        let indices = self.ctx(b.constant(
+            OperandDescriptor::new(DataType::Int32, outer.to_vec()),
+            bytemuck::cast_slice(&flat),
+        ))?;
+        Ok(self.keep(self.ctx(b.gather(&data, &indices, 0))?, elem))
     }
 
     /// Whether a Dropout runs in training mode (its `training_mode` input
@@ -1194,13 +1295,20 @@ impl<'s> Writer<'s> {
         } else {
             self.ctx(self.b.cast(&x, DataType::Float32))?
         };
-        let (x4, shape) = self.as_4d(&x)?;
+        let (x4, shape, kernel, strides, dilations, padding) = if x.shape().len() == 5 {
+            self.pool_3d_as_2d(&x, attrs)?
+        } else {
+            let (x4, shape) = self.as_4d(&x)?;
+            let spatial = shape.len() - 2;
+            let kernel = self.spatial(attrs, "kernel_shape", spatial, 1)?;
+            let strides = self.spatial(attrs, "strides", spatial, 1)?;
+            let dilations = self.spatial(attrs, "dilations", spatial, 1)?;
+            let hw = [x4.shape()[2], x4.shape()[3]];
+            let padding = self.conv_padding(attrs, spatial, hw, kernel, strides, dilations)?;
+            (x4, shape, kernel, strides, dilations, padding)
+        };
         let spatial = shape.len() - 2;
-        let kernel = self.spatial(attrs, "kernel_shape", spatial, 1)?;
-        let strides = self.spatial(attrs, "strides", spatial, 1)?;
-        let dilations = self.spatial(attrs, "dilations", spatial, 1)?;
         let hw = [x4.shape()[2], x4.shape()[3]];
-        let padding = self.conv_padding(attrs, spatial, hw, kernel, strides, dilations)?;
         let ceil = attrs.int("ceil_mode", 0) != 0;
         // Output sizes as ONNX (and PyTorch) define them: with ceil_mode a
         // last window that would start in the end padding is dropped.
@@ -1247,17 +1355,83 @@ impl<'s> Writer<'s> {
         } else {
             b.average_pool2d(&x4, options)
         })?;
-        let y = if spatial == 1 {
-            let s = y.shape().to_vec();
-            self.ctx(b.reshape(&y, &[s[0], s[1], s[3]]))?
-        } else {
-            y
+        let s = y.shape().to_vec();
+        let y = match spatial {
+            1 => self.ctx(b.reshape(&y, &[s[0], s[1], s[3]]))?,
+            3 => self.ctx(b.reshape(&y, &[s[0], s[1], s[2], shape[3], shape[4]]))?,
+            _ => y,
         };
         let elem = self.need(inputs, 0)?.elem();
         if in_type.is_float() {
             return Ok(self.keep(y, elem));
         }
         Ok(self.keep(self.ctx(b.cast(&y, in_type))?, elem))
+    }
+
+    /// A 3-D pool whose window, stride and dilation are 1 along the last two
+    /// axes, with no padding there: a 2-D pool over [depth, height x width].
+    /// PyTorch's legacy export of LocalResponseNorm pools [N, 1, C, H, W]
+    /// this way, across channels.
+    #[allow(clippy::type_complexity)]
+    fn pool_3d_as_2d(
+        &mut self,
+        x: &Operand,
+        attrs: &Attrs<'_>,
+    ) -> Result<(
+        Operand,
+        Vec<usize>,
+        [usize; 2],
+        [usize; 2],
+        [usize; 2],
+        [usize; 4],
+    )> {
+        let shape = x.shape().to_vec();
+        let list = |name: &str, n: usize, default: i64| -> Result<Vec<usize>> {
+            let v = attrs.ints(name).unwrap_or_else(|| vec![default; n]);
+            v.iter()
+                .map(|&d| usize::try_from(d).ok())
+                .collect::<Option<Vec<usize>>>()
+                .filter(|v| v.len() == n)
+                .ok_or_else(|| self.err(format!("{name} {v:?} must be {n} non-negative values")))
+        };
+        let kernel = list("kernel_shape", 3, 1)?;
+        let strides = list("strides", 3, 1)?;
+        let dilations = list("dilations", 3, 1)?;
+        let pads = list("pads", 6, 0)?;
+        let auto = attrs.string("auto_pad", "NOTSET");
+        let trivial = |v: &[usize], one: usize| v[1] == one && v[2] == one;
+        if !(trivial(&kernel, 1)
+            && trivial(&strides, 1)
+            && trivial(&dilations, 1)
+            && pads[1] == 0
+            && pads[2] == 0
+            && pads[4] == 0
+            && pads[5] == 0
+            && matches!(auto.as_str(), "NOTSET" | "VALID"))
+        {
+            return Err(self.err(format!(
+                "a 3-D pool is supported only with window, strides and dilations of 1 and no \
+                 padding along its last two axes (kernel {kernel:?}, strides {strides:?}, pads \
+                 {pads:?}, auto_pad {auto})"
+            )));
+        }
+        let x4 = self.ctx(
+            self.b
+                .reshape(x, &[shape[0], shape[1], shape[2], shape[3] * shape[4]]),
+        )?;
+        let padding = if auto == "VALID" {
+            [0; 4]
+        } else {
+            [pads[0], pads[3], 0, 0]
+        };
+        Ok((
+            x4,
+            shape,
+            [kernel[0], 1],
+            [strides[0], 1],
+            [dilations[0], 1],
+            padding,
+        ))
     }
 
     fn resize(
