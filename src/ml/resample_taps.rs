@@ -21,8 +21,15 @@ fn source(dst: usize, in_len: usize, out_len: usize, scale: f32, o: &Resample2dO
     let d = dst as f32;
     match o.coordinate_transform {
         CoordinateTransform::AlignCorners => {
-            if out_len > 1 {
-                d * (in_len - 1) as f32 / (out_len - 1) as f32
+            // ONNX divides by the unrounded resized length when scales are
+            // given (in * scale, e.g. 2.4 for 4 x 0.6), and by out - 1 when
+            // sizes are: exactly out - 1 then, with no rounding in between.
+            let resized = match o.sizes {
+                Some(_) => out_len as f32,
+                None => in_len as f32 * scale,
+            };
+            if out_len > 1 && resized > 1.0 {
+                d * (in_len - 1) as f32 / (resized - 1.0)
             } else {
                 0.0
             }
@@ -183,5 +190,24 @@ mod tests {
         let one = |t| nearest_taps(t, Floor, 5, 1, 0.2);
         assert_eq!(one(CoordinateTransform::PytorchHalfPixel), [0]);
         assert_eq!(one(CoordinateTransform::HalfPixel), [2]);
+    }
+
+    #[test]
+    fn align_corners_divides_by_the_unrounded_length_when_scales_are_given() {
+        // ONNX test_resize_downsample_scales_linear_align_corners: a row of
+        // 4 scaled by 0.6 is 2 long, and its second sample sits at
+        // 1 * 3 / (2.4 - 1) = 2.142857 (linear: 2 x 0.857 + 3 x 0.143).
+        let mut o = Resample2dOptions {
+            mode: InterpolationMode::Linear,
+            coordinate_transform: CoordinateTransform::AlignCorners,
+            ..Default::default()
+        };
+        let at = |t: &Tap| t.i0 as f32 * (1.0 - t.w) + t.i1 as f32 * t.w;
+        let t = taps(4, 2, 0.6, &o);
+        assert!((at(&t[1]) - 15.0 / 7.0).abs() < 1e-5, "{t:?}");
+        // Given sizes, the same 4 -> 2 spans the row: the second sample is 3.
+        o.sizes = Some([1, 2]);
+        let t = taps(4, 2, 0.5, &o);
+        assert!((at(&t[1]) - 3.0).abs() < 1e-6, "{t:?}");
     }
 }
