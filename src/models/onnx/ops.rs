@@ -360,7 +360,8 @@ impl<'s> Writer<'s> {
                 shape[2..].iter_mut().for_each(|d| *d = 1);
                 Ok(self.one(self.ctx(b.reshape(&y, &shape))?))
             }
-            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" => {
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2"
+            | "ReduceSumSquare" | "ReduceLogSumExp" => {
                 let v = self.need(inputs, 0)?.clone();
                 let x = self.operand(&v)?;
                 let input_from = if op_type == "ReduceSum" { 13 } else { 18 };
@@ -389,6 +390,10 @@ impl<'s> Writer<'s> {
                     "ReduceMean" => b.reduce_mean(&x, a, keep),
                     "ReduceSum" => b.reduce_sum(&x, a, keep),
                     "ReduceMax" => b.reduce_max(&x, a, keep),
+                    "ReduceProd" => b.reduce_product(&x, a, keep),
+                    "ReduceL2" => b.reduce_l2(&x, a, keep),
+                    "ReduceSumSquare" => b.reduce_sum_square(&x, a, keep),
+                    "ReduceLogSumExp" => b.reduce_log_sum_exp(&x, a, keep),
                     _ => b.reduce_min(&x, a, keep),
                 })?;
                 let y = if v.elem().data_type() == y.data_type() {
@@ -427,12 +432,17 @@ impl<'s> Writer<'s> {
                 })?;
                 Ok(self.one(self.ctx(b.reshape(&y, &shape))?))
             }
-            "ArgMax" => {
+            "ArgMax" | "ArgMin" => {
                 let x = self.opnd(inputs, 0)?;
                 let axis = self.msg(norm_axis(attrs.int("axis", 0), x.shape().len()))?;
                 let keep = attrs.int("keepdims", 1) != 0;
                 let last = attrs.int("select_last_index", 0) != 0;
-                Ok(self.keep(self.ctx(b.arg_max(&x, axis, keep, last))?, Elem::I64))
+                let y = if op_type == "ArgMax" {
+                    b.arg_max(&x, axis, keep, last)
+                } else {
+                    b.arg_min(&x, axis, keep, last)
+                };
+                Ok(self.keep(self.ctx(y)?, Elem::I64))
             }
             "DepthToSpace" | "SpaceToDepth" => {
                 let x = self.opnd(inputs, 0)?;

@@ -44,7 +44,9 @@ OPS = set(
     Flatten Reshape Transpose Squeeze Unsqueeze Concat Split Slice Pad Resize Upsample
     MaxPool AveragePool GlobalAveragePool GlobalMaxPool ReduceMean ReduceSum ReduceMax
     Softmax LogSoftmax ArgMax DepthToSpace SpaceToDepth Gather Expand Tile Where Equal
-    Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range""".split()
+    Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range
+    ArgMin ReduceMin ReduceProd ReduceL2 ReduceSumSquare ReduceLogSumExp GreaterOrEqual
+    LessOrEqual Not Gelu GatherND If""".split()
 )
 SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
            "GlobalMaxPool", "InstanceNormalization", "LRN"}
@@ -54,7 +56,9 @@ TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.
 STATIC = {
     "Reshape": [1], "Slice": [1, 2, 3, 4], "Pad": [1, 2, 3], "Expand": [1], "Tile": [1],
     "Resize": [1, 2, 3], "Upsample": [1], "Unsqueeze": [1], "Squeeze": [1], "Split": [1],
-    "ReduceMean": [1], "ReduceSum": [1], "ReduceMax": [1], "ConstantOfShape": [0],
+    "ReduceMean": [1], "ReduceSum": [1], "ReduceMax": [1], "ReduceMin": [1], "ReduceProd": [1],
+    "ReduceL2": [1], "ReduceSumSquare": [1], "ReduceLogSumExp": [1], "GatherND": [1],
+    "If": [0], "ConstantOfShape": [0],
     "Range": [0, 1, 2],
 }
 
@@ -70,6 +74,8 @@ def node_refusal(node, opset, used):
     """Why the importer refuses this node's form, or None."""
     op = node.op_type
     s = lambda n, d: (attr(node, n, d).decode() if isinstance(attr(node, n, d), bytes) else attr(node, n, d))
+    if op == "GatherND" and attr(node, "batch_dims", 0) != 0:
+        return "GatherND batch_dims"
     if op in ("Resize", "Upsample"):
         if s("mode", "nearest") not in ("nearest", "linear", "bilinear"):
             return f"{op} mode {s('mode', '')}"
