@@ -286,3 +286,62 @@ fn graph_cycle() {
     );
     load_err("cycle", &m, &["node 'a' (Add, opset 13)", "cycle"]);
 }
+
+/// A model of two inputs (a vector, then an image) and two outputs.
+fn two_inputs() -> PathBuf {
+    let mut m = model(
+        vec![
+            node("Relu", "r1", &["aux"], &["a"]),
+            node("Neg", "n1", &["img"], &["b"]),
+        ],
+        vec![],
+        "a",
+    );
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![value("aux", &[1, 4]), value("img", &[1, 3, 2, 2])];
+    g.output = vec![value("a", &[]), value("b", &[])];
+    save("two-inputs", &m.encode_to_vec())
+}
+
+#[test]
+fn run_finds_inputs_by_name_and_returns_every_output_in_order() {
+    use wgnn::ml::{Context, HostTensor};
+    let model = models::load(two_inputs()).unwrap();
+    let ctx = Context::cpu();
+    let img = HostTensor::f32([1, 3, 2, 2], (0..12).map(|v| v as f32).collect());
+    let aux = HostTensor::f32([1, 4], vec![-1.0, 2.0, -3.0, 4.0]);
+    // Given in the other order than the model declares them.
+    let out = model
+        .run(&ctx, None, &[("img", img), ("aux", aux.clone())])
+        .unwrap();
+    let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(out[0].1.to_f32(), [0.0, 2.0, 0.0, 4.0]);
+    assert_eq!(out[1].1.to_f32()[11], -11.0);
+    let e = model.run(&ctx, None, &[("aux", aux.clone())]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("input 'img' (float32 [1, 3, 2, 2]) is not given"),
+        "{e}"
+    );
+    let e = model
+        .run(&ctx, None, &[("aux", aux.clone()), ("image", aux)])
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the model has no input 'image' (its inputs: aux, img)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_frame_cannot_fill_a_model_with_inputs_besides_its_image() {
+    let model = models::load(two_inputs()).unwrap();
+    let e = wgnn::tasks::ImageInput::of(&model).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "besides the image input 'img' it has input 'aux' [1, 4], which a frame cannot fill"
+        ),
+        "{e}"
+    );
+}
