@@ -15,6 +15,7 @@ mod load;
 mod mediapipe;
 mod onnx_backend;
 mod onnx_bad_input;
+mod onnx_light;
 mod onnx_torch;
 mod provenance;
 mod tflite_ops;

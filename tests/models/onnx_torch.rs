@@ -1,6 +1,7 @@
 //! Real exports: small PyTorch networks through both of PyTorch's ONNX
 //! exporters (tests/data/onnx/torch, with its README), run on the CPU and GPU
-//! contexts against onnxruntime's outputs.
+//! contexts against onnxruntime's outputs; and hand-written graphs for the
+//! rewrites the exporters do themselves (tests/data/onnx/handmade).
 
 use std::path::{Path, PathBuf};
 
@@ -31,16 +32,24 @@ fn relative_error(got: &HostTensor, want: &HostTensor) -> f64 {
     }
 }
 
+/// The PyTorch exports, then the hand-written graphs (tests/data/onnx/handmade).
 fn cases() -> Vec<PathBuf> {
-    let dir = common::root().join("tests/data/onnx/torch");
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("model.onnx").is_file())
-        .collect();
-    cases.sort();
-    assert!(cases.len() >= 15, "expected the 15 exports in {dir:?}");
-    cases
+    let mut all = Vec::new();
+    for (folder, at_least) in [("torch", 15), ("handmade", 1)] {
+        let dir = common::root().join("tests/data/onnx").join(folder);
+        let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("model.onnx").is_file())
+            .collect();
+        cases.sort();
+        assert!(
+            cases.len() >= at_least,
+            "expected {at_least} cases in {dir:?}"
+        );
+        all.extend(cases);
+    }
+    all
 }
 
 fn numbered(dir: &Path, prefix: &str) -> Vec<(String, HostTensor)> {

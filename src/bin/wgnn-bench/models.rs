@@ -72,10 +72,11 @@ pub fn cases(quick: bool) -> Vec<ModelCase> {
 
 /// A model file a user names, at `hw` where it takes any size.
 pub fn user_case(path: PathBuf, hw: Option<(usize, usize)>) -> ModelCase {
-    // "x2/model.json" rather than "model.json": TF.js files share one name.
+    // "x2/model.json" rather than "model.json": TF.js files (and many ONNX
+    // exports) share one name.
     let file = |p: &std::path::Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
     let stem = match (path.parent().and_then(file), file(&path)) {
-        (Some(dir), Some(f)) if f == "model.json" => format!("{dir}/{f}"),
+        (Some(dir), Some(f)) if f.starts_with("model.") => format!("{dir}/{f}"),
         (_, Some(f)) => f,
         _ => "model".into(),
     };

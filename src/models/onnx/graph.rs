@@ -313,6 +313,16 @@ impl<'s> Writer<'s> {
         }
         self.location = describe(n, index, self.src.opset);
         if self.folded.contains(&index) {
+            // A BatchNormalization folded into the Conv that writes its input:
+            // its output is that Conv's (already normalized) value.
+            if let (Some(i), Some(o)) = (n.input.first(), n.output.first()) {
+                let v = self
+                    .values
+                    .get(i.as_str())
+                    .cloned()
+                    .ok_or_else(|| self.err(format!("input '{i}' is not written yet")))?;
+                self.values.insert(o.clone(), v);
+            }
             return Ok(());
         }
         let inputs: Vec<Option<Value>> = n
