@@ -610,6 +610,17 @@ impl<'s> Writer<'s> {
         }
     }
 
+    /// The inverse of [`Self::as_4d`] (and of a 3-D pool's merge of its last
+    /// two axes): a 4-D result back to the rank of the `shape` it came from.
+    fn back_from_4d(&mut self, y: Operand, shape: &[usize]) -> Result<Operand> {
+        let s = y.shape().to_vec();
+        match shape.len() {
+            3 => self.ctx(self.b.reshape(&y, &[s[0], s[1], s[3]])),
+            5 => self.ctx(self.b.reshape(&y, &[s[0], s[1], s[2], shape[3], shape[4]])),
+            _ => Ok(y),
+        }
+    }
+
     fn cast(&mut self, inputs: &[Option<Value>], attrs: &Attrs<'_>) -> Result<Vec<Value>> {
         let v = self.need(inputs, 0)?.clone();
         let to = self.msg(Elem::from_onnx(attrs.int("to", 0) as i32))?;
@@ -853,12 +864,7 @@ impl<'s> Writer<'s> {
             ..Conv2dOptions::new()
         };
         let y = self.ctx(self.b.conv2d(&x4, &w4, bias.as_ref(), options))?;
-        let y = if spatial == 1 {
-            let s = y.shape().to_vec();
-            self.ctx(self.b.reshape(&y, &[s[0], s[1], s[3]]))?
-        } else {
-            y
-        };
+        let y = self.back_from_4d(y, &shape)?;
         Ok(self.one(y))
     }
 
@@ -1046,12 +1052,7 @@ impl<'s> Writer<'s> {
             ..ConvTranspose2dOptions::new()
         };
         let y = self.ctx(self.b.conv_transpose2d(&x4, &w4, bias.as_ref(), options))?;
-        let y = if spatial == 1 {
-            let s = y.shape().to_vec();
-            self.ctx(self.b.reshape(&y, &[s[0], s[1], s[3]]))?
-        } else {
-            y
-        };
+        let y = self.back_from_4d(y, &shape)?;
         Ok(self.one(y))
     }
 
@@ -1317,7 +1318,6 @@ impl<'s> Writer<'s> {
             let padding = self.conv_padding(attrs, spatial, hw, kernel, strides, dilations)?;
             (x4, shape, kernel, strides, dilations, padding)
         };
-        let spatial = shape.len() - 2;
         let hw = [x4.shape()[2], x4.shape()[3]];
         let ceil = attrs.int("ceil_mode", 0) != 0;
         // Output sizes as ONNX (and PyTorch) define them: with ceil_mode a
@@ -1365,12 +1365,7 @@ impl<'s> Writer<'s> {
         } else {
             b.average_pool2d(&x4, options)
         })?;
-        let s = y.shape().to_vec();
-        let y = match spatial {
-            1 => self.ctx(b.reshape(&y, &[s[0], s[1], s[3]]))?,
-            3 => self.ctx(b.reshape(&y, &[s[0], s[1], s[2], shape[3], shape[4]]))?,
-            _ => y,
-        };
+        let y = self.back_from_4d(y, &shape)?;
         let elem = self.need(inputs, 0)?.elem();
         if in_type.is_float() {
             return Ok(self.keep(y, elem));
