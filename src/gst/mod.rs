@@ -12,6 +12,8 @@ pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
 mod latency;
+pub mod results;
+pub mod roi;
 mod stats;
 pub mod tensor_meta;
 mod wgnndownload;

@@ -21,6 +21,8 @@ mod background;
 mod context;
 mod image_input;
 mod infer;
+pub mod model_proc;
+mod objects;
 mod segment;
 #[cfg(test)]
 mod tests;
@@ -30,6 +32,8 @@ mod upscale;
 pub use background::BackgroundSpec;
 pub use image_input::ImageInput;
 pub use infer::{ImageInference, InferOptions, InferenceOutputs};
+pub use model_proc::ModelProc;
+pub use objects::{Classification, Detection, FrameResults, Labels, ObjectResult, Rect};
 pub use segment::{GpuStages, SegmentEffect, SegmentOptions, Segmenter};
 pub use timing::{GpuRun, ModelTiming, Stage, StageMarks};
 pub use upscale::{UpscaleOptions, Upscaler};

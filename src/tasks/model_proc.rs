@@ -1,0 +1,441 @@
+//! Model-proc files: the JSON sidecar that says how a model's input is
+//! filled (value range, colour order, letterbox or stretch) and how its
+//! outputs become objects or classes (the decoder and its options, labels,
+//! thresholds), in the spirit of DL Streamer's model-proc files. The schema
+//! is documented in docs/MODEL_PROC.md; every struct here refuses unknown
+//! fields so that a typo is an error naming the field, not a silent default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::video::{ChannelOrder, ColorSpec, Resize};
+
+use super::objects::Labels;
+use super::InferOptions;
+
+/// A parsed model-proc file.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProc {
+    /// Where it was read from (not a field of the file).
+    #[serde(skip)]
+    pub path: PathBuf,
+    #[serde(default)]
+    pub input: InputProc,
+    /// How outputs become results; `None` for a plain classifier whose one
+    /// output is class scores.
+    #[serde(default)]
+    pub decoder: Option<Decoder>,
+    /// Class names: a list, or a labels file (one name per line) relative
+    /// to the model-proc's folder.
+    #[serde(default)]
+    pub labels: Option<LabelsProc>,
+    /// Minimum confidence of a result; element properties override it.
+    #[serde(default)]
+    pub threshold: Option<f32>,
+    /// IoU above which non-maximum suppression merges or drops boxes.
+    #[serde(default)]
+    pub iou_threshold: Option<f32>,
+}
+
+/// How a frame fills the model's input.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InputProc {
+    /// The values for black and full intensity, e.g. [-1, 1]; unset: the
+    /// model family's convention.
+    #[serde(default)]
+    pub range: Option<[f32; 2]>,
+    #[serde(default)]
+    pub color: ColorOrder,
+    #[serde(default)]
+    pub resize: ResizeProc,
+    /// Letterbox border colour, RGB 0..255.
+    #[serde(default)]
+    pub pad: [u8; 3],
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ColorOrder {
+    #[default]
+    Rgb,
+    Bgr,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResizeProc {
+    #[default]
+    Stretch,
+    Letterbox,
+    Crop,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum LabelsProc {
+    List(Vec<String>),
+    File(PathBuf),
+}
+
+/// The decoders, by `"type"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Decoder {
+    SsdAnchors(SsdAnchors),
+    Yolo(Yolo),
+    Classification(ClassificationDecoder),
+}
+
+impl Decoder {
+    /// The `"type"` as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decoder::SsdAnchors(_) => "ssd-anchors",
+            Decoder::Yolo(_) => "yolo",
+            Decoder::Classification(_) => "classification",
+        }
+    }
+}
+
+/// MediaPipe-style SSD: anchors generated as MediaPipe's
+/// `SsdAnchorsCalculator` does, boxes and keypoints decoded as its
+/// `TensorsToDetectionsCalculator` does; option names are MediaPipe's.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SsdAnchors {
+    /// Output holding [1, N, num_coords] box regressors.
+    pub boxes: String,
+    /// Output holding [1, N, classes] scores.
+    pub scores: String,
+    pub anchors: AnchorOptions,
+    pub num_coords: usize,
+    #[serde(default)]
+    pub box_coord_offset: usize,
+    #[serde(default)]
+    pub keypoint_coord_offset: usize,
+    #[serde(default)]
+    pub num_keypoints: usize,
+    #[serde(default = "two")]
+    pub num_values_per_keypoint: usize,
+    pub x_scale: f32,
+    pub y_scale: f32,
+    pub w_scale: f32,
+    pub h_scale: f32,
+    #[serde(default = "yes")]
+    pub sigmoid_score: bool,
+    #[serde(default)]
+    pub score_clipping_thresh: Option<f32>,
+    /// Boxes stored as (x, y, w, h) rather than (y, x, h, w).
+    #[serde(default)]
+    pub reverse_output_order: bool,
+    #[serde(default)]
+    pub nms: NmsKind,
+}
+
+/// MediaPipe's `SsdAnchorsCalculatorOptions`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AnchorOptions {
+    pub num_layers: usize,
+    pub min_scale: f32,
+    pub max_scale: f32,
+    pub input_size_width: u32,
+    pub input_size_height: u32,
+    #[serde(default = "half")]
+    pub anchor_offset_x: f32,
+    #[serde(default = "half")]
+    pub anchor_offset_y: f32,
+    pub strides: Vec<u32>,
+    #[serde(default = "one_ratio")]
+    pub aspect_ratios: Vec<f32>,
+    #[serde(default)]
+    pub fixed_anchor_size: bool,
+    #[serde(default = "one")]
+    pub interpolated_scale_aspect_ratio: f32,
+    #[serde(default)]
+    pub reduce_boxes_in_lowest_layer: bool,
+}
+
+/// How overlapping boxes are resolved.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NmsKind {
+    /// MediaPipe's weighted NMS: overlapping boxes are averaged, weighted by
+    /// score.
+    #[default]
+    Weighted,
+    /// Keep the best box, drop those overlapping it (per class).
+    Hard,
+}
+
+/// YOLO outputs: v5 `[1, N, 5 + C]` (cx, cy, w, h, objectness, class
+/// scores) or v8/v11 `[1, 4 + C, N]` (cx, cy, w, h, class scores).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Yolo {
+    pub layout: YoloLayout,
+    /// The output to decode; unset: the model's first.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// Box coordinates are 0..1 of the input rather than input pixels.
+    #[serde(default)]
+    pub normalized: bool,
+    /// Most objects kept per frame after NMS.
+    #[serde(default = "max_detections")]
+    pub max_detections: usize,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum YoloLayout {
+    Yolov5,
+    Yolov8,
+}
+
+/// A classifier's scores.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClassificationDecoder {
+    /// The output holding [1, C] (or [C]) scores; unset: the model's first.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// Apply softmax: the output is logits.
+    #[serde(default)]
+    pub softmax: bool,
+}
+
+fn two() -> usize {
+    2
+}
+fn yes() -> bool {
+    true
+}
+fn half() -> f32 {
+    0.5
+}
+fn one() -> f32 {
+    1.0
+}
+fn one_ratio() -> Vec<f32> {
+    vec![1.0]
+}
+fn max_detections() -> usize {
+    300
+}
+
+impl ModelProc {
+    /// Reads and checks a model-proc file; errors name the file and the bad
+    /// field.
+    pub fn load(path: &Path) -> Result<ModelProc> {
+        let bad = |message: String| Error::File {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text =
+            std::fs::read(path).map_err(|e| bad(format!("cannot read the model-proc: {e}")))?;
+        let mut proc: ModelProc = serde_json::from_slice(&text)
+            .map_err(|e| bad(format!("not a valid model-proc: {e}")))?;
+        proc.path = path.to_path_buf();
+        proc.check().map_err(bad)?;
+        Ok(proc)
+    }
+
+    /// The model-proc for the model at `model`: `explicit` when given (it
+    /// must exist), else `<model file stem>.json` beside the model when
+    /// there is one.
+    pub fn for_model(model: &Path, explicit: Option<&Path>) -> Result<Option<ModelProc>> {
+        if let Some(path) = explicit {
+            return ModelProc::load(path).map(Some);
+        }
+        let beside = model.with_extension("json");
+        // A TF.js model is itself a .json file: it is no model-proc.
+        if beside == model || !beside.is_file() {
+            return Ok(None);
+        }
+        ModelProc::load(&beside).map(Some)
+    }
+
+    fn check(&self) -> std::result::Result<(), String> {
+        let unit = |name: &str, v: Option<f32>| match v {
+            Some(v) if !(0.0..=1.0).contains(&v) => {
+                Err(format!("{name} is {v}; it must be between 0 and 1"))
+            }
+            _ => Ok(()),
+        };
+        unit("threshold", self.threshold)?;
+        unit("iou_threshold", self.iou_threshold)?;
+        if let Some([lo, hi]) = self.input.range {
+            if !lo.is_finite() || !hi.is_finite() || lo == hi {
+                return Err(format!(
+                    "input.range is [{lo}, {hi}]; it needs two different finite values"
+                ));
+            }
+        }
+        if let Some(LabelsProc::List(names)) = &self.labels {
+            if names.is_empty() {
+                return Err("labels is an empty list".into());
+            }
+        }
+        match &self.decoder {
+            Some(Decoder::SsdAnchors(s)) => s.check(),
+            Some(Decoder::Yolo(y)) if y.max_detections == 0 => {
+                Err("decoder.max_detections is 0; it must be at least 1".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The class names: the list, the labels file (relative to this file's
+    /// folder), or none.
+    pub fn labels(&self) -> Result<Labels> {
+        match &self.labels {
+            None => Ok(Labels::none()),
+            Some(LabelsProc::List(names)) => Ok(Labels::from_names(
+                names.clone(),
+                format!("model-proc {}", self.path.display()),
+            )),
+            Some(LabelsProc::File(file)) => {
+                let dir = self.path.parent().unwrap_or(Path::new("."));
+                Labels::from_file(&dir.join(file))
+            }
+        }
+    }
+
+    /// How frames whose YUV colours follow `color` fill the model's input.
+    pub fn infer_options(&self, color: ColorSpec) -> InferOptions {
+        InferOptions {
+            range: self.input.range,
+            resize: match self.input.resize {
+                ResizeProc::Stretch => Resize::Stretch,
+                ResizeProc::Letterbox => Resize::Letterbox {
+                    pad: self.input.pad,
+                },
+                ResizeProc::Crop => Resize::CenterCrop,
+            },
+            bgr: self.input.color == ColorOrder::Bgr,
+            color,
+        }
+    }
+
+    /// The channel order the input is fed in.
+    pub fn channels(&self) -> ChannelOrder {
+        match self.input.color {
+            ColorOrder::Rgb => ChannelOrder::Rgb,
+            ColorOrder::Bgr => ChannelOrder::Bgr,
+        }
+    }
+}
+
+impl SsdAnchors {
+    fn check(&self) -> std::result::Result<(), String> {
+        let a = &self.anchors;
+        if a.num_layers == 0 || a.strides.len() != a.num_layers {
+            return Err(format!(
+                "decoder.anchors has num_layers {} but {} strides; they must match and be at \
+                 least 1",
+                a.num_layers,
+                a.strides.len()
+            ));
+        }
+        if a.strides.contains(&0) || a.input_size_width == 0 || a.input_size_height == 0 {
+            return Err("decoder.anchors: strides and input sizes must be at least 1".into());
+        }
+        if a.aspect_ratios.is_empty() {
+            return Err("decoder.anchors.aspect_ratios is empty".into());
+        }
+        let needed = self
+            .keypoint_coord_offset
+            .max(self.box_coord_offset + 4)
+            .max(self.keypoint_coord_offset + self.num_keypoints * self.num_values_per_keypoint);
+        if self.num_coords < needed || self.num_values_per_keypoint < 2 && self.num_keypoints > 0 {
+            return Err(format!(
+                "decoder.num_coords is {}, but the box and keypoint offsets need {needed} values \
+                 per anchor (and each keypoint at least 2)",
+                self.num_coords
+            ));
+        }
+        let scales = [self.x_scale, self.y_scale, self.w_scale, self.h_scale];
+        if scales.iter().any(|s| !s.is_finite() || *s == 0.0) {
+            return Err("decoder: x_scale, y_scale, w_scale and h_scale must be non-zero".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wgnn-model-proc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_yolo_model_proc_with_a_labels_file() {
+        write("coco.txt", "person\nbicycle\n");
+        let path = write(
+            "yolo.json",
+            r#"{"input": {"range": [0, 1], "resize": "letterbox", "pad": [114, 114, 114]},
+                "decoder": {"type": "yolo", "layout": "yolov8"},
+                "labels": "coco.txt", "threshold": 0.25, "iou_threshold": 0.45}"#,
+        );
+        let proc = ModelProc::load(&path).unwrap();
+        let Some(Decoder::Yolo(y)) = &proc.decoder else {
+            panic!("{proc:?}")
+        };
+        assert_eq!(y.layout, YoloLayout::Yolov8);
+        assert_eq!(y.max_detections, 300);
+        assert_eq!(proc.labels().unwrap().name(1), "bicycle");
+        let o = proc.infer_options(ColorSpec::default());
+        assert_eq!(o.resize, Resize::Letterbox { pad: [114; 3] });
+        assert_eq!(o.range, Some([0.0, 1.0]));
+        assert!(!o.bgr);
+    }
+
+    #[test]
+    fn errors_name_the_bad_field() {
+        let cases = [
+            (
+                r#"{"decoder": {"type": "yolo", "layout": "yolov8", "colour": 1}}"#,
+                "colour",
+            ),
+            (r#"{"decoder": {"type": "yolo"}}"#, "layout"),
+            (r#"{"decoder": {"type": "centernet"}}"#, "centernet"),
+            (r#"{"input": {"color": "rgba"}}"#, "rgba"),
+            (r#"{"threshold": 1.5}"#, "threshold is 1.5"),
+            (r#"{"input": {"range": [1, 1]}}"#, "input.range"),
+            (r#"{"labels": []}"#, "labels is an empty list"),
+            (r#"{"bogus": true}"#, "bogus"),
+            ("{", "not a valid model-proc"),
+        ];
+        for (text, needle) in cases {
+            let path = write("bad.json", text);
+            let err = ModelProc::load(&path).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(err.contains("bad.json"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_default_model_proc_sits_beside_the_model() {
+        let model = write("beside.tflite", "");
+        assert_eq!(ModelProc::for_model(&model, None).unwrap(), None);
+        write("beside.json", r#"{"input": {"color": "bgr"}}"#);
+        let proc = ModelProc::for_model(&model, None).unwrap().unwrap();
+        assert_eq!(proc.channels(), ChannelOrder::Bgr);
+        let tfjs = write("model.json", "{}");
+        assert_eq!(ModelProc::for_model(&tfjs, None).unwrap(), None);
+        let err = ModelProc::for_model(&model, Some(Path::new("/nonexistent/x.json")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot read the model-proc"), "{err}");
+    }
+}
