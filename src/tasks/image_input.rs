@@ -28,6 +28,8 @@ pub struct ImageInput {
     /// better ([`ImageInput::bgr`]).
     pub channels: ChannelOrder,
     pub data_type: DataType,
+    /// Per-channel (mean, std) applied after `range`: `(v - mean) / std`.
+    pub mean_std: Option<([f32; 3], [f32; 3])>,
 }
 
 impl ImageInput {
@@ -91,6 +93,7 @@ impl ImageInput {
             range: input.range.unwrap_or([0.0, 1.0]),
             channels: ChannelOrder::Rgb,
             data_type: input.data_type,
+            mean_std: None,
         })
     }
 
@@ -110,12 +113,22 @@ impl ImageInput {
         self
     }
 
-    /// 8-bit colour values (0..255) to the model's range.
+    /// The same input with `(v - mean) / std` per channel after the range
+    /// (`None`: as it was).
+    pub fn with_mean_std(mut self, mean_std: Option<([f32; 3], [f32; 3])>) -> ImageInput {
+        if mean_std.is_some() {
+            self.mean_std = mean_std;
+        }
+        self
+    }
+
+    /// 8-bit colour values (0..255) to the model's range, then mean and std.
     pub fn normalize(&self) -> Normalize {
         let [lo, hi] = self.range;
+        let (mean, std) = self.mean_std.unwrap_or(([0.0; 3], [1.0; 3]));
         Normalize {
-            scale: [(hi - lo) / 255.0; 3],
-            offset: [lo; 3],
+            scale: [0, 1, 2].map(|c| (hi - lo) / 255.0 / std[c]),
+            offset: [0, 1, 2].map(|c| (lo - mean[c]) / std[c]),
         }
     }
 
@@ -272,5 +285,29 @@ pub(crate) mod tests {
             models::load(models::bundled("selfie/selfie_segmentation.tflite")).unwrap();
         selfie.set_input_range(0, None).unwrap();
         assert_eq!(ImageInput::of(&selfie).unwrap().range, [0.0, 1.0]);
+    }
+
+    #[test]
+    fn mean_and_std_follow_the_range_as_torchvision_applies_them() {
+        let selfie = models::load(models::bundled("selfie/selfie_segmentation.tflite")).unwrap();
+        let (mean, std) = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]);
+        let input = ImageInput::of(&selfie)
+            .unwrap()
+            .with_mean_std(Some((mean, std)));
+        let n = input.normalize();
+        let torchvision = Normalize::mean_std(mean, std);
+        for c in 0..3 {
+            for x in [0.0f32, 17.0, 255.0] {
+                let ours = x * n.scale[c] + n.offset[c];
+                let theirs = x * torchvision.scale[c] + torchvision.offset[c];
+                assert!(
+                    (ours - theirs).abs() < 1e-5,
+                    "channel {c}, {x}: {ours} vs {theirs}"
+                );
+            }
+        }
+        // With range -1..1 the mean and std apply to the ranged value.
+        let n = input.with_range(Some([-1.0, 1.0])).normalize();
+        assert!((255.0 * n.scale[0] + n.offset[0] - (1.0 - 0.485) / 0.229).abs() < 1e-5);
     }
 }

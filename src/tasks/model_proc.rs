@@ -55,6 +55,12 @@ pub struct InputProc {
     /// Letterbox border colour, RGB 0..255.
     #[serde(default)]
     pub pad: [u8; 3],
+    /// Per-channel mean and std (torchvision's `(v - mean) / std`, applied
+    /// after `range`), in the fed channel order; both or neither.
+    #[serde(default)]
+    pub mean: Option<[f32; 3]>,
+    #[serde(default)]
+    pub std: Option<[f32; 3]>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -275,6 +281,17 @@ impl ModelProc {
                 ));
             }
         }
+        match (self.input.mean, self.input.std) {
+            (Some(_), None) | (None, Some(_)) => {
+                return Err("input.mean and input.std go together: give both or neither".into())
+            }
+            (_, Some(std)) if std.iter().any(|s| !s.is_finite() || *s == 0.0) => {
+                return Err(format!(
+                    "input.std is {std:?}; every value must be non-zero"
+                ))
+            }
+            _ => {}
+        }
         if let Some(LabelsProc::List(names)) = &self.labels {
             if names.is_empty() {
                 return Err("labels is an empty list".into());
@@ -318,6 +335,7 @@ impl ModelProc {
             },
             bgr: self.input.color == ColorOrder::Bgr,
             color,
+            mean_std: self.input.mean.zip(self.input.std),
         }
     }
 
@@ -413,6 +431,11 @@ mod tests {
             (r#"{"threshold": 1.5}"#, "threshold is 1.5"),
             (r#"{"input": {"range": [1, 1]}}"#, "input.range"),
             (r#"{"labels": []}"#, "labels is an empty list"),
+            (r#"{"input": {"mean": [0.5, 0.5, 0.5]}}"#, "go together"),
+            (
+                r#"{"input": {"mean": [0, 0, 0], "std": [1, 0, 1]}}"#,
+                "input.std",
+            ),
             (r#"{"bogus": true}"#, "bogus"),
             ("{", "not a valid model-proc"),
         ];

@@ -26,7 +26,9 @@ fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
                         Some(("location", p)) if p.starts_with("assets/") => {
                             format!("location={}", root.join(p).display())
                         }
-                        Some(("model", p)) if p.starts_with("assets/") || p.starts_with("tests/") => {
+                        Some(("model", p))
+                            if p.starts_with("assets/") || p.starts_with("tests/") =>
+                        {
                             format!("model={}", root.join(p).display())
                         }
                         Some((key @ ("location" | "results-location"), p)) => {
@@ -78,7 +80,10 @@ fn run(file: &Path, root: &Path, out: &Path) {
         const RESULTS_PER_FRAME: u64 = 8 * 1024;
         for e in &wgnn {
             let downloaded = e.property::<u64>("bytes-downloaded");
-            let factory = e.factory().map(|f| f.name().to_string()).unwrap_or_default();
+            let factory = e
+                .factory()
+                .map(|f| f.name().to_string())
+                .unwrap_or_default();
             let allowed = match factory.as_str() {
                 "wgnndetect" | "wgnnclassify" => RESULTS_PER_FRAME * e.property::<u64>("frames"),
                 _ => 0,

@@ -42,6 +42,7 @@ impl Settings {
             },
             bgr: self.bgr,
             color,
+            mean_std: None,
         }
     }
 }

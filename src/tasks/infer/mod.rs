@@ -27,6 +27,10 @@ pub struct InferOptions {
     pub resize: Resize,
     /// Feed the channels in BGR order.
     pub bgr: bool,
+    /// Per-channel (mean, std) applied after `range`, torchvision's
+    /// `(x - mean) / std` (ImageNet: mean [0.485, 0.456, 0.406], std
+    /// [0.229, 0.224, 0.225] with range 0..1); in the fed channel order.
+    pub mean_std: Option<([f32; 3], [f32; 3])>,
     /// How YUV frames convert to RGB.
     pub color: ColorSpec,
 }
@@ -193,7 +197,8 @@ impl ImageInference {
     pub fn input_of(model: &Model, options: &InferOptions) -> Result<ImageInput> {
         Ok(ImageInput::of(model)?
             .with_range(options.range)
-            .bgr(options.bgr))
+            .bgr(options.bgr)
+            .with_mean_std(options.mean_std))
     }
 
     pub fn input(&self) -> &ImageInput {
