@@ -172,6 +172,24 @@ fn pipeline_quick_zero_copy_downloads_nothing() {
 }
 
 #[test]
+fn detect_quick_reads_back_only_the_detections() {
+    let v = bench_json(&["detect", "--quick", "--json"]);
+    let frame = 320.0 * 180.0 * 4.0;
+    // The frame goes up once (plus the overlay's small draw list); only the
+    // detector's short list comes down, never a frame.
+    let up = num(&v, "upload_bytes_per_frame");
+    assert!(up >= frame && up < frame + 64.0 * 1024.0, "{v}");
+    let down = num(&v, "download_bytes_per_frame");
+    assert!(down > 0.0 && down < 8.0 * 1024.0, "{v}");
+    assert!(num(&v, "downloads_per_frame") >= 1.0, "{v}");
+    assert!(num(&v, "wall_ms_per_frame") > 0.0, "{v}");
+    assert!(num(&v, "gpu_ms_overlay") > 0.0, "{v}");
+
+    let table = bench(&["detect", "--quick", "--frames", "1"]);
+    assert!(table.contains("detect span"), "{table}");
+}
+
+#[test]
 fn interop_quick_variants_agree() {
     let v = bench_json(&["interop", "--quick", "--json"]);
     let variants = v["variants"].as_array().unwrap();

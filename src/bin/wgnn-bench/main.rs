@@ -1,6 +1,7 @@
 //! wgnn-bench: benchmarks and device facts. Every subcommand prints a table
 //! (or JSON with `--json`); GPU times come from timestamp queries.
 
+mod detect;
 mod interop;
 mod models;
 mod ops;
@@ -99,6 +100,29 @@ enum Command {
         #[arg(long, default_value_t = 12.0)]
         blur: f32,
         /// Segmentation model (default: the bundled square selfie model).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What wgnndetect ! wgnnoverlay do to each frame: upload, tensorize,
+    /// detector, decode + threshold + compact on the GPU, the short list read
+    /// back, NMS, boxes and labels drawn on the GPU.
+    Detect {
+        /// A 320x180 frame and a few frames (for software adapters).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 300)]
+        frames: usize,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 1080)]
+        height: u32,
+        /// Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...
+        #[arg(long, default_value = "RGBA")]
+        format: String,
+        /// Detection model with a model-proc beside it (default: the bundled
+        /// MediaPipe short-range face detector).
         #[arg(long)]
         model: Option<PathBuf>,
         #[arg(long)]
@@ -203,6 +227,34 @@ fn main() -> ExitCode {
                 in_flight: 2,
             };
             bench_pipeline(&options, json)
+        }
+        Command::Detect {
+            quick,
+            frames,
+            width,
+            height,
+            format,
+            model,
+            json,
+        } => {
+            let format = match wgnn::video::VideoFormat::from_name(&format) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let options = detect::Options {
+                width: if quick { 320 } else { width },
+                height: if quick { 180 } else { height },
+                format,
+                frames: if quick { frames.min(3) } else { frames }.max(1),
+                warmup: if quick { 1 } else { 10 },
+                model: model.unwrap_or_else(|| {
+                    wgnn::models::bundled("mediapipe/face_detection_short_range.tflite")
+                }),
+            };
+            bench_detect(&options, json)
         }
         Command::Interop {
             quick,
@@ -472,6 +524,40 @@ fn bench_models(
             })
         );
     }
+    ExitCode::SUCCESS
+}
+
+fn bench_detect(options: &detect::Options, json: bool) -> ExitCode {
+    let gpu = match timed_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let r = match detect::run(&gpu, options) {
+        Ok(r) => r,
+        Err(e) => return fail("detect", e),
+    };
+    if json {
+        println!("{}", r.to_json(&gpu.describe()));
+        return ExitCode::SUCCESS;
+    }
+    let per = |v: u64| v as f64 / r.frames as f64;
+    println!("device: {}", gpu.describe());
+    println!("{}", r.what);
+    println!(
+        "{:>8} {:>9} {:>12} {:>11} {:>11} {:>5} {:>12} {:>5}",
+        "objects", "wall ms", "detect span", "overlay ms", "up B/frame", "ups", "down B/frame", "downs"
+    );
+    println!(
+        "{:>8} {:>9.3} {:>12.3} {:>11.3} {:>11.0} {:>5.1} {:>12.0} {:>5.1}",
+        r.detections,
+        r.wall_ms,
+        r.detect_span_ms,
+        r.overlay_ms,
+        per(r.moved.upload_bytes),
+        per(r.moved.uploads),
+        per(r.moved.download_bytes),
+        per(r.moved.downloads)
+    );
     ExitCode::SUCCESS
 }
 

@@ -126,7 +126,7 @@ fn model_timing(profile: bool) -> ModelTiming {
 
 /// The sample picture at `w` x `h` in `format` (RGBA-like or NV12/I420 with
 /// BT.601 limited range), packed.
-fn frame_bytes(format: VideoFormat, w: u32, h: u32) -> wgnn::Result<Vec<u8>> {
+pub fn frame_bytes(format: VideoFormat, w: u32, h: u32) -> wgnn::Result<Vec<u8>> {
     let path = wgnn::assets_dir().join("samples/astronaut.png");
     let img = image::open(&path)
         .map_err(|e| wgnn::Error::Invalid(format!("{}: {e}", path.display())))?
