@@ -551,6 +551,12 @@ impl Tensorizer {
         self.encode_with(encoder, frame, dst.into(), &params)
     }
 
+    /// Bytes each [`Tensorizer::encode_region`] uploads (its parameters),
+    /// for callers that count what they move.
+    pub fn region_upload_bytes() -> u64 {
+        std::mem::size_of::<TensorizeParams>() as u64
+    }
+
     /// [`Tensorizer::encode_region`] and submit.
     pub fn run_region<'a>(
         &self,
