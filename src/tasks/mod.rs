@@ -7,7 +7,9 @@
 //!   replacement, the mask, temporal smoothing);
 //! - [`Upscaler`]: tensorize -> model -> image out (with a bicubic | model
 //!   comparison);
-//! - [`ImageInference`]: frame -> model input -> graph -> output tensors.
+//! - [`ImageInference`]: frame -> model input -> graph -> output tensors;
+//! - [`Classifier`]: regions of a frame -> crop in the tensorizer -> model
+//!   -> the best classes of each.
 //!
 //! Each task runs on the GPU or the CPU, as the [`Device`] it is made for
 //! says: on the GPU it takes [`GpuFrame`](crate::video::GpuFrame)s and keeps
@@ -18,6 +20,7 @@
 //! ([`StageMarks`], [`ModelTiming`]).
 
 mod background;
+mod classify;
 mod context;
 mod image_input;
 mod infer;
@@ -30,6 +33,7 @@ mod timing;
 mod upscale;
 
 pub use background::BackgroundSpec;
+pub use classify::{Classifier, ClassifyOptions};
 pub use image_input::ImageInput;
 pub use infer::{ImageInference, InferOptions, InferenceOutputs};
 pub use model_proc::ModelProc;

@@ -55,7 +55,17 @@ fn every_params_struct_is_laid_out_as_its_rust_twin() {
         &tensorize,
         "Params",
         size_of::<TensorizeParams>(),
-        &offsets!(TensorizeParams: scale, offset, pad_color, out_w, out_h, _pad0, _pad1),
+        &offsets!(
+            TensorizeParams: scale,
+            offset,
+            pad_color,
+            region,
+            region_pixels,
+            out_w,
+            out_h,
+            whole_frame,
+            _pad0
+        ),
     );
     // The YUV reader's, within that kernel.
     assert_same_layout(

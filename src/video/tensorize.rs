@@ -229,6 +229,66 @@ impl TensorizeSwitches {
     }
 }
 
+/// The part of a frame a tensor is made from: the whole frame, or a region
+/// (one per object a classifier looks at) that the resize modes map into the
+/// model input instead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SourceWindow {
+    /// Top-left corner and size in frame pixels (continuous coordinates:
+    /// pixel `i` covers `i..i + 1`), inside the frame.
+    pub origin: [f32; 2],
+    pub size: [f32; 2],
+    /// The first and last pixel (x, y) the window touches, inclusive:
+    /// bilinear taps stay inside them, so that a crop never reads the pixels
+    /// around it.
+    pub first: [i32; 2],
+    pub last: [i32; 2],
+}
+
+impl SourceWindow {
+    /// The whole `width` x `height` frame.
+    pub(crate) fn whole(width: u32, height: u32) -> SourceWindow {
+        SourceWindow {
+            origin: [0.0; 2],
+            size: [width as f32, height as f32],
+            first: [0; 2],
+            last: [width as i32 - 1, height as i32 - 1],
+        }
+    }
+
+    /// `region` (x, y, w, h in frame pixels) of a `width` x `height` frame,
+    /// clamped to the frame. A region with no area inside the frame (or a
+    /// value that is not finite) is an error naming it.
+    pub(crate) fn of_region(region: [f32; 4], width: u32, height: u32) -> Result<SourceWindow> {
+        let [x, y, w, h] = region;
+        let (fw, fh) = (width as f32, height as f32);
+        let empty = || {
+            Error::invalid(format!(
+                "tensorize: region (x {x}, y {y}, w {w}, h {h}) has no area inside the \
+                 {width}x{height} frame"
+            ))
+        };
+        if region.iter().any(|v| !v.is_finite()) || width == 0 || height == 0 {
+            return Err(empty());
+        }
+        let (x0, y0) = (x.max(0.0), y.max(0.0));
+        let (x1, y1) = ((x + w).min(fw), (y + h).min(fh));
+        if !(x1 > x0 && y1 > y0) {
+            return Err(empty());
+        }
+        let last = |end: f32, start: i32, limit: u32| {
+            ((end.ceil() as i32) - 1).clamp(start, limit as i32 - 1)
+        };
+        let first = [x0.floor() as i32, y0.floor() as i32];
+        Ok(SourceWindow {
+            origin: [x0, y0],
+            size: [x1 - x0, y1 - y0],
+            first,
+            last: [last(x1, first[0], width), last(y1, first[1], height)],
+        })
+    }
+}
+
 /// `Params` of tensorize.wgsl, field for field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -236,10 +296,16 @@ pub(crate) struct TensorizeParams {
     pub scale: [f32; 4],
     pub offset: [f32; 4],
     pub pad_color: [f32; 4],
+    /// x, y, w, h of the source window (`whole_frame` 0).
+    pub region: [f32; 4],
+    /// First x, y and last x, y pixel of the window (`whole_frame` 0).
+    pub region_pixels: [i32; 4],
     pub out_w: u32,
     pub out_h: u32,
+    /// 1: the whole frame, whatever its size (the shader asks the frame), so
+    /// that one uniform serves every frame; 0: `region`.
+    pub whole_frame: u32,
     pub _pad0: u32,
-    pub _pad1: u32,
 }
 
 impl TensorizeParams {
@@ -254,11 +320,22 @@ impl TensorizeParams {
             scale: four(n.scale),
             offset: four(n.offset),
             pad_color: four(pad),
+            region: [0.0; 4],
+            region_pixels: [0; 4],
             out_w: o.width,
             out_h: o.height,
+            whole_frame: 1,
             _pad0: 0,
-            _pad1: 0,
         }
+    }
+
+    /// The same parameters sampling `window` only.
+    fn with_window(mut self, window: &SourceWindow) -> Self {
+        let w = window;
+        self.region = [w.origin[0], w.origin[1], w.size[0], w.size[1]];
+        self.region_pixels = [w.first[0], w.first[1], w.last[0], w.last[1]];
+        self.whole_frame = 0;
+        self
     }
 }
 
@@ -368,7 +445,17 @@ impl Tensorizer {
         frame: &GpuFrame,
         dst: impl Into<TensorBuffer<'a>>,
     ) -> Result<()> {
-        let dst = dst.into();
+        self.encode_with(encoder, frame, dst.into(), &self.params)
+    }
+
+    /// Records the pass with `params` as its uniform.
+    fn encode_with(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        dst: TensorBuffer<'_>,
+        params: &wgpu::Buffer,
+    ) -> Result<()> {
         let shape = self.output_shape().map(|d| d as usize);
         dst.expect(
             "tensorize: the destination",
@@ -408,7 +495,7 @@ impl Tensorizer {
                     },
                     wgpu::BindGroupEntry {
                         binding: 1,
-                        resource: self.params.as_entire_binding(),
+                        resource: params.as_entire_binding(),
                     },
                 ],
             })
@@ -433,6 +520,59 @@ impl Tensorizer {
             .device()
             .create_command_encoder(&Default::default());
         self.encode(&mut encoder, frame, dst)?;
+        self.submit(encoder)
+    }
+
+    /// [`Tensorizer::encode`] of the part `region` (x, y, w, h in frame
+    /// pixels) of `frame` only: the resize mode maps the region, clamped to
+    /// the frame, into the tensor as it maps a whole frame, and bilinear
+    /// taps stay inside the pixels the region touches. A region with no area
+    /// inside the frame is an error naming it.
+    ///
+    /// Each call gets a parameter buffer of its own (one small counted
+    /// upload), so that any number of regions can be recorded into one
+    /// encoder and each pass still sees its own region: a shared buffer
+    /// written with `write_buffer` would hold only the last region by the
+    /// time the submit runs.
+    pub fn encode_region<'a>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        region: [f32; 4],
+        dst: impl Into<TensorBuffer<'a>>,
+    ) -> Result<()> {
+        let window = SourceWindow::of_region(region, frame.width(), frame.height())?;
+        let params = TensorizeParams::of(&self.options).with_window(&window);
+        let params = self.gpu.create_buffer_with_data(
+            "wgnn tensorize region params",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        self.encode_with(encoder, frame, dst.into(), &params)
+    }
+
+    /// Bytes each [`Tensorizer::encode_region`] uploads (its parameters),
+    /// for callers that count what they move.
+    pub fn region_upload_bytes() -> u64 {
+        std::mem::size_of::<TensorizeParams>() as u64
+    }
+
+    /// [`Tensorizer::encode_region`] and submit.
+    pub fn run_region<'a>(
+        &self,
+        frame: &GpuFrame,
+        region: [f32; 4],
+        dst: impl Into<TensorBuffer<'a>>,
+    ) -> Result<()> {
+        let mut encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
+        self.encode_region(&mut encoder, frame, region, dst)?;
+        self.submit(encoder)
+    }
+
+    fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         self.gpu
             .scoped("tensorize submit", || {
                 self.gpu.queue().submit([encoder.finish()])

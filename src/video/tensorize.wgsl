@@ -2,8 +2,9 @@
 // values of one output pixel. Prepended (tensorize.rs): the `out_t` alias (f32
 // or f16) and the switches RESIZE_MODE (0 stretch, 1 letterbox, 2 center
 // crop), NCHW and BGR, then a frame reader defining frame_size() and
-// frame_rgb() over group 0. Sizes and colours are values in `params`, so a
-// new model or frame size compiles nothing.
+// frame_rgb() over group 0. Sizes, colours and the source region are values
+// in `params`, so a new model or frame size, or another region, compiles
+// nothing.
 
 struct Params {
     // Per output channel (xyz): value = x * scale + offset, x in 0..255.
@@ -11,21 +12,27 @@ struct Params {
     offset: vec4<f32>,
     // Letterbox borders (rgb, 0..255), normalised like pixels.
     pad_color: vec4<f32>,
+    // Unless whole_frame: the source region (x, y, w, h in frame pixels,
+    // inside the frame) that is fitted to the output instead of the frame,
+    // and the first (xy) and last (zw) pixel it touches, which bilinear taps
+    // stay within.
+    region: vec4<f32>,
+    region_pixels: vec4<i32>,
     out_w: u32,
     out_h: u32,
+    whole_frame: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(1) @binding(0) var<storage, read_write> dst: array<out_t>;
 @group(1) @binding(1) var<uniform> params: Params;
 
 // Bilinear sample at continuous pixel coordinate pos (pixel centres at
-// integers), clamped to the edge.
-fn bilinear(pos: vec2<f32>, size: vec2<i32>) -> vec3<f32> {
-    let p = clamp(pos, vec2<f32>(0.0), vec2<f32>(size - 1));
+// integers), clamped to the pixels first..last.
+fn bilinear(pos: vec2<f32>, first: vec2<i32>, last: vec2<i32>) -> vec3<f32> {
+    let p = clamp(pos, vec2<f32>(first), vec2<f32>(last));
     let p0 = vec2<i32>(floor(p));
-    let p1 = min(p0 + 1, size - 1);
+    let p1 = min(p0 + 1, last);
     let f = p - vec2<f32>(p0);
     let top = mix(frame_rgb(p0), frame_rgb(vec2<i32>(p1.x, p0.y)), f.x);
     let bottom = mix(frame_rgb(vec2<i32>(p0.x, p1.y)), frame_rgb(p1), f.x);
@@ -34,26 +41,36 @@ fn bilinear(pos: vec2<f32>, size: vec2<i32>) -> vec3<f32> {
 
 fn sample(o: vec2<f32>) -> vec3<f32> {
     let size = frame_size();
-    let src = vec2<f32>(size);
+    // The source: the whole frame, or the region.
+    var origin = vec2<f32>(0.0);
+    var src = vec2<f32>(size);
+    var first = vec2<i32>(0);
+    var last = size - 1;
+    if params.whole_frame == 0u {
+        origin = params.region.xy;
+        src = params.region.zw;
+        first = params.region_pixels.xy;
+        last = params.region_pixels.zw;
+    }
     let dst_size = vec2<f32>(f32(params.out_w), f32(params.out_h));
     if RESIZE_MODE == 1u {
         // Scale to fit inside, centred; pixels whose centre falls outside the
-        // scaled frame are padding.
+        // scaled source are padding.
         let s = max(src.x / dst_size.x, src.y / dst_size.y);
         let content = src / s;
         let q = o - (dst_size - content) * 0.5;
         if any(q < vec2<f32>(0.0)) || any(q >= content) {
             return params.pad_color.rgb;
         }
-        return bilinear(q * s - 0.5, size);
+        return bilinear(origin + q * s - 0.5, first, last);
     }
     if RESIZE_MODE == 2u {
         // Scale to cover, centred; the overhang is cut off.
         let s = min(src.x / dst_size.x, src.y / dst_size.y);
-        let origin = (src - dst_size * s) * 0.5;
-        return bilinear(origin + o * s - 0.5, size);
+        let start = origin + (src - dst_size * s) * 0.5;
+        return bilinear(start + o * s - 0.5, first, last);
     }
-    return bilinear(o * (src / dst_size) - 0.5, size);
+    return bilinear(origin + o * (src / dst_size) - 0.5, first, last);
 }
 
 @compute @workgroup_size(8, 8)

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod classify;
 mod infer;
 mod infer_models;
 mod segment;

@@ -13,3 +13,4 @@ mod cpu;
 mod frames;
 mod selfie_pipeline;
 mod tensorize;
+mod tensorize_region;

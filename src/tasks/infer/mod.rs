@@ -226,8 +226,34 @@ impl ImageInference {
 
     /// Runs the model on `frame`; the outputs are queued, not waited for.
     pub fn run_gpu(&mut self, frame: &GpuFrame) -> Result<Arc<InferenceOutputs>> {
+        self.gpu_on(frame, None)
+    }
+
+    /// Runs the model on the part `region` (x, y, w, h in frame pixels) of
+    /// `frame`, which the tensorizer crops and fits to the model input as it
+    /// fits a whole frame (no CPU work, nothing read back); the outputs are
+    /// queued, not waited for. A region with no area inside the frame is an
+    /// error naming it.
+    pub fn run_gpu_region(
+        &mut self,
+        frame: &GpuFrame,
+        region: [f32; 4],
+    ) -> Result<Arc<InferenceOutputs>> {
+        self.gpu_on(frame, Some(region))
+    }
+
+    fn gpu_on(
+        &mut self,
+        frame: &GpuFrame,
+        region: Option<[f32; 4]>,
+    ) -> Result<Arc<InferenceOutputs>> {
         if self.device.is_cpu() {
-            return Err(wrong_device("inference", "run_gpu", true));
+            let call = if region.is_some() {
+                "run_gpu_region"
+            } else {
+                "run_gpu"
+            };
+            return Err(wrong_device("inference", call, true));
         }
         let r = self.runner((frame.width(), frame.height()))?;
         let Fill::Gpu(tensorizer) = &r.fill else {
@@ -235,7 +261,10 @@ impl ImageInference {
         };
         {
             let rented = r.ctx.export_to_gpu(&r.input)?;
-            tensorizer.run(frame, &rented)?;
+            match region {
+                None => tensorizer.run(frame, &rented)?,
+                Some(region) => tensorizer.run_region(frame, region, &rented)?,
+            }
         }
         r.dispatch()
     }
@@ -243,8 +272,30 @@ impl ImageInference {
     /// Runs the model on `frame`; the outputs are queued on the CPU
     /// context's worker, not waited for.
     pub fn run_cpu(&mut self, frame: &CpuFrame) -> Result<Arc<InferenceOutputs>> {
+        self.cpu_on(frame, None)
+    }
+
+    /// [`ImageInference::run_gpu_region`] on the CPU.
+    pub fn run_cpu_region(
+        &mut self,
+        frame: &CpuFrame,
+        region: [f32; 4],
+    ) -> Result<Arc<InferenceOutputs>> {
+        self.cpu_on(frame, Some(region))
+    }
+
+    fn cpu_on(
+        &mut self,
+        frame: &CpuFrame,
+        region: Option<[f32; 4]>,
+    ) -> Result<Arc<InferenceOutputs>> {
         if !self.device.is_cpu() {
-            return Err(wrong_device("inference", "run_cpu", false));
+            let call = if region.is_some() {
+                "run_cpu_region"
+            } else {
+                "run_cpu"
+            };
+            return Err(wrong_device("inference", call, false));
         }
         let r = self.runner((frame.width(), frame.height()))?;
         let Fill::Cpu { tensorizer, values } = &mut r.fill else {
@@ -252,11 +303,17 @@ impl ImageInference {
         };
         let bytes: &[u8] = match values {
             CpuValues::F32(v) => {
-                tensorizer.run(frame, v)?;
+                match region {
+                    None => tensorizer.run(frame, v)?,
+                    Some(region) => tensorizer.run_region(frame, region, v)?,
+                }
                 bytemuck::cast_slice(v)
             }
             CpuValues::F16(v) => {
-                tensorizer.run_f16(frame, v)?;
+                match region {
+                    None => tensorizer.run_f16(frame, v)?,
+                    Some(region) => tensorizer.run_region_f16(frame, region, v)?,
+                }
                 bytemuck::cast_slice(v)
             }
         };

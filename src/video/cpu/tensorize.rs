@@ -1,12 +1,13 @@
 //! Frame -> model input tensor on the CPU: `tensorize.wgsl` (colour
-//! conversion, resize, normalisation) one output row per rayon task.
+//! conversion, resize of the frame or a region of it, normalisation) one
+//! output row per rayon task.
 
 use rayon::prelude::*;
 
-use super::bilinear;
 use super::frame::{CpuFrame, Reader};
+use super::mix_n;
 use crate::error::{Error, Result};
-use crate::video::tensorize::check_options;
+use crate::video::tensorize::{check_options, SourceWindow};
 use crate::video::{ChannelOrder, OutputDtype, Resize, TensorLayout, TensorizeOptions};
 
 /// Turns frames into tensors of one configuration.
@@ -35,13 +36,38 @@ impl Tensorizer {
     /// dtype must be f32.
     pub fn run(&self, frame: &CpuFrame, dst: &mut [f32]) -> Result<()> {
         self.dtype_is(OutputDtype::F32)?;
-        self.fill(frame, dst, |v| v)
+        let whole = SourceWindow::whole(frame.width(), frame.height());
+        self.fill(frame, &whole, dst, |v| v)
     }
 
     /// [`Tensorizer::run`] for f16 options.
     pub fn run_f16(&self, frame: &CpuFrame, dst: &mut [half::f16]) -> Result<()> {
         self.dtype_is(OutputDtype::F16)?;
-        self.fill(frame, dst, half::f16::from_f32)
+        let whole = SourceWindow::whole(frame.width(), frame.height());
+        self.fill(frame, &whole, dst, half::f16::from_f32)
+    }
+
+    /// [`Tensorizer::run`] of the part `region` (x, y, w, h in frame pixels)
+    /// of `frame` only, as the GPU tensorizer's `encode_region` does it: the
+    /// region, clamped to the frame, is fitted to the tensor as a whole
+    /// frame is, and bilinear taps stay inside the pixels it touches. A
+    /// region with no area inside the frame is an error naming it.
+    pub fn run_region(&self, frame: &CpuFrame, region: [f32; 4], dst: &mut [f32]) -> Result<()> {
+        self.dtype_is(OutputDtype::F32)?;
+        let window = SourceWindow::of_region(region, frame.width(), frame.height())?;
+        self.fill(frame, &window, dst, |v| v)
+    }
+
+    /// [`Tensorizer::run_region`] for f16 options.
+    pub fn run_region_f16(
+        &self,
+        frame: &CpuFrame,
+        region: [f32; 4],
+        dst: &mut [half::f16],
+    ) -> Result<()> {
+        self.dtype_is(OutputDtype::F16)?;
+        let window = SourceWindow::of_region(region, frame.width(), frame.height())?;
+        self.fill(frame, &window, dst, half::f16::from_f32)
     }
 
     fn dtype_is(&self, dtype: OutputDtype) -> Result<()> {
@@ -57,6 +83,7 @@ impl Tensorizer {
     fn fill<T: Send>(
         &self,
         frame: &CpuFrame,
+        window: &SourceWindow,
         dst: &mut [T],
         store: impl Fn(f32) -> T + Sync,
     ) -> Result<()> {
@@ -75,7 +102,7 @@ impl Tensorizer {
         }
         let reader = frame.reader(o.color);
         let value = |x: usize, y: usize| -> [f32; 3] {
-            let mut rgb = self.sample(&reader, x as f32 + 0.5, y as f32 + 0.5);
+            let mut rgb = self.sample(&reader, window, x as f32 + 0.5, y as f32 + 0.5);
             if o.channels == ChannelOrder::Bgr {
                 rgb.reverse();
             }
@@ -109,32 +136,57 @@ impl Tensorizer {
         Ok(())
     }
 
-    /// The frame's colour at output position (`ox`, `y`) (pixel centres at
-    /// half integers): `sample` of `tensorize.wgsl`.
-    fn sample(&self, reader: &Reader, ox: f32, oy: f32) -> [f32; 3] {
+    /// The colour at output position (`ox`, `oy`) (pixel centres at half
+    /// integers) of `window` of the frame: `sample` of `tensorize.wgsl`.
+    fn sample(&self, reader: &Reader, window: &SourceWindow, ox: f32, oy: f32) -> [f32; 3] {
         let o = &self.options;
-        let (fw, fh) = (reader.width(), reader.height());
-        let (sw, sh) = (fw as f32, fh as f32);
+        let [x0, y0] = window.origin;
+        let [sw, sh] = window.size;
         let (dw, dh) = (o.width as f32, o.height as f32);
-        let at = |x: f32, y: f32| bilinear(x, y, fw, fh, |x, y| reader.rgb(x, y));
+        let at = |x: f32, y: f32| bilinear_within(x, y, window, |x, y| reader.rgb(x, y));
         match o.resize {
-            Resize::Stretch => at(ox * (sw / dw) - 0.5, oy * (sh / dh) - 0.5),
+            Resize::Stretch => at(x0 + ox * (sw / dw) - 0.5, y0 + oy * (sh / dh) - 0.5),
             Resize::Letterbox { pad } => {
-                // Pixels whose centre falls outside the scaled frame are padding.
+                // Pixels whose centre falls outside the scaled source are
+                // padding.
                 let s = (sw / dw).max(sh / dh);
                 let (cw, ch) = (sw / s, sh / s);
                 let (qx, qy) = (ox - (dw - cw) * 0.5, oy - (dh - ch) * 0.5);
                 if qx < 0.0 || qy < 0.0 || qx >= cw || qy >= ch {
                     pad.map(f32::from)
                 } else {
-                    at(qx * s - 0.5, qy * s - 0.5)
+                    at(x0 + qx * s - 0.5, y0 + qy * s - 0.5)
                 }
             }
             Resize::CenterCrop => {
                 let s = (sw / dw).min(sh / dh);
-                let (x0, y0) = ((sw - dw * s) * 0.5, (sh - dh * s) * 0.5);
-                at(x0 + ox * s - 0.5, y0 + oy * s - 0.5)
+                let (sx, sy) = (x0 + (sw - dw * s) * 0.5, y0 + (sh - dh * s) * 0.5);
+                at(sx + ox * s - 0.5, sy + oy * s - 0.5)
             }
         }
     }
+}
+
+/// Bilinear sample at continuous pixel coordinate (`x`, `y`) (pixel centres
+/// at integers), clamped to the pixels `window` touches: the shader's
+/// `bilinear`, step for step in f32.
+#[inline]
+fn bilinear_within(
+    x: f32,
+    y: f32,
+    window: &SourceWindow,
+    at: impl Fn(usize, usize) -> [f32; 3],
+) -> [f32; 3] {
+    // `SourceWindow` keeps first <= last, both inside the frame.
+    let (first, last) = (window.first.map(|v| v as f32), window.last);
+    let x = x.clamp(first[0], last[0] as f32);
+    let y = y.clamp(first[1], last[1] as f32);
+    let (px, py) = (x.floor(), y.floor());
+    let (x0, y0) = (px as usize, py as usize);
+    let x1 = (x0 + 1).min(last[0] as usize);
+    let y1 = (y0 + 1).min(last[1] as usize);
+    let (fx, fy) = (x - px, y - py);
+    let top = mix_n(at(x0, y0), at(x1, y0), fx);
+    let bottom = mix_n(at(x0, y1), at(x1, y1), fx);
+    mix_n(top, bottom, fy)
 }
