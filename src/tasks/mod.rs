@@ -10,6 +10,8 @@
 //! - [`ImageInference`]: frame -> model input -> graph -> output tensors;
 //! - [`Classifier`]: regions of a frame -> crop in the tensorizer -> model
 //!   -> the best classes of each.
+//! - [`Detector`]: image inference -> decoder (SSD anchors, YOLO) -> NMS ->
+//!   objects in frame pixels.
 //!
 //! Each task runs on the GPU or the CPU, as the [`Device`] it is made for
 //! says: on the GPU it takes [`GpuFrame`](crate::video::GpuFrame)s and keeps
@@ -22,6 +24,7 @@
 mod background;
 mod classify;
 mod context;
+mod detect;
 mod image_input;
 mod infer;
 pub mod model_proc;
@@ -34,6 +37,7 @@ mod upscale;
 
 pub use background::BackgroundSpec;
 pub use classify::{Classifier, ClassifyOptions};
+pub use detect::{DetectOptions, Detector, MAX_CANDIDATES};
 pub use image_input::ImageInput;
 pub use infer::{ImageInference, InferOptions, InferenceOutputs};
 pub use model_proc::ModelProc;
