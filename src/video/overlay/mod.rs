@@ -322,6 +322,9 @@ impl Overlay {
 }
 
 #[cfg(test)]
+mod gpu_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::gpu::shader::testing::{assert_same_layout, offsets, validate};
