@@ -20,6 +20,7 @@ pub mod cpu;
 mod frame;
 mod frame_read;
 mod image_out;
+mod overlay;
 mod pool;
 mod readback;
 mod tensor_buffer;
@@ -33,6 +34,10 @@ pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
 pub(crate) use frame_read::{frame_bind_group, yuv_buffer, Reader};
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
 pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};
+pub use overlay::{
+    Overlay, OverlayItem, OverlayStyle, MAX_FONT_SIZE, MAX_KEYPOINT_RADIUS, MAX_LINE_WIDTH,
+    MIN_FONT_SIZE,
+};
 pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
 pub use readback::download_rgba;
 pub use tensor_buffer::TensorBuffer;
