@@ -10,8 +10,12 @@ graph.pbtxt), on:
 - frames of assets/samples/astronaut.mp4 decoded by GStreamer
   (decodebin ! videoconvert ! RGB), kept here as PNG so that the Rust tests
   read exactly the pixels MediaPipe saw;
-- no_face.png: a crop of astronaut.png below the face (the suit and the
-  helmet), made here; MediaPipe must find no face on it.
+- astronaut_100.png: the photo resized to 100x100 (pillow, box filter),
+  smaller than the model's 128x128 input;
+- an 8K frame (7680x4320): the photo's top 512x288 band scaled 15 times,
+  nearest neighbour (not stored: a test rebuilds it from astronaut.png);
+- no_face.png: the bottom strip of astronaut.png (the suit, below the face),
+  made here; MediaPipe must find no face on it.
 
 Writes references.json: per image its size and every face MediaPipe found,
 in image pixels: score, box (x, y, w, h) and the 6 keypoints (right eye, left
@@ -44,6 +48,13 @@ VIDEO = ROOT / "assets/samples/astronaut.mp4"
 # score within the tests' 0.05 of MediaPipe's cannot fall under the 0.5
 # threshold (144, at 0.54, could).
 VIDEO_FRAMES = [0, 36, 72, 108, 140, 179]
+# Smaller than the model's 128x128 input: the photo resized to 100x100.
+SMALL = 100
+# An 8K (7680x4320) frame: the photo's top 512x288 band (the face in it)
+# scaled 15 times, nearest neighbour, so that a test rebuilds it exactly from
+# astronaut.png rather than reading a 100 MB file.
+BAND = (0, 0, 512, 288)
+BAND_SCALE = 15
 # The bottom strip of the photo (the suit, below the face), x, y, w, h:
 # MediaPipe finds nothing there even at a 0.05 threshold.
 NO_FACE_CROP = (0, 320, 512, 192)
@@ -78,6 +89,19 @@ def extract_video_frames() -> list[Path]:
     return kept
 
 
+def make_small() -> Path:
+    dst = HERE / f"astronaut_{SMALL}.png"
+    img = Image.open(PHOTO).convert("RGB").resize((SMALL, SMALL), Image.Resampling.BOX)
+    img.save(dst, optimize=True)
+    return dst
+
+
+def eight_k() -> np.ndarray:
+    x, y, w, h = BAND
+    band = np.asarray(Image.open(PHOTO).convert("RGB"))[y : y + h, x : x + w]
+    return np.ascontiguousarray(band.repeat(BAND_SCALE, axis=0).repeat(BAND_SCALE, axis=1))
+
+
 def make_no_face() -> Path:
     x, y, w, h = NO_FACE_CROP
     dst = HERE / "no_face.png"
@@ -85,8 +109,9 @@ def make_no_face() -> Path:
     return dst
 
 
-def detect(detector, path: Path) -> dict:
-    rgb = np.asarray(Image.open(path).convert("RGB"), dtype=np.uint8)
+def detect(detector, path: Path, rgb=None) -> dict:
+    if rgb is None:
+        rgb = np.asarray(Image.open(path).convert("RGB"), dtype=np.uint8)
     h, w = rgb.shape[:2]
     result = detector.process(rgb)
     faces = []
@@ -100,6 +125,12 @@ def detect(detector, path: Path) -> dict:
             }
         )
     return {"image": rel(path), "width": w, "height": h, "faces": faces}
+
+
+def detect_eight_k(detector) -> dict:
+    r = detect(detector, PHOTO, eight_k())
+    r["image"] = f"{rel(PHOTO)} band {list(BAND)} x{BAND_SCALE} nearest"
+    return r
 
 
 def to_json(refs: list) -> str:
@@ -130,7 +161,7 @@ def main() -> int:
     if mp.__version__ != "0.10.14":
         print(f"mediapipe {mp.__version__}: the references are MediaPipe 0.10.14's", file=sys.stderr)
         return 1
-    images = [PHOTO, *extract_video_frames(), make_no_face()]
+    images = [PHOTO, *extract_video_frames(), make_small(), make_no_face()]
     with mp.solutions.face_detection.FaceDetection(
         model_selection=0, min_detection_confidence=0.5
     ) as detector:
@@ -138,14 +169,16 @@ def main() -> int:
         refs = []
         for path in images:
             refs.append(detect(detector, path))
+        # Last but one: the no-face photo stays last.
+        refs.insert(-1, detect_eight_k(detector))
     for r in refs:
         print(f"{r['image']}: {len(r['faces'])} face(s) "
               + " ".join(f"{f['score']:.3f}" for f in r["faces"]))
     if refs[-1]["faces"]:
         print("no_face.png has a face: choose another crop", file=sys.stderr)
         return 1
-    if any(not r["faces"] for r in refs[:-1]):
-        print("an image meant to show a face has none", file=sys.stderr)
+    if any(len(r["faces"]) != 1 for r in refs[:-1]):
+        print("an image meant to show one face has none or more", file=sys.stderr)
         return 1
     (HERE / "references.json").write_text(to_json(refs))
     write_graph()
