@@ -7,7 +7,9 @@
 //!   replacement, the mask, temporal smoothing);
 //! - [`Upscaler`]: tensorize -> model -> image out (with a bicubic | model
 //!   comparison);
-//! - [`ImageInference`]: frame -> model input -> graph -> output tensors.
+//! - [`ImageInference`]: frame -> model input -> graph -> output tensors;
+//! - [`Detector`]: image inference -> decoder (SSD anchors, YOLO) -> NMS ->
+//!   objects in frame pixels.
 //!
 //! Each task runs on the GPU or the CPU, as the [`Device`] it is made for
 //! says: on the GPU it takes [`GpuFrame`](crate::video::GpuFrame)s and keeps
@@ -19,6 +21,7 @@
 
 mod background;
 mod context;
+mod detect;
 mod image_input;
 mod infer;
 pub mod model_proc;
@@ -30,6 +33,7 @@ mod timing;
 mod upscale;
 
 pub use background::BackgroundSpec;
+pub use detect::{DetectOptions, Detector, MAX_CANDIDATES};
 pub use image_input::ImageInput;
 pub use infer::{ImageInference, InferOptions, InferenceOutputs};
 pub use model_proc::ModelProc;

@@ -82,6 +82,8 @@ pub enum LabelsProc {
 }
 
 /// The decoders, by `"type"`.
+// A decoder is parsed once per element: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Decoder {
@@ -158,6 +160,12 @@ pub struct AnchorOptions {
     pub interpolated_scale_aspect_ratio: f32,
     #[serde(default)]
     pub reduce_boxes_in_lowest_layer: bool,
+    /// Grid sizes per layer, replacing input size / stride where given
+    /// (MediaPipe's `feature_map_width` / `feature_map_height`).
+    #[serde(default)]
+    pub feature_map_width: Vec<u32>,
+    #[serde(default)]
+    pub feature_map_height: Vec<u32>,
 }
 
 /// How overlapping boxes are resolved.
@@ -347,6 +355,38 @@ impl SsdAnchors {
         if a.aspect_ratios.is_empty() {
             return Err("decoder.anchors.aspect_ratios is empty".into());
         }
+        let ratios = a
+            .aspect_ratios
+            .iter()
+            .chain([&a.interpolated_scale_aspect_ratio]);
+        if ratios.clone().any(|r| !r.is_finite() || *r < 0.0) || a.aspect_ratios.contains(&0.0) {
+            return Err(
+                "decoder.anchors: aspect ratios must be positive (interpolated_scale_aspect_ratio \
+                 0 leaves that anchor out)"
+                    .into(),
+            );
+        }
+        let scales = [
+            a.min_scale,
+            a.max_scale,
+            a.anchor_offset_x,
+            a.anchor_offset_y,
+        ];
+        if scales.iter().any(|s| !s.is_finite()) {
+            return Err("decoder.anchors: scales and offsets must be finite".into());
+        }
+        let maps = (a.feature_map_width.len(), a.feature_map_height.len());
+        if maps != (0, 0)
+            && (maps != (a.num_layers, a.num_layers)
+                || a.feature_map_width.contains(&0)
+                || a.feature_map_height.contains(&0))
+        {
+            return Err(format!(
+                "decoder.anchors has {} feature_map_width and {} feature_map_height values for \
+                 {} layers; give none, or one non-zero value per layer in each",
+                maps.0, maps.1, a.num_layers
+            ));
+        }
         let needed = self
             .keypoint_coord_offset
             .max(self.box_coord_offset + 4)
@@ -361,6 +401,13 @@ impl SsdAnchors {
         let scales = [self.x_scale, self.y_scale, self.w_scale, self.h_scale];
         if scales.iter().any(|s| !s.is_finite() || *s == 0.0) {
             return Err("decoder: x_scale, y_scale, w_scale and h_scale must be non-zero".into());
+        }
+        if let Some(c) = self.score_clipping_thresh {
+            if !c.is_finite() || c < 0.0 {
+                return Err(format!(
+                    "decoder.score_clipping_thresh is {c}; it must be a finite value >= 0"
+                ));
+            }
         }
         Ok(())
     }

@@ -1,0 +1,311 @@
+//! The GPU decoder: one compute pass over the model's rented outputs that
+//! thresholds, decodes and compacts the boxes that pass into a small
+//! buffer, of which only the counter and the records are read back.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Checks, Gpu, Specialization, TransferStats};
+use crate::ml::DataType;
+use crate::video::TensorBuffer;
+
+use super::decode::Candidate;
+use super::post::MAX_CANDIDATES;
+use super::spec::{Scheme, Spec};
+
+/// Bytes before the records: the counter and padding.
+const HEADER: u64 = 16;
+/// The first read-back holds the header and as many records as fit in
+/// this; a second read fetches the rest only when more passed.
+const FIRST_READ: u64 = 4096;
+
+/// `Params` of decode.wgsl, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct DecodeParams {
+    pub scale: [f32; 4],
+    pub input_size: [f32; 2],
+    pub threshold: f32,
+    pub clip: f32,
+    pub n: u32,
+    pub classes: u32,
+    pub row: u32,
+    pub box_offset: u32,
+    pub keypoint_offset: u32,
+    pub keypoints: u32,
+    pub keypoint_stride: u32,
+    pub xywh: u32,
+    pub normalized: u32,
+    pub cap: u32,
+    pub record_words: u32,
+    pub _pad0: u32,
+}
+
+impl DecodeParams {
+    fn of(spec: &Spec) -> DecodeParams {
+        let mut p = DecodeParams {
+            scale: [1.0; 4],
+            input_size: spec.input,
+            threshold: spec.raw_threshold,
+            clip: -1.0,
+            n: spec.n as u32,
+            classes: spec.classes as u32,
+            row: 0,
+            box_offset: 0,
+            keypoint_offset: 0,
+            keypoints: spec.keypoints as u32,
+            keypoint_stride: 2,
+            xywh: 0,
+            normalized: 0,
+            cap: MAX_CANDIDATES as u32,
+            record_words: spec.record_words() as u32,
+            _pad0: 0,
+        };
+        match &spec.scheme {
+            Scheme::Ssd { options, clip, .. } => {
+                p.scale = [
+                    options.x_scale,
+                    options.y_scale,
+                    options.w_scale,
+                    options.h_scale,
+                ];
+                p.clip = clip.unwrap_or(-1.0);
+                p.row = options.num_coords as u32;
+                p.box_offset = options.box_coord_offset as u32;
+                p.keypoint_offset = options.keypoint_coord_offset as u32;
+                p.keypoint_stride = options.num_values_per_keypoint as u32;
+                p.xywh = u32::from(options.reverse_output_order);
+            }
+            Scheme::Yolo { v8, normalized } => {
+                p.row = if *v8 { 0 } else { spec.classes as u32 + 5 };
+                p.normalized = u32::from(*normalized);
+            }
+        }
+        p
+    }
+}
+
+/// What shapes the decode kernel's code: the decoder and the two element
+/// types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DecodeSwitches {
+    /// 0 SSD anchors, 1 YOLOv5, 2 YOLOv8.
+    pub decoder: u32,
+    pub box_f16: bool,
+    pub score_f16: bool,
+}
+
+impl DecodeSwitches {
+    fn of(spec: &Spec) -> DecodeSwitches {
+        DecodeSwitches {
+            decoder: match spec.scheme {
+                Scheme::Ssd { .. } => 0,
+                Scheme::Yolo { v8: false, .. } => 1,
+                Scheme::Yolo { v8: true, .. } => 2,
+            },
+            box_f16: spec.boxes.data_type == DataType::Float16,
+            score_f16: spec.scores.data_type == DataType::Float16,
+        }
+    }
+
+    pub(crate) fn source(&self) -> String {
+        let ty = |f16: bool| if f16 { "f16" } else { "f32" };
+        let enables: &[&str] = if self.box_f16 || self.score_f16 {
+            &["f16"]
+        } else {
+            &[]
+        };
+        Specialization::new()
+            .alias("box_t", ty(self.box_f16))
+            .alias("score_t", ty(self.score_f16))
+            .u32("DECODER", self.decoder)
+            .module(enables, include_str!("decode.wgsl"))
+    }
+
+    /// Every combination, for the shader tests.
+    #[cfg(test)]
+    pub(crate) fn all() -> Vec<DecodeSwitches> {
+        let mut all = Vec::new();
+        for decoder in 0..3 {
+            for box_f16 in [false, true] {
+                for score_f16 in [false, true] {
+                    all.push(DecodeSwitches {
+                        decoder,
+                        box_f16,
+                        score_f16,
+                    });
+                }
+            }
+        }
+        all
+    }
+}
+
+/// The decode pass for one [`Spec`], with its buffers.
+pub(crate) struct GpuDecoder {
+    gpu: Gpu,
+    pipeline: wgpu::ComputePipeline,
+    params: wgpu::Buffer,
+    anchors: wgpu::Buffer,
+    out: wgpu::Buffer,
+    n: u32,
+    record_bytes: u64,
+    /// Records in the first read-back.
+    first_block: u64,
+    /// Uploads made when built (parameters, anchors), until taken.
+    pending: TransferStats,
+}
+
+impl GpuDecoder {
+    pub fn new(gpu: &Gpu, spec: &Spec) -> Result<GpuDecoder> {
+        let switches = DecodeSwitches::of(spec);
+        if (switches.box_f16 || switches.score_f16) && !gpu.has(wgpu::Features::SHADER_F16) {
+            return Err(Error::invalid(format!(
+                "detect: the model's outputs are float16, which {} cannot read in shaders",
+                gpu.info().name
+            )));
+        }
+        let groups = spec.n.div_ceil(64) as u64;
+        let limit = u64::from(gpu.limits().max_compute_workgroups_per_dimension);
+        if groups > limit {
+            return Err(Error::invalid(format!(
+                "detect: {} boxes need {groups} workgroups, over the device limit \
+                 max_compute_workgroups_per_dimension = {limit}",
+                spec.n
+            )));
+        }
+        let pipeline =
+            gpu.compute_pipeline("wgnn detect decode", &switches.source(), Checks::All)?;
+        let mut pending = TransferStats::default();
+        let params = DecodeParams::of(spec);
+        let params = gpu.create_buffer_with_data(
+            "wgnn detect params",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        pending.uploads += 1;
+        pending.upload_bytes += size_of::<DecodeParams>() as u64;
+        let anchors: Vec<[f32; 4]> = match &spec.scheme {
+            Scheme::Ssd { anchors, .. } => anchors
+                .iter()
+                .map(|a| [a.x_center, a.y_center, a.w, a.h])
+                .collect(),
+            Scheme::Yolo { .. } => vec![[0.0; 4]],
+        };
+        let anchor_bytes: &[u8] = bytemuck::cast_slice(&anchors);
+        let anchors = gpu.create_buffer_with_data(
+            "wgnn detect anchors",
+            anchor_bytes,
+            wgpu::BufferUsages::STORAGE,
+        )?;
+        pending.uploads += 1;
+        pending.upload_bytes += anchor_bytes.len() as u64;
+        let record_bytes = 4 * spec.record_words() as u64;
+        let out = gpu.scoped("detect candidate buffer", || {
+            gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn detect candidates"),
+                size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let first_block = ((FIRST_READ - HEADER) / record_bytes).clamp(1, MAX_CANDIDATES as u64);
+        Ok(GpuDecoder {
+            gpu: gpu.clone(),
+            pipeline,
+            params,
+            anchors,
+            out,
+            n: spec.n as u32,
+            record_bytes,
+            first_block,
+            pending,
+        })
+    }
+
+    /// Records in the first read-back (tests use it to pass more).
+    #[cfg(test)]
+    pub fn first_block(&self) -> usize {
+        self.first_block as usize
+    }
+
+    /// Decodes `boxes` and `scores` (the same tensor twice for YOLO), which
+    /// must have the spec's shapes and types; returns the candidates (in no
+    /// particular order) and what was moved, including the uploads made
+    /// when this decoder was built, the first time.
+    pub fn run(
+        &mut self,
+        spec: &Spec,
+        boxes: TensorBuffer<'_>,
+        scores: TensorBuffer<'_>,
+    ) -> Result<(Vec<Candidate>, TransferStats)> {
+        boxes.expect(
+            &format!("detect: output '{}'", spec.boxes.name),
+            spec.boxes.data_type,
+            &spec.boxes.shape,
+        )?;
+        scores.expect(
+            &format!("detect: output '{}'", spec.scores.name),
+            spec.scores.data_type,
+            &spec.scores.shape,
+        )?;
+        let gpu = &self.gpu;
+        let bind = gpu.scoped("detect decode binding", || {
+            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("wgnn detect decode"),
+                layout: &self.pipeline.get_bind_group_layout(0),
+                entries: &[
+                    bind_entry(0, boxes.buffer()),
+                    bind_entry(1, scores.buffer()),
+                    bind_entry(2, &self.anchors),
+                    bind_entry(3, &self.out),
+                    bind_entry(4, &self.params),
+                ],
+            })
+        })?;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        gpu.scoped("detect decode pass", || {
+            // Zero the counter on the GPU: no upload per frame.
+            encoder.clear_buffer(&self.out, 0, Some(HEADER));
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wgnn detect decode"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups(self.n.div_ceil(64), 1, 1);
+        })?;
+        gpu.scoped("detect decode submit", || {
+            gpu.queue().submit([encoder.finish()])
+        })?;
+
+        let mut stats = std::mem::take(&mut self.pending);
+        let first = HEADER + self.first_block * self.record_bytes;
+        let bytes = gpu.download_buffer(&self.out, 0, first)?.wait()?;
+        stats.downloads += 1;
+        stats.download_bytes += first;
+        let count = bytes
+            .get(..4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let kept = u64::from(count).min(MAX_CANDIDATES as u64);
+        let in_first = kept.min(self.first_block);
+        let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(
+            &bytes[HEADER as usize..(HEADER + in_first * self.record_bytes) as usize],
+        );
+        if kept > self.first_block {
+            let size = (kept - self.first_block) * self.record_bytes;
+            let rest = gpu.download_buffer(&self.out, first, size)?.wait()?;
+            stats.downloads += 1;
+            stats.download_bytes += size;
+            words.extend(bytemuck::pod_collect_to_vec::<u8, u32>(&rest));
+        }
+        Ok((spec.parse_records(&words), stats))
+    }
+}
+
+fn bind_entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
+}

@@ -1,0 +1,282 @@
+//! [`Detector`]: object detection on frames, as a model-proc's decoder says.
+//!
+//! - **`ssd-anchors`**: MediaPipe's SSD decoding (`SsdAnchorsCalculator`
+//!   anchors, `TensorsToDetectionsCalculator` boxes, keypoints and sigmoid
+//!   scores) and its weighted non-maximum suppression;
+//! - **`yolo`**: the YOLOv5 layout `[1, N, 5 + C]` (score = objectness x
+//!   best class) and the YOLOv8/v11 layout `[1, 4 + C, N]` (score = best
+//!   class), boxes in input pixels or 0..1, class-aware hard NMS.
+//!
+//! On the GPU the frame is tensorized into the model input, the model runs,
+//! and one compute shader (`decode.wgsl`) thresholds every box, decodes the
+//! ones that pass and compacts them with an atomic counter into a buffer of
+//! at most [`MAX_CANDIDATES`] records; only the counter and the records are
+//! read back (one read of at most 4 KB, a second only when more passed than
+//! fit in it). NMS and the mapping back to frame pixels (the inverse of the
+//! stretch, letterbox or crop that filled the input) run on the CPU on that
+//! short list. On the CPU the same Rust decoders read the whole outputs.
+//! Scores are thresholded exactly alike on both: sigmoid scores by their
+//! logit against the logit of the threshold, worked out on the CPU.
+
+mod anchors;
+mod decode;
+mod gpu;
+mod post;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, TransferStats};
+use crate::ml::DataType;
+use crate::models::Model;
+use crate::video::cpu::CpuFrame;
+use crate::video::{ColorSpec, GpuFrame, Resize};
+
+use super::model_proc::{Decoder, ModelProc};
+use super::objects::{Detection, Labels};
+use super::{wrong_device, Device, ImageInference, ImageInput, InferenceOutputs};
+use gpu::GpuDecoder;
+use post::ToFrame;
+pub use post::MAX_CANDIDATES;
+use spec::{OutputInfo, Spec};
+
+/// Thresholds that override the model-proc's.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DetectOptions {
+    /// Minimum confidence; `None`: the model-proc's, else 0.5.
+    pub threshold: Option<f32>,
+    /// IoU above which NMS merges or drops boxes; `None`: the model-proc's,
+    /// else 0.45.
+    pub iou_threshold: Option<f32>,
+}
+
+/// What is built for one model input size: the checked decoder and, on
+/// the GPU, its pass.
+struct Prepared {
+    size: (u32, u32),
+    spec: Spec,
+    gpu: Option<GpuDecoder>,
+}
+
+/// Runs a detection model on frames, on the GPU or the CPU (see [`Device`]),
+/// and returns the objects in frame pixels, best first.
+pub struct Detector {
+    inference: ImageInference,
+    model: Arc<Model>,
+    decoder: Decoder,
+    labels: Labels,
+    threshold: f32,
+    iou: f32,
+    resize: Resize,
+    gpu: Option<Gpu>,
+    prepared: Option<Prepared>,
+}
+
+impl std::fmt::Debug for Detector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detector")
+            .field("model", &self.model.path())
+            .field("decoder", &self.decoder.kind())
+            .field("threshold", &self.threshold)
+            .field("iou", &self.iou)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Detector {
+    /// Checks the model-proc's decoder against the model's outputs (errors
+    /// say which output and which shape was expected vs found), the labels
+    /// against the class count, and the thresholds. A model that takes any
+    /// input size is checked on its first frame.
+    pub fn new(
+        device: &Device,
+        model: Arc<Model>,
+        proc: &ModelProc,
+        labels: Labels,
+        options: DetectOptions,
+        color: ColorSpec,
+    ) -> Result<Detector> {
+        let decoder = match &proc.decoder {
+            Some(d @ (Decoder::SsdAnchors(_) | Decoder::Yolo(_))) => d.clone(),
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "{}: decoder {} does not detect objects; detection needs ssd-anchors or yolo",
+                    proc.path.display(),
+                    other.kind()
+                )))
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "model-proc {}: no decoder; detection needs one (ssd-anchors or yolo)",
+                    proc.path.display()
+                )))
+            }
+        };
+        let threshold = options.threshold.or(proc.threshold).unwrap_or(0.5);
+        let iou = options.iou_threshold.or(proc.iou_threshold).unwrap_or(0.45);
+        for (name, v) in [("threshold", threshold), ("iou-threshold", iou)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::invalid(format!(
+                    "detect: {name} is {v}; it must be between 0 and 1"
+                )));
+            }
+        }
+        let infer = proc.infer_options(color);
+        let inference = ImageInference::new(device, model.clone(), infer)?;
+        let mut detector = Detector {
+            inference,
+            model,
+            decoder,
+            labels,
+            threshold,
+            iou,
+            resize: infer.resize,
+            gpu: device.gpu().cloned(),
+            prepared: None,
+        };
+        if let Some(size) = detector.inference.input().size {
+            detector.prepare(size)?;
+        }
+        Ok(detector)
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        self.inference.is_cpu()
+    }
+
+    pub fn input(&self) -> &ImageInput {
+        self.inference.input()
+    }
+
+    /// The decoder (and its GPU pass) for a model input of `size`.
+    fn prepare(&mut self, size: (u32, u32)) -> Result<()> {
+        if self.prepared.as_ref().is_some_and(|p| p.size == size) {
+            return Ok(());
+        }
+        self.prepared = None;
+        let model = &self.model;
+        let shapes = model.output_shapes(self.inference.input().build_size(size))?;
+        if shapes.len() != model.outputs().len() {
+            return Err(Error::invalid(format!(
+                "{}: the model lists {} outputs but its graph gives {}",
+                model.path().display(),
+                model.outputs().len(),
+                shapes.len()
+            )));
+        }
+        let outputs: Vec<OutputInfo> = model
+            .outputs()
+            .iter()
+            .zip(shapes)
+            .map(|(o, shape)| OutputInfo {
+                name: o.name.clone(),
+                shape,
+                data_type: o.data_type,
+            })
+            .collect();
+        let spec = Spec::new(model.path(), &self.decoder, &outputs, size, self.threshold)?;
+        self.labels.check(spec.classes)?;
+        let gpu = match &self.gpu {
+            Some(gpu) => Some(GpuDecoder::new(gpu, &spec)?),
+            None => None,
+        };
+        self.prepared = Some(Prepared { size, spec, gpu });
+        Ok(())
+    }
+
+    /// GPU: tensorize + model + the decode/threshold/compact shader; only
+    /// the compact list is read back. The stats are what this call moved
+    /// (the read-backs, and the first time the decoder's set-up uploads).
+    pub fn detect_gpu(&mut self, frame: &GpuFrame) -> Result<(Vec<Detection>, TransferStats)> {
+        if self.is_cpu() {
+            return Err(wrong_device("detector", "detect_gpu", true));
+        }
+        let frame_size = (frame.width(), frame.height());
+        let size = self.inference.input().size_for(frame_size);
+        self.prepare(size)?;
+        let outputs = self.inference.run_gpu(frame)?;
+        let Some(p) = self.prepared.as_mut() else {
+            unreachable!("prepared just now");
+        };
+        let Some(decoder) = p.gpu.as_mut() else {
+            unreachable!("a GPU detector prepares a GPU decoder");
+        };
+        let spec = &p.spec;
+        let ctx = outputs.context();
+        let boxes = ctx.export_to_gpu(output(&outputs, &spec.boxes.name)?)?;
+        let (candidates, stats) = if spec.scores.name == spec.boxes.name {
+            decoder.run(spec, (&boxes).into(), (&boxes).into())?
+        } else {
+            let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
+            decoder.run(spec, (&boxes).into(), (&scores).into())?
+        };
+        let to_frame = ToFrame::new(self.resize, size, frame_size);
+        let found = post::detections(spec, candidates, self.iou, &to_frame, &self.labels);
+        Ok((found, stats))
+    }
+
+    /// CPU: tensorize + model on the CPU context, then the same decoders on
+    /// the whole outputs.
+    pub fn detect_cpu(&mut self, frame: &CpuFrame) -> Result<Vec<Detection>> {
+        if !self.is_cpu() {
+            return Err(wrong_device("detector", "detect_cpu", false));
+        }
+        let frame_size = (frame.width(), frame.height());
+        let size = self.inference.input().size_for(frame_size);
+        self.prepare(size)?;
+        let outputs = self.inference.run_cpu(frame)?;
+        let Some(p) = self.prepared.as_ref() else {
+            unreachable!("prepared just now");
+        };
+        let spec = &p.spec;
+        let boxes = read_values(&outputs, &spec.boxes.name)?;
+        let candidates = if spec.scores.name == spec.boxes.name {
+            spec.decode(&boxes, &boxes)
+        } else {
+            spec.decode(&boxes, &read_values(&outputs, &spec.scores.name)?)
+        };
+        let to_frame = ToFrame::new(self.resize, size, frame_size);
+        Ok(post::detections(
+            spec,
+            candidates,
+            self.iou,
+            &to_frame,
+            &self.labels,
+        ))
+    }
+}
+
+fn output<'a>(outputs: &'a InferenceOutputs, name: &str) -> Result<&'a crate::ml::Tensor> {
+    outputs.tensor(name).ok_or_else(|| {
+        Error::invalid(format!(
+            "detect: the model's graph has no output '{name}' (it has {:?})",
+            outputs
+                .tensors()
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+        ))
+    })
+}
+
+/// An output's values as f32 (float16 widened).
+fn read_values(outputs: &InferenceOutputs, name: &str) -> Result<Vec<f32>> {
+    let t = output(outputs, name)?;
+    let ctx = outputs.context();
+    match t.data_type() {
+        DataType::Float32 => ctx.read_f32(t),
+        DataType::Float16 => {
+            let bytes = ctx.read_tensor_blocking(t)?;
+            Ok(bytemuck::pod_collect_to_vec::<u8, half::f16>(&bytes)
+                .into_iter()
+                .map(f32::from)
+                .collect())
+        }
+        other => Err(Error::invalid(format!(
+            "detect: output '{name}' is {other}; the decoder reads float32 or float16"
+        ))),
+    }
+}
