@@ -140,6 +140,29 @@ fn classification_param(c: &Classification, rank: usize) -> gst::Structure {
         .build()
 }
 
+/// Copies every ROI of `from` onto `to`, ids, parents and params kept, the
+/// pixel rectangles scaled by `scale` (x, y) for an output of another size
+/// (the params hold 0..1 coordinates, so they stay as they are). Elements
+/// that make a new output buffer call it so that results survive them.
+pub fn copy(from: &gst::BufferRef, to: &mut gst::BufferRef, scale: (f64, f64)) {
+    let (sx, sy) = scale;
+    let px = |v: u32, s: f64| (f64::from(v) * s).round().clamp(0.0, f64::from(u32::MAX)) as u32;
+    for m in from.iter_meta::<VideoRegionOfInterestMeta>() {
+        let (x, y, w, h) = m.rect();
+        let params: Vec<gst::Structure> = m.params().map(|s| s.to_owned()).collect();
+        let mut copy = VideoRegionOfInterestMeta::add(
+            to,
+            m.roi_type(),
+            (px(x, sx), px(y, sy), px(w, sx), px(h, sy)),
+        );
+        copy.set_id(m.id());
+        copy.set_parent_id(m.parent_id());
+        for p in params {
+            copy.add_param(p);
+        }
+    }
+}
+
 /// Every ROI on `buf` (a `width` x `height` frame), in meta order.
 pub fn read(buf: &gst::BufferRef, width: u32, height: u32) -> Vec<Roi> {
     buf.iter_meta::<VideoRegionOfInterestMeta>()
@@ -252,6 +275,18 @@ mod tests {
         assert!(!attach_classes(buf, 7, &classes));
         let c = attach_frame_classes(buf, &classes[..1], 200, 100);
         assert_eq!(c, 2);
+
+        let mut twice = gst::Buffer::new();
+        copy(buf, twice.get_mut().unwrap(), (2.0, 2.0));
+        let copied = read(&twice, 400, 200);
+        assert_eq!(copied.len(), 3);
+        assert_eq!(copied[0].pixels, (20, 40, 62, 82));
+        assert_eq!(copied[1].parent_id, 0);
+        assert_eq!(copied[1].object.classes, classes.to_vec());
+        assert!(
+            (copied[0].object.rect.x - 21.0).abs() < 1e-3,
+            "params are 0..1 of the frame"
+        );
 
         let rois = read(buf, 200, 100);
         assert_eq!(rois.len(), 3);

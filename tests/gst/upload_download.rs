@@ -147,3 +147,46 @@ fn caps_it_cannot_handle_are_refused() {
     }
     pipeline.set_state(gst::State::Null).unwrap();
 }
+
+/// Results attached upstream survive the trip to the GPU and back: both
+/// elements make a new buffer and carry the ROI metas (and their params)
+/// over.
+#[test]
+fn roi_metas_cross_upload_and_download() {
+    use wgnn::gst::roi;
+    use wgnn::tasks::{Detection, Rect};
+    init();
+    let pipeline = crate::common::harness::launch(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=64,height=48 ! \
+         wgnnupload name=up ! wgnndownload ! appsink name=sink sync=false",
+    );
+    let up = pipeline.by_name("up").unwrap();
+    up.static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, |_, info| {
+            if let Some(gst::PadProbeData::Buffer(b)) = info.data.as_mut() {
+                let face = Detection {
+                    label: "face".into(),
+                    label_id: 0,
+                    confidence: 0.5,
+                    rect: Rect::new(8.0, 4.0, 16.0, 20.0),
+                    keypoints: vec![[10.0, 10.0]],
+                };
+                roi::attach_detection(b.make_mut(), &face, 64, 48, -1);
+            }
+            gst::PadProbeReturn::Ok
+        });
+    let sink = pipeline
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let sample = sink.pull_sample().unwrap();
+    let rois = roi::read(sample.buffer().unwrap(), 64, 48);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert_eq!(rois.len(), 1, "{rois:?}");
+    assert_eq!(rois[0].pixels, (8, 4, 16, 20));
+    assert_eq!(rois[0].object.label, "face");
+    assert_eq!(rois[0].object.keypoints, vec![[10.0, 10.0]]);
+}

@@ -545,7 +545,14 @@ fn bench_detect(options: &detect::Options, json: bool) -> ExitCode {
     println!("{}", r.what);
     println!(
         "{:>8} {:>9} {:>12} {:>11} {:>11} {:>5} {:>12} {:>5}",
-        "objects", "wall ms", "detect span", "overlay ms", "up B/frame", "ups", "down B/frame", "downs"
+        "objects",
+        "wall ms",
+        "detect span",
+        "overlay ms",
+        "up B/frame",
+        "ups",
+        "down B/frame",
+        "downs"
     );
     println!(
         "{:>8} {:>9.3} {:>12.3} {:>11.3} {:>11.0} {:>5.1} {:>12.0} {:>5.1}",

@@ -42,7 +42,7 @@ impl Default for Settings {
             model_proc: None,
             labels: None,
             top_k: 1,
-            threshold: 0.0,
+            threshold: -1.0,
             region: InferenceRegion::default(),
             object_class: String::new(),
             device: DeviceChoice::default(),
@@ -53,10 +53,17 @@ impl Default for Settings {
 }
 
 impl Settings {
-    fn options(&self) -> ClassifyOptions {
+    /// The threshold is the property's, or where it is -1 the model-proc's,
+    /// else 0.
+    fn options(&self, proc: Option<&ModelProc>) -> ClassifyOptions {
+        let threshold = if self.threshold >= 0.0 {
+            self.threshold as f32
+        } else {
+            proc.and_then(|p| p.threshold).unwrap_or(0.0)
+        };
         ClassifyOptions {
             top_k: self.top_k as usize,
-            threshold: self.threshold as f32,
+            threshold,
         }
     }
 
@@ -169,10 +176,13 @@ impl ObjectImpl for WgnnClassify {
                     .build(),
                 glib::ParamSpecDouble::builder("threshold")
                     .nick("Threshold")
-                    .blurb("Classes scoring below this (after softmax, where applied) are dropped")
-                    .minimum(0.0)
+                    .blurb(
+                        "Classes scoring below this (after softmax, where applied) are dropped; \
+                         -1 = the model-proc's threshold, or 0 without one",
+                    )
+                    .minimum(-1.0)
                     .maximum(1.0)
-                    .default_value(0.0)
+                    .default_value(-1.0)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default(
@@ -307,7 +317,7 @@ impl WgnnClassify {
             s.model.clone(),
             p.proc.as_ref(),
             p.labels.clone(),
-            s.settings.options(),
+            s.settings.options(p.proc.as_ref()),
             color,
         )
     }
@@ -386,7 +396,7 @@ impl BaseTransformImpl for WgnnClassify {
             started.model.clone(),
             proc.as_ref(),
             labels.clone(),
-            settings.options(),
+            settings.options(proc.as_ref()),
             ColorSpec::default(),
         );
         let results = checked.map_err(settings_error).and_then(|_| {

@@ -155,6 +155,7 @@ impl BaseTransformImpl for WgnnDownload {
                 ..,
             )
             .map_err(|_| gst::FlowError::Error)?;
+        crate::gst::roi::copy(inbuf, out.make_mut(), (1.0, 1.0));
         let n = self.stats.frame(&moved);
         gst::debug!(
             CAT,

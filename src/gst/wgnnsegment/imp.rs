@@ -500,6 +500,7 @@ impl BaseTransformImpl for WgnnSegment {
                 &mut moved,
             )?
         };
+        crate::gst::roi::copy(inbuf, out.make_mut(), (1.0, 1.0));
         self.core
             .frame_done(element, inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))

@@ -367,6 +367,11 @@ impl BaseTransformImpl for WgnnSuperres {
                 &mut moved,
             )?
         };
+        let scale = (
+            f64::from(state.out_info.width()) / f64::from(state.in_info.width().max(1)),
+            f64::from(state.out_info.height()) / f64::from(state.in_info.height().max(1)),
+        );
+        crate::gst::roi::copy(inbuf, out.make_mut(), scale);
         self.core
             .frame_done(element, inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))

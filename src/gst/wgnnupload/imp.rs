@@ -171,6 +171,7 @@ impl BaseTransformImpl for WgnnUpload {
                 ..,
             )
             .map_err(|_| gst::FlowError::Error)?;
+        crate::gst::roi::copy(inbuf, out.get_mut().unwrap(), (1.0, 1.0));
         let n = self.stats.frame(&moved);
         gst::debug!(
             CAT,
