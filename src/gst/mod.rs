@@ -18,6 +18,7 @@ mod stats;
 pub mod tensor_meta;
 mod wgnndownload;
 mod wgnninfer;
+mod wgnnoverlay;
 pub mod wgnnsegment;
 mod wgnnsink;
 mod wgnnsuperres;
@@ -45,6 +46,7 @@ pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     wgnnsegment::register(plugin)?;
     wgnnsuperres::register(plugin)?;
     wgnninfer::register(plugin)?;
+    wgnnoverlay::register(plugin)?;
     wgnnsink::register(plugin)?;
     Ok(())
 }

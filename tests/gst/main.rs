@@ -13,6 +13,7 @@ mod common;
 
 mod infer;
 mod infer_models;
+mod overlay;
 mod segment;
 mod segment_cpu;
 mod sink;
