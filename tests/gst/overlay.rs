@@ -3,7 +3,9 @@
 //! download) and texture memory (no bytes moved), the metas kept on the
 //! output, buffers without ROIs converted plainly, properties live and bad.
 
-use crate::common::harness::{buffer, bytes, caps, element, init, LogCapture};
+use crate::common::harness::{
+    buffer, bytes, caps, element, expect_eos, init, launch, stop, LogCapture,
+};
 
 use gst::prelude::*;
 use gst_check::Harness;
@@ -317,4 +319,25 @@ fn caps_it_cannot_handle_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("can't handle caps"), "{err}");
+}
+
+#[test]
+fn the_documented_pipeline_runs_with_detections_moving_no_frame_bytes() {
+    init();
+    // The element's doc line, with a sink that needs no display.
+    let pipeline = launch(
+        "videotestsrc num-buffers=3 ! video/x-raw,width=320,height=240 ! wgnnupload ! \
+         wgnnoverlay name=ov line-width=3 font-size=16 colors=FF0000,00FF00 ! wgnndownload ! \
+         videoconvert ! fakesink",
+    );
+    let ov = pipeline.by_name("ov").unwrap();
+    let mut face = detection("face", 1, Rect::new(100.0, 80.0, 60.0, 70.0));
+    face.keypoints = vec![[120.0, 100.0], [140.0, 100.0]];
+    attach_on(&ov.static_pad("sink").unwrap(), vec![face]);
+    pipeline.set_state(gst::State::Playing).unwrap();
+    expect_eos(&pipeline, 60, "the documented wgnnoverlay pipeline");
+    assert_eq!(ov.property::<u64>("frames"), 3);
+    assert_eq!(ov.property::<u64>("bytes-uploaded"), 0);
+    assert_eq!(ov.property::<u64>("bytes-downloaded"), 0);
+    stop(&pipeline);
 }
