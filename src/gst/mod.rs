@@ -19,6 +19,7 @@ pub mod tensor_meta;
 mod wgnnclassify;
 mod wgnndownload;
 mod wgnninfer;
+mod wgnnoverlay;
 pub mod wgnnsegment;
 mod wgnnsink;
 mod wgnnsuperres;
@@ -47,6 +48,7 @@ pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     wgnnsuperres::register(plugin)?;
     wgnninfer::register(plugin)?;
     wgnnclassify::register(plugin)?;
+    wgnnoverlay::register(plugin)?;
     wgnnsink::register(plugin)?;
     Ok(())
 }

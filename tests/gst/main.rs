@@ -14,6 +14,7 @@ mod common;
 mod classify;
 mod infer;
 mod infer_models;
+mod overlay;
 mod segment;
 mod segment_cpu;
 mod sink;

@@ -1,0 +1,42 @@
+//! `wgnnoverlay`: draws every region of interest on the frame, on the GPU:
+//! each `GstVideoRegionOfInterestMeta` (as `wgnndetect` and `wgnnclassify`
+//! attach them, in DL Streamer's convention: see [`crate::gst::roi`]) as a
+//! box in its label's colour, a label with the confidence and the top
+//! class, and its keypoints. The element is glue around
+//! [`Overlay`](crate::video::Overlay).
+//!
+//! ```text
+//! gst-launch-1.0 videotestsrc num-buffers=30 ! video/x-raw,width=320,height=240 ! \
+//!     wgnnupload ! wgnnoverlay line-width=3 font-size=16 colors=FF0000,00FF00 ! \
+//!     wgnndownload ! videoconvert ! autovideosink
+//! ```
+//!
+//! (with a detector before it, `... ! wgnnupload ! wgnndetect ! wgnnoverlay
+//! ! ...`, the boxes show; a frame without ROIs passes as plain RGBA.)
+//!
+//! Input: any format of [`caps::FORMATS`](crate::gst::caps::FORMATS), in
+//! system memory or `memory:WgpuTexture`; output: RGBA at the input size, in
+//! the input's memory kind unless downstream only takes the other. Texture
+//! memory on both sides moves no frame bytes; system memory costs one
+//! counted upload and one counted download per frame. The ROI metas are
+//! copied to the output buffer.
+
+mod imp;
+mod items;
+
+use gst::glib;
+use gst::prelude::*;
+
+glib::wrapper! {
+    pub struct WgnnOverlay(ObjectSubclass<imp::WgnnOverlay>)
+        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+    gst::Element::register(
+        plugin,
+        "wgnnoverlay",
+        gst::Rank::NONE,
+        WgnnOverlay::static_type(),
+    )
+}
