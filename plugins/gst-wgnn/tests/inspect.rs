@@ -41,6 +41,9 @@ fn gst_inspect_loads_the_plugin() {
         "wgnnsegment",
         "wgnnsuperres",
         "wgnninfer",
+        "wgnndetect",
+        "wgnnclassify",
+        "wgnnoverlay",
         "wgnnsink",
     ] {
         assert!(
