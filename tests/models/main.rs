@@ -9,6 +9,7 @@
 mod common;
 
 mod bad_input;
+mod detect_yolo;
 mod golden;
 mod litert_refs;
 mod load;
