@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::ml::DataType;
 use crate::models::Model;
 use crate::video::{
-    ChannelOrder, ColorSpec, Normalize, OutputDtype, Resize, TensorLayout, TensorizeOptions,
+    ChannelOrder, ColorSpec, Normalize, OutputDtype, Resize, Sampling, TensorLayout,
+    TensorizeOptions,
 };
 
 /// A model's image input: its first input shaped as an RGB tensor
@@ -30,6 +31,9 @@ pub struct ImageInput {
     pub data_type: DataType,
     /// Per-channel (mean, std) applied after `range`: `(v - mean) / std`.
     pub mean_std: Option<([f32; 3], [f32; 3])>,
+    /// Where each input pixel samples the frame (half-pixel unless the
+    /// model was trained on another resizer's output).
+    pub sampling: Sampling,
 }
 
 impl ImageInput {
@@ -94,6 +98,7 @@ impl ImageInput {
             channels: ChannelOrder::Rgb,
             data_type: input.data_type,
             mean_std: None,
+            sampling: Sampling::HalfPixel,
         })
     }
 
@@ -119,6 +124,12 @@ impl ImageInput {
         if mean_std.is_some() {
             self.mean_std = mean_std;
         }
+        self
+    }
+
+    /// The same input sampled as `sampling` says.
+    pub fn with_sampling(mut self, sampling: Sampling) -> ImageInput {
+        self.sampling = sampling;
         self
     }
 
@@ -178,6 +189,7 @@ impl ImageInput {
         options.normalize = self.normalize();
         options.color = color;
         options.channels = self.channels;
+        options.sampling = self.sampling;
         options
     }
 }

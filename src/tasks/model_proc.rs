@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::video::{ChannelOrder, ColorSpec, Resize};
+use crate::video::{ChannelOrder, ColorSpec, Resize, Sampling};
 
 use super::objects::Labels;
 use super::InferOptions;
@@ -61,6 +61,19 @@ pub struct InputProc {
     pub mean: Option<[f32; 3]>,
     #[serde(default)]
     pub std: Option<[f32; 3]>,
+    /// Where each input pixel samples the frame, as ONNX's Resize names it:
+    /// `half_pixel` (default) or `asymmetric` (OpenCV's warpAffine, which
+    /// MediaPipe's CPU graphs use).
+    #[serde(default)]
+    pub coordinates: CoordinatesProc,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CoordinatesProc {
+    #[default]
+    HalfPixel,
+    Asymmetric,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -344,6 +357,10 @@ impl ModelProc {
             bgr: self.input.color == ColorOrder::Bgr,
             color,
             mean_std: self.input.mean.zip(self.input.std),
+            sampling: match self.input.coordinates {
+                CoordinatesProc::HalfPixel => Sampling::HalfPixel,
+                CoordinatesProc::Asymmetric => Sampling::Asymmetric,
+            },
         }
     }
 

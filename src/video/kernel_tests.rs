@@ -64,7 +64,7 @@ fn every_params_struct_is_laid_out_as_its_rust_twin() {
             out_w,
             out_h,
             whole_frame,
-            _pad0
+            asymmetric
         ),
     );
     // The YUV reader's, within that kernel.

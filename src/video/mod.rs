@@ -42,7 +42,8 @@ pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
 pub use readback::download_rgba;
 pub use tensor_buffer::TensorBuffer;
 pub use tensorize::{
-    ChannelOrder, Normalize, OutputDtype, Resize, TensorLayout, TensorizeOptions, Tensorizer,
+    ChannelOrder, Normalize, OutputDtype, Resize, Sampling, TensorLayout, TensorizeOptions,
+    Tensorizer,
 };
 
 /// Workgroups of 8x8 covering `width` x `height`.

@@ -100,6 +100,20 @@ impl Default for Normalize {
     }
 }
 
+/// Where an output pixel samples the source, as ONNX's Resize names its
+/// `coordinate_transformation_mode`s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Sampling {
+    /// Pixel centres map to pixel centres: x_src = (x_dst + 0.5) * s - 0.5
+    /// (PyTorch's `align_corners=False`, PIL, most resizers).
+    #[default]
+    HalfPixel,
+    /// Pixel i samples the source at i * s (OpenCV's `warpAffine` with a
+    /// scale matrix, which MediaPipe's CPU `ImageToTensorCalculator` uses):
+    /// models trained on such inputs see the same pixels.
+    Asymmetric,
+}
+
 /// Channel order of the output tensor (and of `Normalize`'s arrays).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ChannelOrder {
@@ -119,6 +133,7 @@ pub struct TensorizeOptions {
     pub normalize: Normalize,
     pub color: ColorSpec,
     pub channels: ChannelOrder,
+    pub sampling: Sampling,
 }
 
 impl TensorizeOptions {
@@ -133,6 +148,7 @@ impl TensorizeOptions {
             normalize: Normalize::default(),
             color: ColorSpec::default(),
             channels: ChannelOrder::default(),
+            sampling: Sampling::default(),
         }
     }
 }
@@ -305,7 +321,8 @@ pub(crate) struct TensorizeParams {
     /// 1: the whole frame, whatever its size (the shader asks the frame), so
     /// that one uniform serves every frame; 0: `region`.
     pub whole_frame: u32,
-    pub _pad0: u32,
+    /// 1: [`Sampling::Asymmetric`], 0: half-pixel.
+    pub asymmetric: u32,
 }
 
 impl TensorizeParams {
@@ -325,7 +342,7 @@ impl TensorizeParams {
             out_w: o.width,
             out_h: o.height,
             whole_frame: 1,
-            _pad0: 0,
+            asymmetric: u32::from(o.sampling == Sampling::Asymmetric),
         }
     }
 

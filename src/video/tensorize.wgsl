@@ -21,7 +21,9 @@ struct Params {
     out_w: u32,
     out_h: u32,
     whole_frame: u32,
-    _pad0: u32,
+    // 1: output pixel i samples the source at i * scale (OpenCV's
+    // warpAffine); 0: pixel centres map to pixel centres.
+    asymmetric: u32,
 }
 
 @group(1) @binding(0) var<storage, read_write> dst: array<out_t>;
@@ -53,6 +55,10 @@ fn sample(o: vec2<f32>) -> vec3<f32> {
         last = params.region_pixels.zw;
     }
     let dst_size = vec2<f32>(f32(params.out_w), f32(params.out_h));
+    // The source position of output position q (pixel centres at half
+    // integers) at scale s is (q - k) * s - (0.5 - k): half-pixel (k = 0)
+    // or asymmetric (k = 0.5).
+    let k = select(0.0, 0.5, params.asymmetric == 1u);
     if RESIZE_MODE == 1u {
         // Scale to fit inside, centred; pixels whose centre falls outside the
         // scaled source are padding.
@@ -62,15 +68,15 @@ fn sample(o: vec2<f32>) -> vec3<f32> {
         if any(q < vec2<f32>(0.0)) || any(q >= content) {
             return params.pad_color.rgb;
         }
-        return bilinear(origin + q * s - 0.5, first, last);
+        return bilinear(origin + (q - k) * s - (0.5 - k), first, last);
     }
     if RESIZE_MODE == 2u {
         // Scale to cover, centred; the overhang is cut off.
         let s = min(src.x / dst_size.x, src.y / dst_size.y);
         let start = origin + (src - dst_size * s) * 0.5;
-        return bilinear(start + o * s - 0.5, first, last);
+        return bilinear(start + (o - k) * s - (0.5 - k), first, last);
     }
-    return bilinear(origin + o * (src / dst_size) - 0.5, first, last);
+    return bilinear(origin + (o - k) * (src / dst_size) - (0.5 - k), first, last);
 }
 
 @compute @workgroup_size(8, 8)

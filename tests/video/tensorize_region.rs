@@ -14,7 +14,7 @@ use crate::common::video::{
 use wgnn::gpu::Gpu;
 use wgnn::video::{
     cpu, upload_frame, ChannelOrder, FrameLayout, GpuFrame, Normalize, OutputDtype, Resize,
-    TensorLayout, TensorizeOptions, Tensorizer, TexturePool, VideoFormat,
+    Sampling, TensorLayout, TensorizeOptions, Tensorizer, TexturePool, VideoFormat,
 };
 
 const RESIZES: [Resize; 3] = [
@@ -69,12 +69,19 @@ fn reference(img: &Image, o: &TensorizeOptions, region: [f32; 4]) -> Vec<f64> {
     };
     let (dw, dh) = (o.width as usize, o.height as usize);
     let (ow, oh) = (dw as f64, dh as f64);
+    // Output position q (pixel centres at half integers) at scale s samples
+    // (q - k) * s - (0.5 - k): half-pixel k = 0, asymmetric k = 0.5.
+    let k = match o.sampling {
+        Sampling::HalfPixel => 0.0,
+        Sampling::Asymmetric => 0.5,
+    };
+    let map = |q: f64, s: f64| (q - k) * s - (0.5 - k);
     let mut out = vec![0.0; 3 * dw * dh];
     for oy in 0..dh {
         for ox in 0..dw {
             let (u, v) = (ox as f64 + 0.5, oy as f64 + 0.5);
             let rgb = match o.resize {
-                Resize::Stretch => at(x0 + u * sw / ow - 0.5, y0 + v * sh / oh - 0.5),
+                Resize::Stretch => at(x0 + map(u, sw / ow), y0 + map(v, sh / oh)),
                 Resize::Letterbox { pad } => {
                     let s = (sw / ow).max(sh / oh);
                     let (cw, ch) = (sw / s, sh / s);
@@ -82,13 +89,13 @@ fn reference(img: &Image, o: &TensorizeOptions, region: [f32; 4]) -> Vec<f64> {
                     if qx < 0.0 || qy < 0.0 || qx >= cw || qy >= ch {
                         pad.map(f64::from)
                     } else {
-                        at(x0 + qx * s - 0.5, y0 + qy * s - 0.5)
+                        at(x0 + map(qx, s), y0 + map(qy, s))
                     }
                 }
                 Resize::CenterCrop => {
                     let s = (sw / ow).min(sh / oh);
                     let (sx, sy) = (x0 + (sw - ow * s) / 2.0, y0 + (sh - oh * s) / 2.0);
-                    at(sx + u * s - 0.5, sy + v * s - 0.5)
+                    at(sx + map(u, s), sy + map(v, s))
                 }
             };
             let rgb = match o.channels {
@@ -166,32 +173,35 @@ fn regions_match_the_reference_and_the_cpu_in_every_resize_mode() {
     let (mut cases, mut worst_cpu) = (0, 0.0f64);
     for (i, region) in REGIONS.into_iter().enumerate() {
         for (j, resize) in RESIZES.into_iter().enumerate() {
-            // Smaller than, about as large as, and larger than the regions.
-            let (dw, dh) = [(16, 12), (5, 9), (40, 30)][(i + j) % 3];
-            let o = TensorizeOptions {
-                resize,
-                layout: [TensorLayout::Nhwc, TensorLayout::Nchw][(i + j) % 2],
-                channels: [ChannelOrder::Rgb, ChannelOrder::Bgr][i % 2],
-                normalize: [Normalize::ZERO_ONE, Normalize::RAW][j % 2],
-                ..TensorizeOptions::new(dw, dh)
-            };
-            let what = format!("region {region:?} {o:?}");
-            let got = gpu_region(&gpu, &frame, o, region);
-            let want = reference(&img, &o, region);
-            // Up to 0..255 values: sub-pixel positions in f32 vs f64.
-            assert_close_f32(&got, &want, 5e-3, &what);
-            let on_cpu = cpu_region(&layout, &bytes, o, region);
-            let gpu64: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
-            worst_cpu = on_cpu
-                .iter()
-                .zip(&gpu64)
-                .map(|(&c, g)| (f64::from(c) - g).abs())
-                .fold(worst_cpu, f64::max);
-            assert_close_f32(&on_cpu, &gpu64, 1e-3, &format!("CPU vs GPU: {what}"));
-            cases += 1;
+            for sampling in [Sampling::HalfPixel, Sampling::Asymmetric] {
+                // Smaller than, about as large as, and larger than the regions.
+                let (dw, dh) = [(16, 12), (5, 9), (40, 30)][(i + j) % 3];
+                let o = TensorizeOptions {
+                    resize,
+                    layout: [TensorLayout::Nhwc, TensorLayout::Nchw][(i + j) % 2],
+                    channels: [ChannelOrder::Rgb, ChannelOrder::Bgr][i % 2],
+                    normalize: [Normalize::ZERO_ONE, Normalize::RAW][j % 2],
+                    sampling,
+                    ..TensorizeOptions::new(dw, dh)
+                };
+                let what = format!("region {region:?} {o:?}");
+                let got = gpu_region(&gpu, &frame, o, region);
+                let want = reference(&img, &o, region);
+                // Up to 0..255 values: sub-pixel positions in f32 vs f64.
+                assert_close_f32(&got, &want, 5e-3, &what);
+                let on_cpu = cpu_region(&layout, &bytes, o, region);
+                let gpu64: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
+                worst_cpu = on_cpu
+                    .iter()
+                    .zip(&gpu64)
+                    .map(|(&c, g)| (f64::from(c) - g).abs())
+                    .fold(worst_cpu, f64::max);
+                assert_close_f32(&on_cpu, &gpu64, 1e-3, &format!("CPU vs GPU: {what}"));
+                cases += 1;
+            }
         }
     }
-    assert_eq!(cases, REGIONS.len() * 3);
+    assert_eq!(cases, REGIONS.len() * 3 * 2);
     eprintln!("regions: CPU vs GPU at most {worst_cpu:.2e} apart");
 }
 
@@ -405,4 +415,51 @@ fn regions_with_nothing_inside_the_frame_are_errors_naming_them() {
     // A refused region records nothing.
     assert_eq!(gpu.transfers().since(&before).uploads, 0);
     gpu.check().unwrap();
+}
+
+/// Asymmetric sampling (OpenCV's warpAffine, MediaPipe's CPU graphs):
+/// output pixel i of a 4x downscale is exactly source pixel 4i, where
+/// half-pixel sampling blends pixels 4i+1 and 4i+2.
+#[test]
+fn asymmetric_sampling_takes_every_fourth_pixel() {
+    let gpu = common::gpu();
+    let pool = TexturePool::new();
+    let (w, h) = (16u32, 4u32);
+    let bytes: Vec<u8> = (0..w * h)
+        .flat_map(|i| {
+            let (x, y) = (i % w, i / w);
+            [(x * 10) as u8, (y * 50) as u8, 7, 255]
+        })
+        .collect();
+    let layout = FrameLayout::packed(VideoFormat::Rgba, w, h);
+    let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
+    let whole = [0.0, 0.0, w as f32, h as f32];
+    let o = TensorizeOptions {
+        normalize: Normalize::RAW,
+        sampling: Sampling::Asymmetric,
+        ..TensorizeOptions::new(4, 1)
+    };
+    let got = gpu_region(&gpu, &frame, o, whole);
+    let want: Vec<f32> = (0..4).flat_map(|i| [(i * 40) as f32, 0.0, 7.0]).collect();
+    assert_close_f32(
+        &got,
+        &want.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+        1e-4,
+        "asymmetric",
+    );
+    assert_eq!(cpu_region(&layout, &bytes, o, whole), want);
+    let half = gpu_region(
+        &gpu,
+        &frame,
+        TensorizeOptions {
+            sampling: Sampling::HalfPixel,
+            ..o
+        },
+        whole,
+    );
+    // Half-pixel: x = 4i + 1.5, between pixels 4i+1 and 4i+2; y = 1.5.
+    assert!(
+        (half[0] - 15.0).abs() < 1e-3 && (half[1] - 75.0).abs() < 1e-3,
+        "{half:?}"
+    );
 }

@@ -43,6 +43,7 @@ impl Settings {
             bgr: self.bgr,
             color,
             mean_std: None,
+            sampling: crate::video::Sampling::HalfPixel,
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
 use crate::models::Model;
 use crate::video::cpu::CpuFrame;
-use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Tensorizer};
+use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Sampling, Tensorizer};
 
 use super::{wrong_device, Device, ImageInput};
 pub use outputs::InferenceOutputs;
@@ -31,6 +31,8 @@ pub struct InferOptions {
     /// `(x - mean) / std` (ImageNet: mean [0.485, 0.456, 0.406], std
     /// [0.229, 0.224, 0.225] with range 0..1); in the fed channel order.
     pub mean_std: Option<([f32; 3], [f32; 3])>,
+    /// Where each input pixel samples the frame.
+    pub sampling: Sampling,
     /// How YUV frames convert to RGB.
     pub color: ColorSpec,
 }
@@ -198,7 +200,8 @@ impl ImageInference {
         Ok(ImageInput::of(model)?
             .with_range(options.range)
             .bgr(options.bgr)
-            .with_mean_std(options.mean_std))
+            .with_mean_std(options.mean_std)
+            .with_sampling(options.sampling))
     }
 
     pub fn input(&self) -> &ImageInput {

@@ -8,7 +8,7 @@ use super::frame::{CpuFrame, Reader};
 use super::mix_n;
 use crate::error::{Error, Result};
 use crate::video::tensorize::{check_options, SourceWindow};
-use crate::video::{ChannelOrder, OutputDtype, Resize, TensorLayout, TensorizeOptions};
+use crate::video::{ChannelOrder, OutputDtype, Resize, Sampling, TensorLayout, TensorizeOptions};
 
 /// Turns frames into tensors of one configuration.
 #[derive(Clone, Debug)]
@@ -144,8 +144,15 @@ impl Tensorizer {
         let [sw, sh] = window.size;
         let (dw, dh) = (o.width as f32, o.height as f32);
         let at = |x: f32, y: f32| bilinear_within(x, y, window, |x, y| reader.rgb(x, y));
+        // Source position of output position q at scale s: (q - k) * s -
+        // (0.5 - k), half-pixel (k = 0) or asymmetric (k = 0.5).
+        let k = match o.sampling {
+            Sampling::HalfPixel => 0.0,
+            Sampling::Asymmetric => 0.5,
+        };
+        let map = |q: f32, s: f32| (q - k) * s - (0.5 - k);
         match o.resize {
-            Resize::Stretch => at(x0 + ox * (sw / dw) - 0.5, y0 + oy * (sh / dh) - 0.5),
+            Resize::Stretch => at(x0 + map(ox, sw / dw), y0 + map(oy, sh / dh)),
             Resize::Letterbox { pad } => {
                 // Pixels whose centre falls outside the scaled source are
                 // padding.
@@ -155,13 +162,13 @@ impl Tensorizer {
                 if qx < 0.0 || qy < 0.0 || qx >= cw || qy >= ch {
                     pad.map(f32::from)
                 } else {
-                    at(x0 + qx * s - 0.5, y0 + qy * s - 0.5)
+                    at(x0 + map(qx, s), y0 + map(qy, s))
                 }
             }
             Resize::CenterCrop => {
                 let s = (sw / dw).min(sh / dh);
                 let (sx, sy) = (x0 + (sw - dw * s) * 0.5, y0 + (sh - dh * s) * 0.5);
-                at(sx + ox * s - 0.5, sy + oy * s - 0.5)
+                at(sx + map(ox, s), sy + map(oy, s))
             }
         }
     }
