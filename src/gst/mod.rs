@@ -16,6 +16,7 @@ pub mod results;
 pub mod roi;
 mod stats;
 pub mod tensor_meta;
+mod wgnndetect;
 mod wgnndownload;
 mod wgnninfer;
 pub mod wgnnsegment;
@@ -45,6 +46,7 @@ pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     wgnnsegment::register(plugin)?;
     wgnnsuperres::register(plugin)?;
     wgnninfer::register(plugin)?;
+    wgnndetect::register(plugin)?;
     wgnnsink::register(plugin)?;
     Ok(())
 }

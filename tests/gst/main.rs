@@ -10,7 +10,10 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../models/face_refs.rs"]
+mod face_refs;
 
+mod detect;
 mod infer;
 mod infer_models;
 mod segment;

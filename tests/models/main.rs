@@ -9,6 +9,8 @@
 mod common;
 
 mod bad_input;
+mod face_detect;
+mod face_refs;
 mod golden;
 mod litert_refs;
 mod load;
