@@ -472,6 +472,45 @@ mod tests {
     }
 
     #[test]
+    fn ssd_anchor_options_are_checked() {
+        let ssd = |anchors: &str, extra: &str| {
+            format!(
+                r#"{{"decoder": {{"type": "ssd-anchors", "boxes": "b", "scores": "s",
+                    "anchors": {{"num_layers": 2, "min_scale": 0.1, "max_scale": 0.7,
+                                "input_size_width": 64, "input_size_height": 64,
+                                "strides": [8, 16]{anchors}}},
+                    "num_coords": 4, "x_scale": 64, "y_scale": 64, "w_scale": 64,
+                    "h_scale": 64{extra}}}}}"#
+            )
+        };
+        let path = write("ssd.json", &ssd("", ""));
+        let proc = ModelProc::load(&path).unwrap();
+        let Some(Decoder::SsdAnchors(s)) = &proc.decoder else {
+            panic!("{proc:?}")
+        };
+        assert!(s.anchors.feature_map_width.is_empty() && s.sigmoid_score);
+        let cases = [
+            (
+                ssd(r#", "feature_map_width": [4]"#, ""),
+                "1 feature_map_width and 0",
+            ),
+            (
+                ssd(r#", "aspect_ratios": [1.0, 0.0]"#, ""),
+                "aspect ratios must be positive",
+            ),
+            (
+                ssd("", r#", "score_clipping_thresh": -1"#),
+                "score_clipping_thresh is -1",
+            ),
+        ];
+        for (text, needle) in cases {
+            let path = write("bad_ssd.json", &text);
+            let err = ModelProc::load(&path).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn the_default_model_proc_sits_beside_the_model() {
         let model = write("beside.tflite", "");
         assert_eq!(ModelProc::for_model(&model, None).unwrap(), None);

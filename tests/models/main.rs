@@ -9,6 +9,7 @@
 mod common;
 
 mod bad_input;
+mod detect_yolo;
 mod face_detect;
 mod face_refs;
 mod golden;

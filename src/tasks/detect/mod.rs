@@ -35,7 +35,7 @@ use crate::models::Model;
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, GpuFrame, Resize};
 
-use super::model_proc::{Decoder, ModelProc};
+use super::model_proc::{Decoder, ModelProc, YoloLayout};
 use super::objects::{Detection, Labels};
 use super::{wrong_device, Device, ImageInference, ImageInput, InferenceOutputs};
 use gpu::GpuDecoder;
@@ -178,7 +178,24 @@ impl Detector {
             })
             .collect();
         let spec = Spec::new(model.path(), &self.decoder, &outputs, size, self.threshold)?;
-        self.labels.check(spec.classes)?;
+        self.labels
+            .check(spec.classes)
+            .map_err(|e| match &self.decoder {
+                // A YOLO layout read the wrong way round makes another class
+                // count: say how the output was read.
+                Decoder::Yolo(y) => Error::invalid(format!(
+                    "{e} (decoder yolo: output '{}' {:?} read as {}: {} boxes of {} classes)",
+                    spec.boxes.name,
+                    spec.boxes.shape,
+                    match y.layout {
+                        YoloLayout::Yolov5 => "yolov5",
+                        YoloLayout::Yolov8 => "yolov8",
+                    },
+                    spec.n,
+                    spec.classes
+                )),
+                _ => e,
+            })?;
         let gpu = match &self.gpu {
             Some(gpu) => Some(GpuDecoder::new(gpu, &spec)?),
             None => None,

@@ -327,11 +327,15 @@ fn detector_errors_name_the_cause() {
         err.contains("the model has no output 'logits' (its outputs: 'regressors' [1, 896, 16]"),
         "{err}"
     );
-    let proc: ModelProc =
-        serde_json::from_str(r#"{"decoder": {"type": "yolo", "layout": "yolov5"}}"#).unwrap();
+    let proc: ModelProc = serde_json::from_str(
+        r#"{"decoder": {"type": "yolo", "layout": "yolov5", "output": "classificators"}}"#,
+    )
+    .unwrap();
     let err = new(&proc, none.clone(), opts);
     assert!(
-        err.contains("decoder yolo: output 'regressors' is [1, 896, 16], expected [1, N, 5 + C]"),
+        err.contains(
+            "decoder yolo: output 'classificators' is [1, 896, 1], expected [1, N, 5 + C]"
+        ),
         "{err}"
     );
     let proc: ModelProc =
