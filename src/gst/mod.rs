@@ -17,6 +17,7 @@ pub mod roi;
 mod stats;
 pub mod tensor_meta;
 mod wgnnclassify;
+mod wgnndetect;
 mod wgnndownload;
 mod wgnninfer;
 mod wgnnoverlay;
@@ -47,6 +48,7 @@ pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     wgnnsegment::register(plugin)?;
     wgnnsuperres::register(plugin)?;
     wgnninfer::register(plugin)?;
+    wgnndetect::register(plugin)?;
     wgnnclassify::register(plugin)?;
     wgnnoverlay::register(plugin)?;
     wgnnsink::register(plugin)?;

@@ -10,8 +10,11 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../models/face_refs.rs"]
+mod face_refs;
 
 mod classify;
+mod detect;
 mod infer;
 mod infer_models;
 mod overlay;

@@ -10,6 +10,8 @@ mod common;
 
 mod bad_input;
 mod detect_yolo;
+mod face_detect;
+mod face_refs;
 mod golden;
 mod litert_refs;
 mod load;

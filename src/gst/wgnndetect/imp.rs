@@ -1,0 +1,464 @@
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::prelude::*;
+
+use crate::gpu::TransferStats;
+use crate::gst::caps;
+use crate::gst::device_choice::DeviceChoice;
+use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE;
+use crate::gst::results::{self, ResultsOut};
+use crate::gst::roi;
+use crate::gst::stats::Stats;
+use crate::models::Model;
+use crate::tasks::{
+    DetectOptions, Detector, Device, FrameResults, Labels, ModelProc, ObjectResult,
+};
+use crate::video::{ColorSpec, TexturePool};
+
+crate::gst::element_category!("wgnndetect", "wgnn object detection element");
+
+#[derive(Clone, Debug)]
+struct Settings {
+    model: Option<PathBuf>,
+    model_proc: Option<PathBuf>,
+    labels: Option<PathBuf>,
+    /// Negative: the model-proc's.
+    threshold: f64,
+    /// Negative: the model-proc's.
+    iou_threshold: f64,
+    device: DeviceChoice,
+    results_location: Option<PathBuf>,
+    post_messages: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model: None,
+            model_proc: None,
+            labels: None,
+            threshold: -1.0,
+            iou_threshold: -1.0,
+            device: DeviceChoice::default(),
+            results_location: None,
+            post_messages: false,
+        }
+    }
+}
+
+impl Settings {
+    fn options(&self) -> DetectOptions {
+        let set = |v: f64| (v >= 0.0).then_some(v as f32);
+        DetectOptions {
+            threshold: set(self.threshold),
+            iou_threshold: set(self.iou_threshold),
+        }
+    }
+}
+
+/// What `start` read and checked besides the model: the detector is made
+/// again from it when the stream's colours differ from the ones it was
+/// checked with.
+struct Setup {
+    proc: ModelProc,
+    labels: Labels,
+    options: DetectOptions,
+}
+
+impl Setup {
+    /// Reads the model-proc (`explicit`, or the one beside `model`) and the
+    /// labels (the `labels` file, or the model-proc's).
+    fn read(settings: &Settings, model: &Path) -> crate::Result<Setup> {
+        let explicit = settings.model_proc.as_deref();
+        let proc = ModelProc::for_model(model, explicit)?.ok_or_else(|| {
+            crate::Error::Invalid(format!(
+                "no model-proc for {}: set the model-proc property or put {} beside it",
+                model.display(),
+                model.with_extension("json").display()
+            ))
+        })?;
+        let labels = match &settings.labels {
+            Some(path) => Labels::from_file(path)?,
+            None => proc.labels()?,
+        };
+        Ok(Setup {
+            proc,
+            labels,
+            options: settings.options(),
+        })
+    }
+
+    fn detector(
+        &self,
+        device: &Device,
+        model: Arc<Model>,
+        color: ColorSpec,
+    ) -> crate::Result<Detector> {
+        Detector::new(
+            device,
+            model,
+            &self.proc,
+            self.labels.clone(),
+            self.options,
+            color,
+        )
+    }
+}
+
+/// Everything a started element works with.
+struct Run {
+    detector: Detector,
+    /// The colours `detector` was made for.
+    color: ColorSpec,
+    results: ResultsOut,
+    /// The negotiated frames, once caps are set.
+    info: Option<gst_video::VideoInfo>,
+    uploads: TexturePool,
+}
+
+pub struct WgnnDetect {
+    settings: Mutex<Settings>,
+    core: Processing<Setup>,
+    run: Mutex<Option<Run>>,
+}
+
+impl Default for WgnnDetect {
+    fn default() -> Self {
+        WgnnDetect {
+            settings: Mutex::default(),
+            core: Processing::new(*CAT),
+            run: Mutex::default(),
+        }
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for WgnnDetect {
+    const NAME: &'static str = "GstWgnnDetect";
+    type Type = super::WgnnDetect;
+    type ParentType = gst_base::BaseTransform;
+}
+
+fn path_value(value: &glib::Value) -> Option<PathBuf> {
+    value
+        .get::<Option<String>>()
+        .ok()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+}
+
+fn path_to_value(path: &Option<PathBuf>) -> glib::Value {
+    path.as_ref().map(|p| p.display().to_string()).to_value()
+}
+
+impl ObjectImpl for WgnnDetect {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let mut props = vec![
+                glib::ParamSpecString::builder("model")
+                    .nick("Model")
+                    .blurb(
+                        "Detection model file (TFLite, ONNX or TF.js model.json) whose input is \
+                         an RGB image; required. Read when the element starts",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("model-proc")
+                    .nick("Model-proc")
+                    .blurb(
+                        "JSON file saying how frames fill the model's input and how its outputs \
+                         become objects (decoder, labels, thresholds); unset = <model file \
+                         stem>.json beside the model",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("labels")
+                    .nick("Labels")
+                    .blurb(
+                        "Labels file, one class name per line, overriding the model-proc's; \
+                         unset = the model-proc's (or class numbers)",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecDouble::builder("threshold")
+                    .nick("Threshold")
+                    .blurb(
+                        "Minimum confidence of an object, 0..1; negative = the model-proc's \
+                         (0.5 where it has none)",
+                    )
+                    .minimum(-1.0)
+                    .maximum(1.0)
+                    .default_value(-1.0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecDouble::builder("iou-threshold")
+                    .nick("IoU threshold")
+                    .blurb(
+                        "Overlap (intersection over union) above which non-maximum suppression \
+                         merges or drops boxes, 0..1; negative = the model-proc's (0.45 where \
+                         it has none)",
+                    )
+                    .minimum(-1.0)
+                    .maximum(1.0)
+                    .default_value(-1.0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("device", DeviceChoice::default())
+                    .nick("Device")
+                    .blurb("Where the model runs. Read when the element starts")
+                    .mutable_ready()
+                    .build(),
+            ];
+            props.extend(results::properties());
+            props.extend(Stats::properties());
+            props
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut settings = self.settings.lock().unwrap();
+        match pspec.name() {
+            "model" => settings.model = path_value(value),
+            "model-proc" => settings.model_proc = path_value(value),
+            "labels" => settings.labels = path_value(value),
+            "threshold" => settings.threshold = value.get().unwrap_or(-1.0),
+            "iou-threshold" => settings.iou_threshold = value.get().unwrap_or(-1.0),
+            "device" => settings.device = value.get().unwrap_or_default(),
+            "results-location" => settings.results_location = path_value(value),
+            "post-messages" => settings.post_messages = value.get().unwrap_or(false),
+            _ => unreachable!("no other writable properties are registered"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        if let Some(v) = self.core.meter.property(pspec.name()) {
+            return v;
+        }
+        let settings = self.settings.lock().unwrap();
+        match pspec.name() {
+            "model" => path_to_value(&settings.model),
+            "model-proc" => path_to_value(&settings.model_proc),
+            "labels" => path_to_value(&settings.labels),
+            "threshold" => settings.threshold.to_value(),
+            "iou-threshold" => settings.iou_threshold.to_value(),
+            "device" => settings.device.to_value(),
+            "results-location" => path_to_value(&settings.results_location),
+            "post-messages" => settings.post_messages.to_value(),
+            _ => unreachable!("no other properties are registered"),
+        }
+    }
+}
+
+impl GstObjectImpl for WgnnDetect {}
+
+impl ElementImpl for WgnnDetect {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "wgnn object detection",
+                "Filter/Analyzer/Video",
+                "Runs a detection model on each frame on the GPU (or the CPU: device=cpu) and \
+                 attaches one GstVideoRegionOfInterestMeta per object (DL Streamer's \
+                 'detection' params); the frame passes through untouched",
+                "wgnn developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let mut any = caps::texture_caps();
+            any.merge(caps::system_caps());
+            ["sink", "src"]
+                .into_iter()
+                .zip([gst::PadDirection::Sink, gst::PadDirection::Src])
+                .map(|(name, dir)| {
+                    gst::PadTemplate::new(name, dir, gst::PadPresence::Always, &any).unwrap()
+                })
+                .collect()
+        });
+        TEMPLATES.as_ref()
+    }
+
+    fn set_context(&self, context: &gst::Context) {
+        self.core.set_context(context);
+        self.parent_set_context(context)
+    }
+}
+
+impl WgnnDetect {
+    fn on_cpu(&self) -> bool {
+        let choice = self.settings.lock().unwrap().device;
+        self.core.on_cpu(choice)
+    }
+
+    /// Makes the detector again when the stream's YUV colours (`color`)
+    /// are not the ones it was made for.
+    fn refresh(&self, run: &mut Run, color: ColorSpec) -> crate::Result<()> {
+        if run.color != color {
+            let s = self
+                .core
+                .started()
+                .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
+            run.detector = s.settings.detector(&s.device, s.model.clone(), color)?;
+            run.color = color;
+        }
+        Ok(())
+    }
+}
+
+impl BaseTransformImpl for WgnnDetect {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = self.settings.lock().unwrap().clone();
+        let Some(path) = settings.model.clone() else {
+            return Err(gst::error_msg!(
+                gst::ResourceError::NotFound,
+                ["no model: set the model property to a detection model file"]
+            ));
+        };
+        let setup = Setup::read(&settings, &path)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]))?;
+        let results =
+            ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)?;
+        let obj = self.obj();
+        let started =
+            self.core
+                .start(obj.upcast_ref(), setup, &path, settings.device, |_, _| {
+                    Ok(())
+                })?;
+        // Made now, so that a decoder that does not fit the model's outputs
+        // or labels short of its classes fail the state change; remade at
+        // the first frame only if the stream's colours differ.
+        let color = ColorSpec::default();
+        let detector = started
+            .settings
+            .detector(&started.device, started.model.clone(), color)
+            .map_err(|e| {
+                self.core.stop();
+                gst::error_msg!(
+                    gst::ResourceError::Settings,
+                    ["cannot use model {}: {}", path.display(), e]
+                )
+            })?;
+        *self.run.lock().unwrap() = Some(Run {
+            detector,
+            color,
+            results,
+            info: None,
+            uploads: TexturePool::new(),
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.run.lock().unwrap().take();
+        self.core.stop();
+        Ok(())
+    }
+
+    fn transform_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> Option<gst::Caps> {
+        let out = self.parent_transform_caps(direction, caps, filter)?;
+        if !self.on_cpu() {
+            return Some(out);
+        }
+        self.core
+            .explain_refused_textures(self.obj().upcast_ref(), caps, filter);
+        let mut system = gst::Caps::new_empty();
+        {
+            let system = system.get_mut().expect("a new caps is writable");
+            for (s, f) in out.iter_with_features() {
+                if !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
+                    system.append_structure_full(s.to_owned(), Some(f.to_owned()));
+                }
+            }
+        }
+        Some(system)
+    }
+
+    fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let n = caps::negotiate("analysed", incaps, outcaps, self.on_cpu())
+            .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        gst::debug!(CAT, imp = self, "detecting on {incaps}");
+        let mut run = self.run.lock().unwrap();
+        let run = run
+            .as_mut()
+            .ok_or_else(|| gst::loggable_error!(CAT, "caps set before the element started"))?;
+        run.info = Some(n.in_info);
+        // A new resolution keeps the detector but not the frames' textures.
+        run.uploads = TexturePool::new();
+        Ok(())
+    }
+
+    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        self.core.query(direction, query, |q| {
+            BaseTransformImplExt::parent_query(self, direction, q)
+        })
+    }
+
+    fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let began = Instant::now();
+        let obj = self.obj();
+        let element: &gst::Element = obj.upcast_ref();
+        let mut run = self.run.lock().unwrap();
+        let run = run.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
+        let info = run.info.clone().ok_or(gst::FlowError::NotNegotiated)?;
+        self.refresh(run, caps::color_spec(&info))
+            .map_err(|e| fail(element, "cannot set up the model", e))?;
+        let mut moved = TransferStats::default();
+        let detections = if run.detector.is_cpu() {
+            // System memory: `negotiate` refused texture caps.
+            with_cpu_frame(element, &info, buf, |frame| {
+                run.detector
+                    .detect_cpu(frame)
+                    .map_err(|e| fail(element, "detection failed", e))
+            })?
+        } else {
+            let gpu = self.core.gpu()?;
+            let frame = gpu_frame_in(element, &gpu, &run.uploads, &info, buf, &mut moved)?;
+            let (found, read) = run
+                .detector
+                .detect_gpu(&frame)
+                .map_err(|e| fail(element, "detection failed", e))?;
+            moved += read;
+            found
+        };
+        let (width, height) = (info.width(), info.height());
+        for d in &detections {
+            roi::attach_detection(buf, d, width, height, -1);
+        }
+        if run.results.wanted() {
+            let results = FrameResults {
+                pts: buf.pts().map(|t| t.nseconds()),
+                width,
+                height,
+                objects: detections.into_iter().map(ObjectResult::from).collect(),
+            };
+            run.results
+                .emit(element, &results)
+                .map_err(|e| fail(element, "cannot write the results", e))?;
+        }
+        self.core
+            .meter
+            .frame_done(self.core.cat, element, buf.pts(), &moved, began);
+        Ok(gst::FlowSuccess::Ok)
+    }
+}
