@@ -20,6 +20,10 @@ const DEVICES: [&str; 2] = ["gpu", "cpu"];
 /// What the GPU path may read back per frame: the compacted list of
 /// objects, never the frame.
 const MAX_READ_BACK: u64 = 4096;
+/// What the GPU decoder uploads once, when it is set up for a model input
+/// size: its parameters and the SSD anchors (896 x 16 bytes for the face
+/// detector). Nothing is uploaded per frame besides the frame itself.
+const DECODER_SET_UP: u64 = 16 * 1024;
 
 fn face_model() -> PathBuf {
     wgnn::models::bundled("mediapipe/face_detection_short_range.tflite")
@@ -76,10 +80,10 @@ fn roi_metas_carry_mediapipes_faces_on_both_devices() {
             );
             assert_eq!(detect.property::<u64>("frames"), 1);
             if device == "gpu" {
-                assert_eq!(
-                    up,
-                    u64::from(r.width * r.height * 4),
-                    "one upload of the frame"
+                let frame = u64::from(r.width * r.height * 4);
+                assert!(
+                    up >= frame && up <= frame + DECODER_SET_UP,
+                    "{suffix}: one upload of the frame ({frame} bytes) and the decoder's set-up: {up}"
                 );
                 assert!(
                     down > 0 && down <= MAX_READ_BACK,
@@ -108,7 +112,11 @@ fn texture_frames_are_never_downloaded() {
     );
     plausible(&objects(&out, r.width, r.height), &r).unwrap();
     let detect = element(&h, "detect");
-    assert_eq!(detect.property::<u64>("bytes-uploaded"), 0);
+    let up = detect.property::<u64>("bytes-uploaded");
+    assert!(
+        up <= DECODER_SET_UP,
+        "only the decoder's set-up goes up: {up}"
+    );
     let down = detect.property::<u64>("bytes-downloaded");
     assert!(down > 0 && down <= MAX_READ_BACK, "read back {down} bytes");
 }
@@ -247,10 +255,10 @@ fn the_sample_clip_through_decodebin_on_both_devices() {
         assert!(failures.is_empty(), "{device}:\n{}", failures.join("\n"));
         assert_eq!(seen.len(), 180, "{device}: every frame of the clip");
         assert_eq!(frames, 180);
-        assert_eq!(
-            up, 0,
-            "{device}: frames arrive as textures or stay in system memory"
-        );
+        // Frames arrive as textures or stay in system memory: only the GPU
+        // decoder's one set-up goes up, however many frames pass.
+        let most = if device == "gpu" { DECODER_SET_UP } else { 0 };
+        assert!(up <= most, "{device}: {up} bytes uploaded over 180 frames");
         if device == "gpu" {
             assert!(
                 down > 0 && down <= 180 * MAX_READ_BACK,
