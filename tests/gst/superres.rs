@@ -213,3 +213,47 @@ fn bad_models_fail_the_state_change_naming_the_cause() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// ROIs attached upstream come out scaled with the frame; a compare=true
+/// output (two pictures side by side) carries none.
+#[test]
+fn rois_are_scaled_with_the_frame() {
+    use wgnn::gst::roi;
+    use wgnn::tasks::{Detection, Rect};
+    init();
+    let face = Detection {
+        label: "face".into(),
+        label_id: 0,
+        confidence: 0.5,
+        rect: Rect::new(4.0, 2.0, 8.0, 6.0),
+        keypoints: vec![[6.0, 4.0]],
+    };
+    for (launch, scaled) in [
+        ("wgnnsuperres scale=2", true),
+        ("wgnnsuperres scale=2 compare=true", false),
+    ] {
+        let mut h = Harness::new_parse(launch);
+        h.set_src_caps_str(&caps("RGB", 21, 13));
+        let size = gst_video::VideoInfo::builder(gst_video::VideoFormat::Rgb, 21, 13)
+            .build()
+            .unwrap()
+            .size();
+        let mut b = buffer(&vec![128; size], 0);
+        roi::attach_detection(b.get_mut().unwrap(), &face, 21, 13, -1);
+        let out = h.push_and_pull(b).unwrap();
+        let info = out_info(&h);
+        let rois = roi::read(&out, info.width(), info.height());
+        if !scaled {
+            assert!(rois.is_empty(), "{launch}: {rois:?}");
+            continue;
+        }
+        assert_eq!(rois.len(), 1, "{launch}");
+        assert_eq!(rois[0].pixels, (8, 4, 16, 12), "{launch}");
+        let o = &rois[0].object;
+        assert!(
+            (o.rect.x - 8.0).abs() < 1e-3 && (o.rect.w - 16.0).abs() < 1e-3,
+            "{o:?}"
+        );
+        assert!((o.keypoints[0][0] - 12.0).abs() < 1e-3, "{o:?}");
+    }
+}

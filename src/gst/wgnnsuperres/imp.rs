@@ -371,7 +371,12 @@ impl BaseTransformImpl for WgnnSuperres {
             f64::from(state.out_info.width()) / f64::from(state.in_info.width().max(1)),
             f64::from(state.out_info.height()) / f64::from(state.in_info.height().max(1)),
         );
-        crate::gst::roi::copy(inbuf, out.make_mut(), scale);
+        // The upscaled frame is the same scene: its ROIs are the input's,
+        // scaled. A compare=true output (bicubic | model side by side, twice
+        // as wide as it is scaled) is not, so its ROIs are not carried.
+        if scale.0 == scale.1 {
+            crate::gst::roi::copy(inbuf, out.make_mut(), scale);
+        }
         self.core
             .frame_done(element, inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))
