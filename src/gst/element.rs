@@ -143,6 +143,34 @@ impl<S> Processing<S> {
         Ok(())
     }
 
+    /// `BaseTransformImpl::transform_caps` of an element whose frames pass
+    /// through (`wgnninfer`, `wgnndetect`, `wgnnclassify`): the parent's
+    /// answer `out`, less its texture caps when the element runs on the CPU
+    /// (`on_cpu`), saying why.
+    pub fn pass_through_caps(
+        &self,
+        element: &gst::Element,
+        on_cpu: bool,
+        out: gst::Caps,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> gst::Caps {
+        if !on_cpu {
+            return out;
+        }
+        self.explain_refused_textures(element, caps, filter);
+        let mut system = gst::Caps::new_empty();
+        {
+            let system = system.get_mut().expect("a new caps is writable");
+            for (s, f) in out.iter_with_features() {
+                if !f.contains(crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE) {
+                    system.append_structure_full(s.to_owned(), Some(f.to_owned()));
+                }
+            }
+        }
+        system
+    }
+
     /// Logs that texture caps are refused because the element runs on the
     /// CPU, when `caps` or `filter` carry them: a link or negotiation that
     /// needed texture memory fails with a bare "could not link" or

@@ -13,7 +13,6 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
-use crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE;
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::WgnnTensorMeta;
 use crate::tasks::{ImageInference, InferOptions};
@@ -272,21 +271,10 @@ impl BaseTransformImpl for WgnnInfer {
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
         let out = self.parent_transform_caps(direction, caps, filter)?;
-        if !self.on_cpu() {
-            return Some(out);
-        }
-        self.core
-            .explain_refused_textures(self.obj().upcast_ref(), caps, filter);
-        let mut system = gst::Caps::new_empty();
-        {
-            let system = system.get_mut().expect("a new caps is writable");
-            for (s, f) in out.iter_with_features() {
-                if !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
-                    system.append_structure_full(s.to_owned(), Some(f.to_owned()));
-                }
-            }
-        }
-        Some(system)
+        Some(
+            self.core
+                .pass_through_caps(self.obj().upcast_ref(), self.on_cpu(), out, caps, filter),
+        )
     }
 
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
