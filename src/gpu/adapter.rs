@@ -57,7 +57,7 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
-    let instance = wgpu::Instance::new(desc);
+    let instance = quiet_vulkan_instance(&desc).unwrap_or_else(|| wgpu::Instance::new(desc));
     let adapters = pollster::block_on(instance.enumerate_adapters(backends));
 
     let described: Vec<String> = adapters
@@ -110,6 +110,87 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
         adapter,
         software,
     })
+}
+
+/// The Vulkan-only instance wgpu would make for `desc`, less the
+/// `VK_KHR_wayland_surface` extension, when the environment names no Wayland
+/// display; `None` (make the instance the usual way) otherwise.
+///
+/// Why: Mesa's device-selection layer (`VK_LAYER_MESA_device_select`, an
+/// implicit layer installed with Mesa's Vulkan drivers) calls
+/// `wl_display_connect` for every instance that enables that extension, and
+/// libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set in the
+/// environment." on stderr when that variable is unset (containers, ssh,
+/// systemd services): twice per run, for nothing, since a process without a
+/// Wayland display cannot open a Wayland window. wgpu enables every
+/// surface extension the loader offers and has no option against it; its
+/// instance-creation callback can drop one. X11 surfaces (wgnnsink under
+/// `DISPLAY`) keep theirs; setting `NODEVICE_SELECT` instead would mean
+/// changing the process environment from a library, which is unsound once
+/// other threads run.
+///
+/// Only where the result is the same instance otherwise: Vulkan is the only
+/// backend asked for (of those built on this platform) and the instance
+/// flags are the build's defaults (an instance made from a wgpu-hal one
+/// takes its wgpu-core flags from the build, not from `WGPU_DEBUG` and the
+/// like).
+#[cfg(all(
+    unix,
+    not(any(target_os = "macos", target_os = "ios", target_os = "android"))
+))]
+fn quiet_vulkan_instance(desc: &wgpu::InstanceDescriptor) -> Option<wgpu::Instance> {
+    use wgpu::hal;
+    // What winit looks for before it tries Wayland, and what libwayland
+    // connects to.
+    let wayland_display_named = ["WAYLAND_DISPLAY", "WAYLAND_SOCKET"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    // Metal, DX12 and WebGPU are not built here: only these would be lost.
+    let others = wgpu::Backends::GL | wgpu::Backends::NOOP;
+    if wayland_display_named
+        || !desc.backends.contains(wgpu::Backends::VULKAN)
+        || desc.backends.intersects(others)
+        || desc.flags != wgpu::InstanceFlags::default()
+    {
+        return None;
+    }
+    let hal_desc = hal::InstanceDescriptor {
+        name: "wgpu",
+        flags: desc.flags,
+        memory_budget_thresholds: desc.memory_budget_thresholds,
+        backend_options: desc.backend_options.clone(),
+        telemetry: None,
+        display: None,
+    };
+    let drop_wayland: Box<hal::vulkan::CreateInstanceCallback> =
+        Box::new(|args: hal::vulkan::CreateInstanceCallbackArgs| {
+            args.extensions.retain(|&e| e != c"VK_KHR_wayland_surface");
+        });
+    // SAFETY: wgpu-core makes its instances with this same call
+    // (`Instance::init`, which is `init_with_callback(desc, None)`) and
+    // descriptor. The callback's contract asks not to remove extensions
+    // because wgpu assumes that those it found are enabled; the Wayland
+    // surface extension is only used by `create_surface_from_wayland`, which
+    // checks the instance's enabled list first and fails cleanly without it.
+    let raw =
+        match unsafe { hal::vulkan::Instance::init_with_callback(&hal_desc, Some(drop_wayland)) } {
+            Ok(raw) => raw,
+            Err(e) => {
+                log::debug!("Vulkan instance without Wayland surfaces: {e}; making the usual one");
+                return None;
+            }
+        };
+    // SAFETY: `raw` is a live Vulkan instance, made above and handed over
+    // whole: wgpu owns and destroys it.
+    Some(unsafe { wgpu::Instance::from_hal::<hal::api::Vulkan>(raw) })
+}
+
+#[cfg(not(all(
+    unix,
+    not(any(target_os = "macos", target_os = "ios", target_os = "android"))
+)))]
+fn quiet_vulkan_instance(_desc: &wgpu::InstanceDescriptor) -> Option<wgpu::Instance> {
+    None
 }
 
 fn is_software(info: &wgpu::AdapterInfo) -> bool {
