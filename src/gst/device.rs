@@ -115,8 +115,18 @@ impl DeviceSlot {
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
-        let gpu =
-            Gpu::new().map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))?;
+        let gpu = Gpu::new().map_err(|e| {
+            let domain = match e {
+                crate::Error::NoAdapter(_) => gst::ResourceError::NotFound,
+                _ => gst::ResourceError::OpenReadWrite,
+            };
+            let e = e.to_string();
+            gst::error_msg!(
+                domain,
+                ("{}", crate::gst::element::first_line(&e)),
+                ["{}", e]
+            )
+        })?;
         gst::info!(cat, obj = element, "opened {}", gpu.describe());
         let gpu = self.0.lock().unwrap().get_or_insert(gpu).clone();
         let context = context_for(&gpu);

@@ -14,6 +14,7 @@ use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::frame_meta::buffer_for;
 use crate::gst::frame_meter::FrameMeter;
+use crate::gst::property;
 use crate::gst::{caps, frames};
 use crate::models::{self, Model};
 use crate::tasks::Device;
@@ -49,25 +50,20 @@ impl<S> Processing<S> {
     }
 
     /// `BaseTransformImpl::start`: resets the counters, loads the model at
-    /// `path` and runs `check` on it (an error there is the element's to
-    /// word), then settles the device as `choice` says. Fails the state
-    /// change with the reason.
+    /// `path` and runs `check` on it (does it fit the element?), then
+    /// settles the device as `choice` says. Fails the state change with the
+    /// reason, in one line naming the model once.
     pub fn start(
         &self,
         element: &gst::Element,
         settings: S,
         path: &Path,
         choice: DeviceChoice,
-        check: impl FnOnce(&Model, &S) -> Result<(), gst::ErrorMessage>,
+        check: impl FnOnce(&Model, &S) -> crate::Result<()>,
     ) -> Result<Arc<Started<S>>, gst::ErrorMessage> {
         self.meter.reset();
-        let model = models::load(path).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::OpenRead,
-                ["cannot use model {}: {}", path.display(), e]
-            )
-        })?;
-        check(&model, &settings)?;
+        let model = load_model(path)?;
+        check(&model, &settings).map_err(|e| unusable_model(path, &e))?;
         let device = Device::from(choice.open(&self.slot, element, self.cat)?);
         gst::info!(
             self.cat,
@@ -196,10 +192,91 @@ impl<S> Processing<S> {
     }
 }
 
-/// Posts "`what`: `e`" as a stream error on the bus and returns the flow
-/// error that stops the stream.
+/// Loads the model at `path`, or says in one line why not: a missing or
+/// unreadable file is a resource error, a file that is no model (or one
+/// wgnn cannot run) a format error. The path is named once; the loader's
+/// whole message goes to the debug text.
+pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
+    let read = std::fs::metadata(path).and_then(|m| {
+        if m.is_dir() {
+            Err(std::io::Error::other("it is a directory"))
+        } else {
+            std::fs::File::open(path).map(|_| ())
+        }
+    });
+    if let Err(e) = read {
+        let domain = if e.kind() == std::io::ErrorKind::NotFound {
+            gst::ResourceError::NotFound
+        } else {
+            gst::ResourceError::OpenRead
+        };
+        return Err(gst::error_msg!(
+            domain,
+            (
+                "cannot load model {}: {}",
+                path.display(),
+                property::io_cause(&e)
+            ),
+            ["{}", e]
+        ));
+    }
+    models::load(path).map_err(|e| {
+        gst::error_msg!(
+            gst::StreamError::Format,
+            (
+                "cannot load model {}: {}",
+                path.display(),
+                first_line(&property::cause(&e, path))
+            ),
+            ["{}", e]
+        )
+    })
+}
+
+/// The settings error of a model that loads but does not fit the element
+/// (or its settings), naming it once.
+pub fn unusable_model(path: &Path, e: &crate::Error) -> gst::ErrorMessage {
+    gst::error_msg!(
+        gst::LibraryError::Settings,
+        (
+            "cannot load model {}: {}",
+            path.display(),
+            first_line(&property::cause(e, path))
+        ),
+        ["{}", e]
+    )
+}
+
+/// The settings error of `e` (a model-proc, labels or other file the
+/// element reads besides the model): its first line, the whole of it as the
+/// debug text.
+pub fn settings_error(e: &crate::Error) -> gst::ErrorMessage {
+    let e = e.to_string();
+    gst::error_msg!(
+        gst::LibraryError::Settings,
+        ("{}", first_line(&e)),
+        ["{}", e]
+    )
+}
+
+/// The first line of a message that may have several (wgpu's validation
+/// errors do): the bus message is one line, the rest goes to the debug
+/// text.
+pub fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or_default().trim_end_matches(':')
+}
+
+/// Posts "`what`: `e`" (its first line; the whole of it as the debug text)
+/// as a stream error on the bus and returns the flow error that stops the
+/// stream.
 pub fn fail(element: &gst::Element, what: &str, e: impl std::fmt::Display) -> gst::FlowError {
-    gst::element_error!(element, gst::StreamError::Failed, ["{}: {}", what, e]);
+    let e = e.to_string();
+    gst::element_error!(
+        element,
+        gst::StreamError::Failed,
+        ("{}: {}", what, first_line(&e)),
+        ["{}", e]
+    );
     gst::FlowError::Error
 }
 

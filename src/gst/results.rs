@@ -54,7 +54,12 @@ impl ResultsOut {
                     .map_err(|e| {
                         gst::error_msg!(
                             gst::ResourceError::OpenWrite,
-                            ["cannot open results-location {}: {}", path.display(), e]
+                            (
+                                "cannot open results-location {}: {}",
+                                path.display(),
+                                crate::gst::property::io_cause(&e)
+                            ),
+                            ["{}", e]
                         )
                     })?;
                 Some((path.to_path_buf(), f))

@@ -11,7 +11,10 @@ use super::InferenceRegion;
 use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::element::{
+    fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
+};
+use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
 use crate::gst::stats::Stats;
@@ -19,6 +22,24 @@ use crate::tasks::{Classifier, ClassifyOptions, FrameResults, Labels, ModelProc,
 use crate::video::{ColorSpec, TexturePool};
 
 crate::gst::element_category!("wgnnclassify", "wgnn classification element");
+
+const MODEL_ACCEPTED: &str =
+    "the path of an existing classification model file (ONNX, TFLite or TF.js model.json)";
+const OBJECT_CLASS_ACCEPTED: &str =
+    "an ROI label such as face (surrounding spaces dropped; empty: every ROI)";
+
+/// The `object-class` property: a label, trimmed; unset or empty for all.
+fn parse_object_class(given: Option<&str>) -> Result<String, String> {
+    let raw = given.unwrap_or_default();
+    let label = raw.trim();
+    if label.is_empty() && !raw.is_empty() {
+        return Err("only spaces".into());
+    }
+    if label.chars().any(char::is_control) {
+        return Err("it holds control characters".into());
+    }
+    Ok(label.to_string())
+}
 
 #[derive(Clone, Debug)]
 struct Settings {
@@ -100,6 +121,7 @@ pub struct WgnnClassify {
     settings: Mutex<Settings>,
     // `start` keeps the settings: the properties are read when it starts.
     core: Processing<Settings>,
+    refusals: Refusals,
     prepared: Mutex<Option<Prepared>>,
     results: Mutex<ResultsOut>,
     state: Mutex<Option<State>>,
@@ -110,6 +132,7 @@ impl Default for WgnnClassify {
         WgnnClassify {
             settings: Mutex::default(),
             core: Processing::new(*CAT),
+            refusals: Refusals::default(),
             prepared: Mutex::default(),
             results: Mutex::default(),
             state: Mutex::default(),
@@ -122,15 +145,6 @@ impl ObjectSubclass for WgnnClassify {
     const NAME: &'static str = "GstWgnnClassify";
     type Type = super::WgnnClassify;
     type ParentType = gst_base::BaseTransform;
-}
-
-fn path_of(value: &glib::Value) -> Option<PathBuf> {
-    value
-        .get::<Option<String>>()
-        .ok()
-        .flatten()
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
 }
 
 fn path_value(path: &Option<PathBuf>) -> glib::Value {
@@ -216,22 +230,42 @@ impl ObjectImpl for WgnnClassify {
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         let mut s = self.settings.lock().unwrap();
         match pspec.name() {
-            "model" => s.model = path_of(value),
-            "model-proc" => s.model_proc = path_of(value),
-            "labels" => s.labels = path_of(value),
+            "model" | "model-proc" | "labels" | "results-location" => {
+                let (accepted, parse): (_, fn(Option<&str>) -> Result<Option<PathBuf>, String>) =
+                    match pspec.name() {
+                        "model" => (MODEL_ACCEPTED, property::input_file),
+                        "model-proc" => (property::MODEL_PROC, property::model_proc_file),
+                        "labels" => (property::LABELS, property::labels_file),
+                        _ => (property::OUTPUT_FILE, property::output_file),
+                    };
+                let Some(path) = self
+                    .refusals
+                    .parse(&*self.obj(), pspec, value, accepted, parse)
+                else {
+                    return;
+                };
+                *match pspec.name() {
+                    "model" => &mut s.model,
+                    "model-proc" => &mut s.model_proc,
+                    "labels" => &mut s.labels,
+                    _ => &mut s.results_location,
+                } = path;
+            }
             "top-k" => s.top_k = value.get().unwrap(),
             "threshold" => s.threshold = value.get().unwrap(),
             "inference-region" => s.region = value.get().unwrap(),
             "object-class" => {
-                s.object_class = value
-                    .get::<Option<String>>()
-                    .unwrap()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string()
+                if let Some(class) = self.refusals.parse(
+                    &*self.obj(),
+                    pspec,
+                    value,
+                    OBJECT_CLASS_ACCEPTED,
+                    parse_object_class,
+                ) {
+                    s.object_class = class;
+                }
             }
             "device" => s.device = value.get().unwrap(),
-            "results-location" => s.results_location = path_of(value),
             "post-messages" => s.post_messages = value.get().unwrap(),
             _ => unreachable!("no other writable properties are registered"),
         }
@@ -370,16 +404,17 @@ impl BaseTransformImpl for WgnnClassify {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
                 gst::ResourceError::NotFound,
-                ["no model: set the model property to a classification model file"]
+                ("no model: set the model property to a classification model file")
             ));
         };
-        let settings_error =
-            |e: crate::Error| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]);
-        let (proc, labels) = settings.proc_and_labels(&path).map_err(settings_error)?;
+        let (proc, labels) = settings
+            .proc_and_labels(&path)
+            .map_err(|e| settings_error(&e))?;
         let obj = self.obj();
         let started = self.core.start(
             obj.upcast_ref(),
@@ -398,9 +433,11 @@ impl BaseTransformImpl for WgnnClassify {
             settings.options(proc.as_ref()),
             ColorSpec::default(),
         );
-        let results = checked.map_err(settings_error).and_then(|_| {
-            ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)
-        });
+        let results = checked
+            .map_err(|e| unusable_model(&path, &e))
+            .and_then(|_| {
+                ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)
+            });
         match results {
             Ok(out) => *self.results.lock().unwrap() = out,
             Err(e) => {

@@ -10,7 +10,10 @@ use gst_base::subclass::prelude::*;
 use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
-use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::element::{
+    fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
+};
+use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
 use crate::gst::stats::Stats;
@@ -21,6 +24,9 @@ use crate::tasks::{
 use crate::video::{ColorSpec, TexturePool};
 
 crate::gst::element_category!("wgnndetect", "wgnn object detection element");
+
+const MODEL_ACCEPTED: &str =
+    "the path of an existing detection model file (TFLite, ONNX or TF.js model.json)";
 
 #[derive(Clone, Debug)]
 struct Settings {
@@ -124,6 +130,7 @@ struct Run {
 pub struct WgnnDetect {
     settings: Mutex<Settings>,
     core: Processing<Setup>,
+    refusals: Refusals,
     run: Mutex<Option<Run>>,
 }
 
@@ -132,6 +139,7 @@ impl Default for WgnnDetect {
         WgnnDetect {
             settings: Mutex::default(),
             core: Processing::new(*CAT),
+            refusals: Refusals::default(),
             run: Mutex::default(),
         }
     }
@@ -142,15 +150,6 @@ impl ObjectSubclass for WgnnDetect {
     const NAME: &'static str = "GstWgnnDetect";
     type Type = super::WgnnDetect;
     type ParentType = gst_base::BaseTransform;
-}
-
-fn path_value(value: &glib::Value) -> Option<PathBuf> {
-    value
-        .get::<Option<String>>()
-        .ok()
-        .flatten()
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
 }
 
 fn path_to_value(path: &Option<PathBuf>) -> glib::Value {
@@ -225,13 +224,30 @@ impl ObjectImpl for WgnnDetect {
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
-            "model" => settings.model = path_value(value),
-            "model-proc" => settings.model_proc = path_value(value),
-            "labels" => settings.labels = path_value(value),
+            "model" | "model-proc" | "labels" | "results-location" => {
+                let (accepted, parse): (_, fn(Option<&str>) -> Result<Option<PathBuf>, String>) =
+                    match pspec.name() {
+                        "model" => (MODEL_ACCEPTED, property::input_file),
+                        "model-proc" => (property::MODEL_PROC, property::model_proc_file),
+                        "labels" => (property::LABELS, property::labels_file),
+                        _ => (property::OUTPUT_FILE, property::output_file),
+                    };
+                let Some(path) = self
+                    .refusals
+                    .parse(&*self.obj(), pspec, value, accepted, parse)
+                else {
+                    return;
+                };
+                *match pspec.name() {
+                    "model" => &mut settings.model,
+                    "model-proc" => &mut settings.model_proc,
+                    "labels" => &mut settings.labels,
+                    _ => &mut settings.results_location,
+                } = path;
+            }
             "threshold" => settings.threshold = value.get().unwrap_or(-1.0),
             "iou-threshold" => settings.iou_threshold = value.get().unwrap_or(-1.0),
             "device" => settings.device = value.get().unwrap_or_default(),
-            "results-location" => settings.results_location = path_value(value),
             "post-messages" => settings.post_messages = value.get().unwrap_or(false),
             _ => unreachable!("no other writable properties are registered"),
         }
@@ -322,15 +338,15 @@ impl BaseTransformImpl for WgnnDetect {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
                 gst::ResourceError::NotFound,
-                ["no model: set the model property to a detection model file"]
+                ("no model: set the model property to a detection model file")
             ));
         };
-        let setup = Setup::read(&settings, &path)
-            .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]))?;
+        let setup = Setup::read(&settings, &path).map_err(|e| settings_error(&e))?;
         let results =
             ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)?;
         let obj = self.obj();
@@ -348,10 +364,7 @@ impl BaseTransformImpl for WgnnDetect {
             .detector(&started.device, started.model.clone(), color)
             .map_err(|e| {
                 self.core.stop();
-                gst::error_msg!(
-                    gst::ResourceError::Settings,
-                    ["cannot use model {}: {}", path.display(), e]
-                )
+                unusable_model(&path, &e)
             })?;
         *self.run.lock().unwrap() = Some(Run {
             detector,

@@ -140,12 +140,18 @@ impl BaseTransformImpl for WgnnDownload {
             gst::element_imp_error!(
                 self,
                 gst::StreamError::Format,
-                ["input buffer carries no wgpu frame (memory:WgpuTexture without WgpuFrameMeta)"]
+                ("input buffer carries no wgpu frame (memory:WgpuTexture without WgpuFrameMeta)")
             );
             return Err(gst::FlowError::Error);
         };
         let (mut out, moved) = frames::download(&gpu, &frame, &info).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Failed, ["download failed: {}", e]);
+            let e = e.to_string();
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Failed,
+                ("download failed: {}", crate::gst::element::first_line(&e)),
+                ["{}", e]
+            );
             gst::FlowError::Error
         })?;
         inbuf

@@ -7,18 +7,22 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::input_range::parse_range;
+use super::input_range::{self, parse_range};
 use super::InferResize;
 use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::WgnnTensorMeta;
 use crate::tasks::{ImageInference, InferOptions};
 use crate::video::{ColorSpec, Resize, TexturePool};
 
 crate::gst::element_category!("wgnninfer", "wgnn inference element");
+
+const MODEL_ACCEPTED: &str =
+    "the path of an existing model file (TFLite, ONNX or TF.js model.json)";
 
 #[derive(Clone, Debug, Default)]
 struct Settings {
@@ -57,6 +61,7 @@ pub struct WgnnInfer {
     settings: Mutex<Settings>,
     // `start` keeps the settings: the properties are read when it starts.
     core: Processing<Settings>,
+    refusals: Refusals,
     state: Mutex<Option<State>>,
 }
 
@@ -65,6 +70,7 @@ impl Default for WgnnInfer {
         WgnnInfer {
             settings: Mutex::default(),
             core: Processing::new(*CAT),
+            refusals: Refusals::default(),
             state: Mutex::default(),
         }
     }
@@ -124,24 +130,26 @@ impl ObjectImpl for WgnnInfer {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "model" => {
-                settings.model = value
-                    .get::<Option<String>>()
-                    .unwrap()
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
+                if let Some(model) = self.refusals.parse(
+                    &*self.obj(),
+                    pspec,
+                    value,
+                    MODEL_ACCEPTED,
+                    property::input_file,
+                ) {
+                    settings.model = model;
+                }
             }
             "input-range" => {
-                let s = value.get::<Option<String>>().unwrap().unwrap_or_default();
-                if s.trim().is_empty() {
-                    settings.range = None;
-                } else {
-                    match parse_range(&s) {
-                        Ok(r) => settings.range = Some(r),
-                        // A setter cannot fail: keep the old value and say why.
-                        Err(e) => {
-                            gst::error!(CAT, imp = self, "{e}; keeping {:?}", settings.range)
-                        }
-                    }
+                let parse = |given: Option<&str>| match given.map(str::trim) {
+                    None | Some("") => Ok(None),
+                    Some(s) => parse_range(s).map(Some),
+                };
+                if let Some(range) =
+                    self.refusals
+                        .parse(&*self.obj(), pspec, value, input_range::ACCEPTED, parse)
+                {
+                    settings.range = range;
                 }
             }
             "resize" => settings.resize = value.get().unwrap(),
@@ -234,11 +242,12 @@ impl BaseTransformImpl for WgnnInfer {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
                 gst::ResourceError::NotFound,
-                ["no model: set the model property to a .tflite or model.json file"]
+                ("no model: set the model property to a model file (TFLite, ONNX or TF.js model.json)")
             ));
         };
         let obj = self.obj();
@@ -250,9 +259,7 @@ impl BaseTransformImpl for WgnnInfer {
             |model, settings| {
                 // A model that takes no image fails at start rather than on
                 // the first frame.
-                ImageInference::input_of(model, &settings.options(ColorSpec::default()))
-                    .map(|_| ())
-                    .map_err(|e| gst::error_msg!(gst::ResourceError::Settings, ["{}", e]))
+                ImageInference::input_of(model, &settings.options(ColorSpec::default())).map(|_| ())
             },
         )?;
         Ok(())

@@ -1,19 +1,27 @@
 //! The `input-range` property: the value range a model expects.
 
-use crate::error::{Error, Result};
+/// The accepted form of `input-range`, for the refusal of a bad value.
+pub const ACCEPTED: &str =
+    "two finite numbers 'min,max' with min < max, e.g. 0,1 or -1,1 or 0,255 (empty: the model's \
+     convention)";
 
-/// Parses "lo,hi" (e.g. "0,1", "-1,1", "0,255").
-pub fn parse_range(s: &str) -> Result<[f32; 2]> {
-    let bad = || {
-        Error::invalid(format!(
-            "input-range '{s}': give two numbers 'min,max' with min < max, e.g. 0,1 or -1,1"
-        ))
+/// Parses "lo,hi" (e.g. "0,1", "-1,1", "0,255"). An error says what is
+/// wrong with the value ([`ACCEPTED`] says what is right).
+pub fn parse_range(s: &str) -> Result<[f32; 2], String> {
+    let Some((lo, hi)) = s.split_once(',') else {
+        return Err("not two numbers separated by a comma".into());
     };
-    let (lo, hi) = s.split_once(',').ok_or_else(bad)?;
-    let lo: f32 = lo.trim().parse().map_err(|_| bad())?;
-    let hi: f32 = hi.trim().parse().map_err(|_| bad())?;
-    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-        return Err(bad());
+    let number = |t: &str| {
+        t.trim()
+            .parse::<f32>()
+            .map_err(|_| format!("'{}' is not a number", t.trim()))
+    };
+    let (lo, hi) = (number(lo)?, number(hi)?);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err("the bounds must be finite".into());
+    }
+    if lo >= hi {
+        return Err(format!("min {lo} is not below max {hi}"));
     }
     Ok([lo, hi])
 }
@@ -26,7 +34,7 @@ mod tests {
     fn ranges() {
         assert_eq!(parse_range("0,1").unwrap(), [0.0, 1.0]);
         assert_eq!(parse_range(" -1 , 1 ").unwrap(), [-1.0, 1.0]);
-        for bad in ["", "1", "1,0", "a,b", "0,inf", "0,1,2"] {
+        for bad in ["", "1", "1,0", "a,b", "0,inf", "0,1,2", "abc"] {
             assert!(parse_range(bad).is_err(), "{bad}");
         }
     }

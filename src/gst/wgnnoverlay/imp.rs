@@ -14,6 +14,7 @@ use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out};
 use crate::gst::frame_meter::FrameMeter;
+use crate::gst::property::Refusals;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames, roi};
 use crate::video::{
@@ -84,6 +85,7 @@ pub struct WgnnOverlay {
     style_changed: AtomicBool,
     device: DeviceSlot,
     meter: FrameMeter,
+    refusals: Refusals,
     state: Mutex<Option<State>>,
 }
 
@@ -157,19 +159,14 @@ impl ObjectImpl for WgnnOverlay {
             "font-size" => settings.font_size = value.get().unwrap(),
             "keypoint-radius" => settings.keypoint_radius = value.get().unwrap(),
             "colors" => {
-                let s = value.get::<Option<String>>().unwrap().unwrap_or_default();
-                match items::parse_colors(&s) {
-                    Ok(c) => settings.colors = c,
-                    Err(e) => {
-                        // A property setter cannot fail: keep the old value and say why.
-                        gst::error!(
-                            CAT,
-                            imp = self,
-                            "{e}; keeping {}",
-                            items::format_colors(&settings.colors)
-                        );
-                        return;
-                    }
+                let parse =
+                    |given: Option<&str>| items::parse_colors(given.unwrap_or(DEFAULT_COLORS));
+                match self
+                    .refusals
+                    .parse(&*self.obj(), pspec, value, items::COLORS_ACCEPTED, parse)
+                {
+                    Some(colors) => settings.colors = colors,
+                    None => return,
                 }
             }
             "show-labels" => settings.show_labels = value.get().unwrap(),
@@ -249,6 +246,7 @@ impl BaseTransformImpl for WgnnOverlay {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refusals.check()?;
         self.meter.reset();
         self.device.ensure(self.obj().upcast_ref(), *CAT)?;
         Ok(())

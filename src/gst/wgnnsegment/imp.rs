@@ -13,6 +13,7 @@ use super::SegmentEffect;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::models;
 use crate::tasks::{BackgroundSpec, ModelTiming, SegmentOptions, Segmenter};
@@ -26,6 +27,36 @@ const DEFAULT_BACKGROUND: &str = "green";
 const DEFAULT_THRESHOLD: f64 = 0.5;
 const DEFAULT_SOFTNESS: f64 = 1.0;
 const MAX_SMOOTHING: f64 = 0.95;
+const MODEL_ACCEPTED: &str =
+    "the path of an existing segmentation model file (empty: the bundled model)";
+const BACKGROUND_ACCEPTED: &str = "#RRGGBB, #RRGGBBAA, a colour name (black, white, grey, red, \
+     green, blue, transparent) or the path of an existing PNG or JPEG file";
+
+/// The `background` property: a colour, or an image file that exists and
+/// reads as an image (unset: the default colour).
+fn parse_background(given: Option<&str>) -> Result<BackgroundSpec, String> {
+    let s = given.unwrap_or(DEFAULT_BACKGROUND);
+    let spec = BackgroundSpec::parse(s).map_err(|_| {
+        if s.trim().is_empty() {
+            "empty".to_string()
+        } else {
+            "not a #RRGGBB or #RRGGBBAA hexadecimal colour".to_string()
+        }
+    })?;
+    if let BackgroundSpec::Image(path) = &spec {
+        let not_image = |why: String| format!("no colour of that name, nor an image file: {why}");
+        if path.is_dir() {
+            return Err(not_image("it is a directory".into()));
+        }
+        let reader = image::ImageReader::open(path)
+            .and_then(|r| r.with_guessed_format())
+            .map_err(|e| not_image(property::io_cause(&e)))?;
+        if reader.format().is_none() {
+            return Err(not_image("not a PNG or JPEG file".into()));
+        }
+    }
+    Ok(spec)
+}
 
 #[derive(Clone, Debug)]
 struct Settings {
@@ -104,6 +135,7 @@ pub struct WgnnSegment {
     // The properties are read live (most may change while playing), so
     // `start` keeps none of them.
     core: Processing<()>,
+    refusals: Refusals,
     state: Mutex<Option<State>>,
     /// The model's GPU time from the last profiled frame, and when it was taken.
     gpu_ms: Mutex<(f64, Option<Instant>)>,
@@ -115,6 +147,7 @@ impl Default for WgnnSegment {
             settings: Mutex::default(),
             settings_changed: AtomicBool::default(),
             core: Processing::new(*CAT),
+            refusals: Refusals::default(),
             state: Mutex::default(),
             gpu_ms: Mutex::default(),
         }
@@ -230,24 +263,30 @@ impl ObjectImpl for WgnnSegment {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "model" => {
-                settings.model = value
-                    .get::<Option<String>>()
-                    .unwrap()
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
+                let Some(model) = self.refusals.parse(
+                    &*self.obj(),
+                    pspec,
+                    value,
+                    MODEL_ACCEPTED,
+                    property::input_file,
+                ) else {
+                    return;
+                };
+                settings.model = model;
             }
             "effect" => settings.effect = value.get().unwrap(),
             "blur-strength" => settings.blur_strength = value.get().unwrap(),
             "background" => {
-                let s = value.get::<Option<String>>().unwrap().unwrap_or_default();
-                match BackgroundSpec::parse(&s) {
-                    Ok(b) => settings.background = b,
-                    Err(e) => {
-                        // A property setter cannot fail: keep the old value and say why.
-                        gst::error!(CAT, imp = self, "{e}; keeping {}", settings.background);
-                        return;
-                    }
-                }
+                let Some(background) = self.refusals.parse(
+                    &*self.obj(),
+                    pspec,
+                    value,
+                    BACKGROUND_ACCEPTED,
+                    parse_background,
+                ) else {
+                    return;
+                };
+                settings.background = background;
             }
             "threshold" => settings.threshold = value.get().unwrap(),
             "softness" => settings.softness = value.get().unwrap(),
@@ -358,19 +397,33 @@ impl BaseTransformImpl for WgnnSegment {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         *self.gpu_ms.lock().unwrap() = (-1.0, None);
+        self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
+        // A background image that cannot be read fails now, saying so,
+        // rather than as a model error or on the first frame.
+        if let (SegmentEffect::Replace, BackgroundSpec::Image(path)) =
+            (settings.effect, &settings.background)
+        {
+            BackgroundSpec::load_image(path).map_err(|e| {
+                let prefix = format!("background image {}: ", path.display());
+                let e = e.to_string();
+                gst::error_msg!(
+                    gst::ResourceError::OpenRead,
+                    [
+                        "cannot use background image {}: {}",
+                        path.display(),
+                        e.strip_prefix(&prefix).unwrap_or(&e)
+                    ]
+                )
+            })?;
+        }
         let obj = self.obj();
         self.core.start(
             obj.upcast_ref(),
             (),
             &settings.model_path(),
             settings.device,
-            |model, ()| {
-                // A bad model or background image fails now rather than on
-                // the first frame.
-                Segmenter::check(model, &settings.options(ColorSpec::default()))
-                    .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))
-            },
+            |model, ()| Segmenter::check(model, &settings.options(ColorSpec::default())),
         )?;
         Ok(())
     }

@@ -14,7 +14,7 @@
 //! the input's memory kind unless downstream only takes the other. With
 //! texture memory on both sides a frame costs no transfer at all.
 //!
-//! `device=cpu` (or `device=auto` without a GPU adapter) runs the model on
+//! `device=cpu` (or `device=auto` without a hardware GPU) runs the model on
 //! wgnn's CPU context and the frame processing in [`crate::video::cpu`], on
 //! system memory only: texture caps are refused, and nothing is uploaded or
 //! downloaded.

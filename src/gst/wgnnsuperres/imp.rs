@@ -12,6 +12,7 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::models;
 use crate::tasks::{UpscaleOptions, Upscaler};
@@ -20,6 +21,8 @@ use crate::video::TexturePool;
 crate::gst::element_category!("wgnnsuperres", "wgnn super-resolution element");
 
 const DEFAULT_SCALE: u32 = 2;
+const MODEL_ACCEPTED: &str = "the path of an existing super-resolution model file (TF.js \
+     model.json or TFLite; empty: the bundled ESRGAN-slim for the scale)";
 
 #[derive(Clone, Debug)]
 struct Settings {
@@ -67,6 +70,7 @@ pub struct WgnnSuperres {
     // `start` keeps the settings: they shape the caps, so they are frozen
     // until the element stops.
     core: Processing<Settings>,
+    refusals: Refusals,
     state: Mutex<Option<State>>,
 }
 
@@ -75,6 +79,7 @@ impl Default for WgnnSuperres {
         WgnnSuperres {
             settings: Mutex::default(),
             core: Processing::new(*CAT),
+            refusals: Refusals::default(),
             state: Mutex::default(),
         }
     }
@@ -133,11 +138,16 @@ impl ObjectImpl for WgnnSuperres {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "model" => {
-                settings.model = value
-                    .get::<Option<String>>()
-                    .unwrap()
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
+                match self.refusals.parse(
+                    &*self.obj(),
+                    pspec,
+                    value,
+                    MODEL_ACCEPTED,
+                    property::input_file,
+                ) {
+                    Some(model) => settings.model = model,
+                    None => return,
+                }
             }
             "scale" => settings.scale = value.get().unwrap(),
             "compare" => settings.compare = value.get().unwrap(),
@@ -233,6 +243,7 @@ impl BaseTransformImpl for WgnnSuperres {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         let obj = self.obj();
         self.core.start(
@@ -240,11 +251,7 @@ impl BaseTransformImpl for WgnnSuperres {
             settings.clone(),
             &settings.model_path(),
             settings.device,
-            |model, settings| {
-                Upscaler::check(model, settings.scale)
-                    .map(|_| ())
-                    .map_err(|e| gst::error_msg!(gst::ResourceError::OpenRead, ["{}", e]))
-            },
+            |model, settings| Upscaler::check(model, settings.scale).map(|_| ()),
         )?;
         Ok(())
     }

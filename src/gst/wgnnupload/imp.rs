@@ -160,7 +160,13 @@ impl BaseTransformImpl for WgnnUpload {
         let state = state.as_ref().ok_or(gst::FlowError::NotNegotiated)?;
         let (frame, moved) =
             frames::frame_in(&gpu, &state.pool, &state.info, inbuf).map_err(|e| {
-                gst::element_imp_error!(self, gst::StreamError::Failed, ["upload failed: {}", e]);
+                let e = e.to_string();
+                gst::element_imp_error!(
+                    self,
+                    gst::StreamError::Failed,
+                    ("upload failed: {}", crate::gst::element::first_line(&e)),
+                    ["{}", e]
+                );
                 gst::FlowError::Error
             })?;
         let mut out = buffer_for(frame);
