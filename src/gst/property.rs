@@ -78,11 +78,11 @@ impl Refusals {
             None => Ok(()),
             Some((name, r)) => Err(gst::error_msg!(
                 gst::LibraryError::Settings,
-                [
+                (
                     "property {name}: \"{}\" was refused; set it to {}",
                     r.value,
                     r.accepted
-                ]
+                )
             )),
         }
     }

@@ -220,3 +220,30 @@ impl Drop for LogCapture {
         gst::log::unset_threshold_for_name(self.pattern);
     }
 }
+
+/// The GLib warnings of wgnn's log domain (`wgnn::gst::property::LOG_DOMAIN`:
+/// refused property values) so far in this process that mention `marker`
+/// (give each test's elements names of their own). The handler that
+/// collects them is installed at the first call and stays: it takes the
+/// domain's warnings from GLib's default handler, which would print them.
+pub fn wgnn_warnings(marker: &str) -> Vec<String> {
+    static WARNINGS: std::sync::OnceLock<Arc<Mutex<Vec<String>>>> = std::sync::OnceLock::new();
+    let all = WARNINGS.get_or_init(|| {
+        let all = Arc::new(Mutex::new(Vec::new()));
+        let sink = all.clone();
+        gst::glib::log_set_handler(
+            Some(wgnn::gst::property::LOG_DOMAIN),
+            gst::glib::LogLevels::LEVEL_WARNING,
+            false,
+            false,
+            move |_, _, message| sink.lock().unwrap().push(message.to_string()),
+        );
+        all
+    });
+    all.lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains(marker))
+        .cloned()
+        .collect()
+}

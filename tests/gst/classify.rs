@@ -185,7 +185,7 @@ fn full_frame_mode_attaches_one_roi_covering_the_frame() {
     let dir = common::scratch("classify-full");
     let json = dir.join("results.jsonl");
     let launch = format!(
-        "wgnnclassify name=c model={} results-location={}",
+        "wgnnclassify device=gpu name=c model={} results-location={}",
         data("mean_color.onnx"),
         json.display()
     );
@@ -217,7 +217,7 @@ fn roi_metas_survive_tee_and_queue_on_both_sides() {
     init();
     let frame = patches_frame();
     let desc = format!(
-        "appsrc name=src format=time ! tee name=a ! queue ! wgnnclassify model={} \
+        "appsrc name=src format=time ! tee name=a ! queue ! wgnnclassify device=gpu model={} \
          inference-region=roi-list ! tee name=b ! queue ! appsink name=sink sync=false \
          a. ! queue ! fakesink sync=false b. ! queue ! fakesink sync=false",
         data("mean_color.onnx")
@@ -270,7 +270,7 @@ fn object_class_top_k_threshold_and_softmax() {
     ];
     let run = |props: &str| {
         let launch = format!(
-            "wgnnclassify model={} inference-region=roi-list {props}",
+            "wgnnclassify device=gpu model={} inference-region=roi-list {props}",
             data("mean_color.onnx")
         );
         let mut h = Harness::new_parse(&launch);
@@ -323,7 +323,7 @@ fn a_region_outside_the_frame_and_no_rois_give_correct_results() {
     let dir = common::scratch("classify-empty");
     let json = dir.join("results.jsonl");
     let launch = format!(
-        "wgnnclassify model={} inference-region=roi-list results-location={}",
+        "wgnnclassify device=gpu model={} inference-region=roi-list results-location={}",
         data("mean_color.onnx"),
         json.display()
     );
@@ -369,19 +369,19 @@ fn bad_models_labels_and_model_procs_fail_the_state_change_naming_the_cause() {
     let model = data("mean_color.onnx");
     let cases = [
         (
-            format!("{src} ! wgnnclassify ! fakesink"),
+            format!("{src} ! wgnnclassify device=gpu ! fakesink"),
             "no model".to_string(),
         ),
         (
             format!(
-                "{src} ! wgnnclassify model={model} labels={} ! fakesink",
+                "{src} ! wgnnclassify device=gpu model={model} labels={} ! fakesink",
                 short.display()
             ),
             "has 2 labels, but the model has 3 classes".to_string(),
         ),
         (
             format!(
-                "{src} ! wgnnclassify model={} ! fakesink",
+                "{src} ! wgnnclassify device=gpu model={} ! fakesink",
                 data("mean_color_4d.onnx")
             ),
             "output 'scores' has shape [1, 3, 1, 1]; a classifier's scores must be [1, C] or [C]"
@@ -389,7 +389,7 @@ fn bad_models_labels_and_model_procs_fail_the_state_change_naming_the_cause() {
         ),
         (
             format!(
-                "{src} ! wgnnclassify model={model} model-proc={} ! fakesink",
+                "{src} ! wgnnclassify device=gpu model={model} model-proc={} ! fakesink",
                 yolo.display()
             ),
             "decoder type 'yolo' does not classify".to_string(),
@@ -486,7 +486,7 @@ fn the_documented_line_runs() {
     // The line in wgnnclassify's documentation, with fewer frames.
     let desc = format!(
         "videotestsrc num-buffers=3 ! video/x-raw,width=320,height=240 ! wgnnupload ! \
-         wgnnclassify name=c model={} top-k=2 post-messages=true ! fakesink",
+         wgnnclassify device=gpu name=c model={} top-k=2 post-messages=true ! fakesink",
         data("mean_color.onnx")
     );
     let pipeline = launch(&desc);

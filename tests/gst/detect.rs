@@ -102,7 +102,7 @@ fn texture_frames_are_never_downloaded() {
     init();
     let r = face_refs::reference("astronaut.png");
     let launch = format!(
-        "wgnnupload ! wgnndetect name=detect model={}",
+        "wgnnupload ! wgnndetect device=gpu name=detect model={}",
         face_model().display()
     );
     let (h, out) = push_reference(&launch, &r);
@@ -315,7 +315,7 @@ fn roi_metas_survive_tee_and_queues() {
     init();
     let r = face_refs::reference("astronaut.png");
     let desc = format!(
-        "appsrc name=src ! wgnndetect model={} ! tee name=t \
+        "appsrc name=src ! wgnndetect device=gpu model={} ! tee name=t \
          t. ! queue ! appsink name=a sync=false t. ! queue ! appsink name=b sync=false",
         face_model().display()
     );
@@ -393,7 +393,7 @@ fn bundled_proc() -> serde_json::Value {
 
 fn launch_with(props: &str) -> String {
     format!(
-        "videotestsrc num-buffers=2 ! video/x-raw,width=64,height=48 ! wgnndetect {props} ! \
+        "videotestsrc num-buffers=2 ! video/x-raw,width=64,height=48 ! wgnndetect device=gpu {props} ! \
          fakesink"
     )
 }

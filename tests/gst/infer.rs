@@ -24,7 +24,7 @@ fn selfie_outputs_ride_on_the_untouched_frame_and_match_mediapipe() {
     let (w, h) = img.dimensions();
     let rgb = img.into_raw();
     let launch = format!(
-        "wgnninfer name=infer model={}",
+        "wgnninfer device=gpu name=infer model={}",
         model("selfie/selfie_segmentation.tflite")
     );
     let mut harness = Harness::new_parse(&launch);
@@ -70,7 +70,7 @@ fn texture_frames_keep_everything_on_the_gpu_and_rent_the_outputs() {
     init();
     let (w, h) = (33, 21);
     let launch = format!(
-        "wgnnupload ! wgnninfer name=infer model={}",
+        "wgnnupload ! wgnninfer device=gpu name=infer model={}",
         model("selfie/selfie_segmentation_landscape.tflite")
     );
     let mut harness = Harness::new_parse(&launch);
@@ -106,7 +106,7 @@ fn a_model_of_any_size_takes_the_frame_size() {
     init();
     let (w, h) = (12, 10);
     let launch = format!(
-        "wgnninfer name=infer model={}",
+        "wgnninfer device=gpu name=infer model={}",
         model("esrgan-slim/x2/model.json")
     );
     let mut harness = Harness::new_parse(&launch);
@@ -128,9 +128,12 @@ fn missing_or_bad_models_fail_the_state_change_naming_the_cause() {
     init();
     let src = "videotestsrc num-buffers=1 ! video/x-raw,width=16,height=16";
     let cases = [
-        (format!("{src} ! wgnninfer ! fakesink"), "no model"),
         (
-            format!("{src} ! wgnninfer model=/no/such/file.tflite ! fakesink"),
+            format!("{src} ! wgnninfer device=gpu ! fakesink"),
+            "no model",
+        ),
+        (
+            format!("{src} ! wgnninfer device=gpu model=/no/such/file.tflite ! fakesink"),
             "/no/such/file.tflite",
         ),
     ];

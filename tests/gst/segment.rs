@@ -16,7 +16,7 @@ fn mask_of_the_sample_photo_matches_mediapipe() {
     init();
     let golden = common::golden_f32("astronaut_mask.f32");
     let (rgb, w, h) = common::astronaut_rgb();
-    let mut harness = Harness::new_parse("wgnnsegment name=seg effect=mask");
+    let mut harness = Harness::new_parse("wgnnsegment device=gpu name=seg effect=mask");
     harness.set_src_caps_str(&caps("RGB", w, h));
     let out = harness.push_and_pull(buffer(&rgb, 40)).unwrap();
     assert_eq!(out.pts(), Some(gst::ClockTime::from_mseconds(40)));
@@ -73,9 +73,9 @@ fn texture_memory_in_and_out_moves_no_bytes_and_matches_system_memory() {
             .collect();
         (out, harness)
     };
-    let (system, _h1) = run("wgnnsegment effect=blur blur-strength=3 smoothing=0.5");
+    let (system, _h1) = run("wgnnsegment device=gpu effect=blur blur-strength=3 smoothing=0.5");
     let (texture, h2) = run(
-        "wgnnupload name=up ! wgnnsegment name=seg effect=blur blur-strength=3 smoothing=0.5 ! \
+        "wgnnupload name=up ! wgnnsegment device=gpu name=seg effect=blur blur-strength=3 smoothing=0.5 ! \
          wgnndownload name=down",
     );
     assert_eq!(system.len(), 3);
@@ -119,7 +119,7 @@ fn effects_follow_the_properties() {
         ("effect=none".into(), [128, 128, 128]),
     ];
     for (props, want) in cases {
-        let mut harness = Harness::new_parse(&format!("wgnnsegment {props}"));
+        let mut harness = Harness::new_parse(&format!("wgnnsegment device=gpu {props}"));
         harness.set_src_caps_str(&caps("RGBA", w, h));
         let out = bytes(&harness.push_and_pull(buffer(&grey, 0)).unwrap());
         let far = out
@@ -150,20 +150,20 @@ fn bad_models_and_backgrounds_fail_the_state_change_naming_the_file() {
     let src = "videotestsrc num-buffers=1 ! video/x-raw,width=32,height=24";
     let cases = [
         (
-            format!("{src} ! wgnnsegment model=/no/such/model.tflite ! fakesink"),
+            format!("{src} ! wgnnsegment device=gpu model=/no/such/model.tflite ! fakesink"),
             vec!["/no/such/model.tflite", "No such file"],
         ),
         (
-            format!("{src} ! wgnnsegment model={} ! fakesink", corrupt.display()),
+            format!("{src} ! wgnnsegment device=gpu model={} ! fakesink", corrupt.display()),
             vec![corrupt.to_str().unwrap()],
         ),
         (
-            format!("{src} ! wgnnsegment model={} ! fakesink", esrgan.display()),
+            format!("{src} ! wgnnsegment device=gpu model={} ! fakesink", esrgan.display()),
             vec!["not a segmentation model"],
         ),
         (
             format!(
-                "{src} ! wgnnsegment effect=replace background={}/missing.png ! fakesink",
+                "{src} ! wgnnsegment device=gpu effect=replace background={}/missing.png ! fakesink",
                 dir.display()
             ),
             vec!["missing.png", "background image"],
@@ -182,7 +182,7 @@ fn bad_models_and_backgrounds_fail_the_state_change_naming_the_file() {
 fn caps_it_cannot_handle_are_refused_with_a_reason() {
     init();
     let err = gst::parse::launch(
-        "videotestsrc num-buffers=1 ! video/x-raw,format=YUY2,width=16,height=16 ! wgnnsegment ! fakesink",
+        "videotestsrc num-buffers=1 ! video/x-raw,format=YUY2,width=16,height=16 ! wgnnsegment device=gpu ! fakesink",
     )
     .unwrap_err()
     .to_string();
@@ -190,7 +190,7 @@ fn caps_it_cannot_handle_are_refused_with_a_reason() {
 
     // Output is RGBA: a downstream that wants anything else cannot link.
     let err = gst::parse::launch(
-        "videotestsrc num-buffers=1 ! wgnnsegment ! video/x-raw,format=NV12 ! fakesink",
+        "videotestsrc num-buffers=1 ! wgnnsegment device=gpu ! video/x-raw,format=NV12 ! fakesink",
     )
     .unwrap_err()
     .to_string();
@@ -200,7 +200,8 @@ fn caps_it_cannot_handle_are_refused_with_a_reason() {
 #[test]
 fn resolution_changes_mid_stream_and_timestamps_survive() {
     init();
-    let mut harness = Harness::new_parse("wgnnupload ! wgnnsegment name=seg effect=mask");
+    let mut harness =
+        Harness::new_parse("wgnnupload ! wgnnsegment device=gpu name=seg effect=mask");
     for (i, (w, h)) in [(32u32, 24u32), (48, 20), (32, 24)].into_iter().enumerate() {
         harness.set_src_caps_str(&caps("RGBA", w, h));
         let out = harness
@@ -224,7 +225,7 @@ fn state_cycles_a_hundred_times_without_growing() {
     init();
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=2 ! video/x-raw,width=24,height=16 ! wgnnupload ! \
-         wgnnsegment name=seg effect=blur blur-strength=2 ! fakesink name=sink",
+         wgnnsegment device=gpu name=seg effect=blur blur-strength=2 ! fakesink name=sink",
     )
     .unwrap()
     .downcast::<gst::Pipeline>()
@@ -257,7 +258,7 @@ fn latency_query_includes_the_processing_time() {
     init();
     let pipeline = gst::parse::launch(
         "videotestsrc is-live=true num-buffers=6 ! video/x-raw,width=64,height=48,framerate=30/1 ! \
-         wgnnsegment name=seg ! fakesink sync=false",
+         wgnnsegment device=gpu name=seg ! fakesink sync=false",
     )
     .unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();
@@ -290,7 +291,7 @@ fn several_pipelines_run_at_once_in_one_process() {
             std::thread::spawn(move || {
                 let pipeline = gst::parse::launch(&format!(
                     "videotestsrc num-buffers=4 pattern={i} ! video/x-raw,width={},height=20 ! \
-                     wgnnupload ! wgnnsegment name=seg effect=mask ! wgnndownload ! fakesink",
+                     wgnnupload ! wgnnsegment device=gpu name=seg effect=mask ! wgnndownload ! fakesink",
                     24 + 8 * i
                 ))
                 .unwrap();
@@ -319,7 +320,7 @@ fn gst_debug_wgnn_5_logs_one_line_per_frame() {
     let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnnsegment", "seglogged");
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=3 ! video/x-raw,width=24,height=16 ! wgnnupload ! \
-         wgnnsegment name=seglogged effect=mask ! fakesink",
+         wgnnsegment device=gpu name=seglogged effect=mask ! fakesink",
     )
     .unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();

@@ -29,7 +29,7 @@ fn out_info(h: &Harness) -> gst_video::VideoInfo {
 fn x2_matches_tfjs_on_the_golden_input() {
     init();
     let expected = common::golden_f32("sr_astronaut_64x64_x2.f32");
-    let mut h = Harness::new_parse("wgnnsuperres name=sr scale=2");
+    let mut h = Harness::new_parse("wgnnsuperres device=gpu name=sr scale=2");
     h.set_src_caps_str(&caps("RGB", 64, 64));
     let out = h.push_and_pull(buffer(&golden_rgb(), 100)).unwrap();
     assert_eq!(out.pts(), Some(gst::ClockTime::from_mseconds(100)));
@@ -65,10 +65,16 @@ fn x2_matches_tfjs_on_the_golden_input() {
 fn output_caps_follow_scale_and_compare() {
     init();
     for (launch, w, h, ow, oh) in [
-        ("wgnnsuperres scale=2", 21, 13, 42, 26),
-        ("wgnnsuperres scale=3", 21, 13, 63, 39),
-        ("wgnnsuperres scale=4", 9, 7, 36, 28),
-        ("wgnnsuperres scale=2 compare=true", 21, 13, 84, 26),
+        ("wgnnsuperres device=gpu scale=2", 21, 13, 42, 26),
+        ("wgnnsuperres device=gpu scale=3", 21, 13, 63, 39),
+        ("wgnnsuperres device=gpu scale=4", 9, 7, 36, 28),
+        (
+            "wgnnsuperres device=gpu scale=2 compare=true",
+            21,
+            13,
+            84,
+            26,
+        ),
     ] {
         let mut harness = Harness::new_parse(launch);
         harness.set_src_caps_str(&caps("I420", w, h));
@@ -98,8 +104,8 @@ fn compare_mode_puts_the_model_on_the_right() {
             .collect();
         rows
     };
-    let model = run("wgnnsuperres scale=2");
-    let side = run("wgnnsuperres scale=2 compare=true");
+    let model = run("wgnnsuperres device=gpu scale=2");
+    let side = run("wgnnsuperres device=gpu scale=2 compare=true");
     assert_eq!(side.len(), 128);
     let mut worst = 0u8;
     for (y, (m, s)) in model.iter().zip(&side).enumerate() {
@@ -165,8 +171,8 @@ fn textures_in_and_out_move_no_bytes_and_equal_system_memory() {
         let bytes = out.map_readable().unwrap().to_vec();
         (bytes, h)
     };
-    let (system, _) = run("wgnnsuperres scale=2");
-    let (texture, h) = run("wgnnupload ! wgnnsuperres name=sr scale=2 ! wgnndownload");
+    let (system, _) = run("wgnnsuperres device=gpu scale=2");
+    let (texture, h) = run("wgnnupload ! wgnnsuperres device=gpu name=sr scale=2 ! wgnndownload");
     assert!(system == texture, "texture path differs from system memory");
     let sr = element(&h, "sr");
     assert_eq!(sr.property::<u64>("frames"), 1);
@@ -186,22 +192,28 @@ fn bad_models_fail_the_state_change_naming_the_cause() {
     let src = "videotestsrc num-buffers=1 ! video/x-raw,width=16,height=16";
     let cases = [
         (
-            format!("{src} ! wgnnsuperres model=/no/such/model.json ! fakesink"),
+            format!("{src} ! wgnnsuperres device=gpu model=/no/such/model.json ! fakesink"),
             vec!["/no/such/model.json"],
         ),
         (
-            format!("{src} ! wgnnsuperres model={} ! fakesink", broken.display()),
+            format!(
+                "{src} ! wgnnsuperres device=gpu model={} ! fakesink",
+                broken.display()
+            ),
             vec![broken.to_str().unwrap()],
         ),
         (
             format!(
-                "{src} ! wgnnsuperres model={} scale=3 ! fakesink",
+                "{src} ! wgnnsuperres device=gpu model={} scale=3 ! fakesink",
                 x2.display()
             ),
             vec!["scale=3"],
         ),
         (
-            format!("{src} ! wgnnsuperres model={} ! fakesink", selfie.display()),
+            format!(
+                "{src} ! wgnnsuperres device=gpu model={} ! fakesink",
+                selfie.display()
+            ),
             vec!["not a super-resolution model"],
         ),
     ];
@@ -229,8 +241,8 @@ fn rois_are_scaled_with_the_frame() {
         keypoints: vec![[6.0, 4.0]],
     };
     for (launch, scaled) in [
-        ("wgnnsuperres scale=2", true),
-        ("wgnnsuperres scale=2 compare=true", false),
+        ("wgnnsuperres device=gpu scale=2", true),
+        ("wgnnsuperres device=gpu scale=2 compare=true", false),
     ] {
         let mut h = Harness::new_parse(launch);
         h.set_src_caps_str(&caps("RGB", 21, 13));

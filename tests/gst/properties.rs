@@ -1,0 +1,450 @@
+//! Property values as a careless or hostile user sets them: every string
+//! property of every element refuses a bad value with a GLib warning naming
+//! the element, the property, the value and the accepted form, and the
+//! element then fails to start with one bus error naming the property until
+//! it gets a good value. Also the one-line wording of model errors, and
+//! `device=auto` on a machine whose only GPU is a software one.
+
+use std::path::Path;
+
+use gst::prelude::*;
+
+use crate::common;
+use crate::common::harness::{init, wgnn_warnings};
+
+/// One string property of one element, with values it must refuse and one
+/// it must take.
+struct Case {
+    element: &'static str,
+    property: &'static str,
+    bad: Vec<String>,
+    good: String,
+    /// Words of the accepted form the warning and the bus error give.
+    accepted: &'static str,
+}
+
+fn cases(dir: &Path) -> Vec<Case> {
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let png = dir.join("bg.png");
+    image::RgbaImage::from_pixel(2, 2, image::Rgba([1, 2, 3, 255]))
+        .save(&png)
+        .unwrap();
+    let png = png.display().to_string();
+    let not_png = file("bg.png.txt", "not an image");
+    let missing = dir.join("missing.tflite").display().to_string();
+    let dir_s = dir.display().to_string();
+    let selfie = wgnn::models::bundled("selfie/selfie_segmentation.tflite")
+        .display()
+        .to_string();
+    let labels = file("labels.txt", "a\nb\nc\n");
+    let empty_labels = file("empty.txt", "\n\n");
+    let bad_json = file("bad.json", "{ not json");
+    let proc = common::root()
+        .join("tests/data/classify/mean_color.json")
+        .display()
+        .to_string();
+    let results = dir.join("results.jsonl").display().to_string();
+    let results_in_missing_dir = dir.join("no/such/dir/r.jsonl").display().to_string();
+    let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut cases = vec![
+        Case {
+            element: "wgnnsegment",
+            property: "background",
+            bad: s(&["#12345", "#GGGGGG", "", "no-such-colour", &not_png, &dir_s]),
+            good: png.clone(),
+            accepted: "#RRGGBB",
+        },
+        Case {
+            element: "wgnninfer",
+            property: "input-range",
+            bad: s(&["abc", "1,0", "0,inf", "1", "0,1,2"]),
+            good: "-1,1".into(),
+            accepted: "min,max",
+        },
+        Case {
+            element: "wgnnoverlay",
+            property: "colors",
+            bad: s(&["GG0000", "", "FF0000,", "red"]),
+            good: "FF0000,00ff00".into(),
+            accepted: "RRGGBB",
+        },
+        Case {
+            element: "wgnnclassify",
+            property: "object-class",
+            bad: s(&["   ", "fa\u{1}ce"]),
+            good: "face".into(),
+            accepted: "ROI label",
+        },
+    ];
+    for element in [
+        "wgnnsegment",
+        "wgnnsuperres",
+        "wgnninfer",
+        "wgnndetect",
+        "wgnnclassify",
+    ] {
+        cases.push(Case {
+            element,
+            property: "model",
+            bad: s(&[&missing, &dir_s]),
+            good: selfie.clone(),
+            accepted: "existing",
+        });
+    }
+    for element in ["wgnndetect", "wgnnclassify"] {
+        cases.push(Case {
+            element,
+            property: "model-proc",
+            bad: s(&[&missing, &bad_json, &dir_s]),
+            good: proc.clone(),
+            accepted: "model-proc JSON",
+        });
+        cases.push(Case {
+            element,
+            property: "labels",
+            bad: s(&[&missing, &empty_labels, &dir_s]),
+            good: labels.clone(),
+            accepted: "one class name per line",
+        });
+        cases.push(Case {
+            element,
+            property: "results-location",
+            bad: s(&[&dir_s, &results_in_missing_dir]),
+            good: results.clone(),
+            accepted: "existing directory",
+        });
+    }
+    cases
+}
+
+/// Starts `videotestsrc ! element ! fakesink` and returns the error it
+/// posts (the domain error and the debug text), or `None` at EOS.
+fn start_result(element: &gst::Element) -> Option<(gst::glib::Error, String)> {
+    let pipeline = gst::Pipeline::new();
+    let src = gst::ElementFactory::make("videotestsrc")
+        .property("num-buffers", 1)
+        .build()
+        .unwrap();
+    let sink = gst::ElementFactory::make("fakesink").build().unwrap();
+    pipeline.add_many([&src, element, &sink]).unwrap();
+    gst::Element::link_many([&src, element, &sink]).unwrap();
+    let _ = pipeline.set_state(gst::State::Playing);
+    let msg = common::harness::eos_or_error(&pipeline, 120);
+    pipeline.set_state(gst::State::Null).unwrap();
+    pipeline.remove_many([&src, element, &sink]).unwrap();
+    match msg.view() {
+        gst::MessageView::Error(e) => Some((
+            e.error(),
+            e.debug().map(|d| d.to_string()).unwrap_or_default(),
+        )),
+        _ => None,
+    }
+}
+
+/// The error `element` posts when started; it must not start.
+fn start_error_of(element: &gst::Element) -> (gst::glib::Error, String) {
+    start_result(element).unwrap_or_else(|| panic!("{}: started without an error", element.name()))
+}
+
+/// One line, no Rust source paths, no Debug formatting.
+fn assert_one_clean_line(message: &str) {
+    assert!(!message.contains('\n'), "one line: {message:?}");
+    assert!(!message.contains(".rs"), "no source paths: {message:?}");
+    assert!(
+        !message.contains("{{closure}}") && !message.contains("Error {"),
+        "{message:?}"
+    );
+}
+
+#[test]
+fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
+    init();
+    let dir = common::scratch("property-refusals");
+    for (i, case) in cases(&dir).into_iter().enumerate() {
+        let name = format!("refusing{i}");
+        let element = gst::ElementFactory::make(case.element)
+            .name(&name)
+            .build()
+            .unwrap();
+        let before = element.property_value(case.property);
+        for (j, bad) in case.bad.iter().enumerate() {
+            let what = format!("{} {}={bad:?}", case.element, case.property);
+            let seen = wgnn_warnings(&name).len();
+            element.set_property(case.property, bad);
+            let warnings = wgnn_warnings(&name);
+            assert_eq!(
+                warnings.len(),
+                seen + 1,
+                "{what}: one warning: {warnings:#?}"
+            );
+            let w = warnings.last().unwrap();
+            for needle in [case.element, case.property, bad.as_str(), case.accepted] {
+                assert!(
+                    w.contains(needle),
+                    "{what}: {needle:?} not in the warning {w:?}"
+                );
+            }
+            assert_one_clean_line(w);
+            // The element keeps the value it had.
+            assert_eq!(
+                element.property_value(case.property).serialize().ok(),
+                before.serialize().ok(),
+                "{what}: the old value stays"
+            );
+            if j == 0 {
+                let (error, debug) = start_error_of(&element);
+                let message = error.message().to_string();
+                assert!(
+                    message.contains(&format!("property {}", case.property))
+                        && message.contains(case.accepted),
+                    "{what}: the bus error names the property and the accepted form: \
+                     {message:?} ({debug})"
+                );
+                assert_one_clean_line(&message);
+            }
+        }
+        // A good value is taken, without a warning, and clears the refusal.
+        let seen = wgnn_warnings(&name).len();
+        element.set_property(case.property, &case.good);
+        assert_eq!(
+            wgnn_warnings(&name).len(),
+            seen,
+            "{}: {}",
+            case.element,
+            case.good
+        );
+        let now: Option<String> = element.property(case.property);
+        assert!(
+            now.as_deref().is_some_and(|v| {
+                v.eq_ignore_ascii_case(&case.good) || case.property == "background"
+            }),
+            "{} {} reads back {now:?}",
+            case.element,
+            case.property
+        );
+        if case.property != "model" {
+            // Start may still fail (no model set here), but not for this
+            // property.
+            let pipeline_error = start_result(&element)
+                .map(|(e, _)| e.message().to_string())
+                .unwrap_or_default();
+            assert!(
+                !pipeline_error.contains(&format!("property {}", case.property)),
+                "{}: still refused after a good value: {pipeline_error}",
+                case.element
+            );
+        }
+    }
+}
+
+#[test]
+fn a_good_value_after_a_bad_one_lets_the_element_run() {
+    init();
+    assert!(wgnn_warnings("goodafterbad").is_empty(), "collecting from now on");
+    let pipeline = gst::parse::launch(
+        "videotestsrc num-buffers=1 ! video/x-raw,width=16,height=16 ! \
+         wgnnsegment name=goodafterbad device=cpu effect=replace background=#12345 ! fakesink",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    assert_eq!(wgnn_warnings("goodafterbad").len(), 1);
+    let seg = pipeline.by_name("goodafterbad").unwrap();
+    seg.set_property("background", "#102030");
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = common::harness::eos_or_error(&pipeline, 60);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    assert_eq!(seg.property::<String>("background"), "#102030ff");
+}
+
+/// The processing elements' start error for `model` (set while the file
+/// exists; `after_set` may then spoil it).
+fn model_error(
+    element: &str,
+    model: &Path,
+    after_set: impl FnOnce(),
+) -> (gst::glib::Error, String) {
+    let e = gst::ElementFactory::make(element)
+        .property("device", wgnn::gst::device_choice::DeviceChoice::Cpu)
+        .property("model", model.display().to_string())
+        .build()
+        .unwrap();
+    after_set();
+    start_error_of(&e)
+}
+
+#[test]
+fn model_errors_are_one_line_naming_the_file_once_and_the_cause() {
+    init();
+    let dir = common::scratch("model-errors");
+    let selfie = wgnn::models::bundled("selfie/selfie_segmentation.tflite");
+    let bytes = std::fs::read(&selfie).unwrap();
+    let vanished = dir.join("vanished.tflite");
+    let corrupt = dir.join("corrupt.tflite");
+    std::fs::write(&corrupt, &bytes[..bytes.len() / 3]).unwrap();
+    let esrgan = wgnn::models::bundled("esrgan-slim/x2/model.json");
+    for element in ["wgnnsegment", "wgnnsuperres", "wgnninfer"] {
+        // Missing: the file was there when the property was set.
+        std::fs::write(&vanished, &bytes).unwrap();
+        let (error, debug) = model_error(element, &vanished, || {
+            std::fs::remove_file(&vanished).unwrap()
+        });
+        let message = error.message().to_string();
+        assert_eq!(
+            message,
+            format!("cannot load model {}: no such file", vanished.display()),
+            "{element} ({debug})"
+        );
+        assert_eq!(
+            error.kind::<gst::ResourceError>(),
+            Some(gst::ResourceError::NotFound)
+        );
+
+        // Corrupt: a format error, the loader's cause after the path.
+        let (error, debug) = model_error(element, &corrupt, || {});
+        let message = error.message().to_string();
+        assert!(
+            message.starts_with(&format!("cannot load model {}: ", corrupt.display())),
+            "{element}: {message:?} ({debug})"
+        );
+        assert_eq!(
+            message.matches(corrupt.to_str().unwrap()).count(),
+            1,
+            "{message}"
+        );
+        assert_eq!(
+            error.kind::<gst::StreamError>(),
+            Some(gst::StreamError::Format)
+        );
+        assert_one_clean_line(&message);
+    }
+    // A model that loads but is not for the element: a settings error.
+    for (element, model) in [("wgnnsegment", &esrgan), ("wgnnsuperres", &selfie)] {
+        let (error, debug) = model_error(element, model, || {});
+        let message = error.message().to_string();
+        assert!(
+            message.starts_with(&format!("cannot load model {}: ", model.display())),
+            "{element}: {message:?} ({debug})"
+        );
+        assert_eq!(
+            message.matches(model.to_str().unwrap()).count(),
+            1,
+            "{message}"
+        );
+        assert_eq!(
+            error.kind::<gst::LibraryError>(),
+            Some(gst::LibraryError::Settings)
+        );
+        assert_one_clean_line(&message);
+    }
+}
+
+/// Runs `launch` to EOS and returns its element `name`'s counters (frames,
+/// bytes uploaded) and the bus warnings.
+fn run_collecting_warnings(launch: &str, name: &str) -> (u64, u64, Vec<String>) {
+    let pipeline = gst::parse::launch(launch)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    let mut warnings = Vec::new();
+    loop {
+        let msg = bus
+            .timed_pop_filtered(
+                gst::ClockTime::from_seconds(120),
+                &[
+                    gst::MessageType::Warning,
+                    gst::MessageType::Error,
+                    gst::MessageType::Eos,
+                ],
+            )
+            .unwrap_or_else(|| panic!("{launch}: no EOS"));
+        match msg.view() {
+            gst::MessageView::Warning(w) => warnings.push(w.error().message().to_string()),
+            gst::MessageView::Eos(_) => break,
+            other => panic!("{launch}: {other:?}"),
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let e = pipeline.by_name(name).unwrap();
+    (e.property("frames"), e.property("bytes-uploaded"), warnings)
+}
+
+/// On a machine whose only GPU is a software one (forced in a child
+/// process with `WGPU_ADAPTER_NAME=llvmpipe`: lavapipe, as in CI),
+/// `device=auto` runs on the CPU and says so once; `device=gpu` still runs
+/// on it; and `auto` next to an element that takes texture memory only
+/// (wgnnupload) keeps the GPU, or the pipeline could not link.
+#[test]
+fn device_auto_picks_the_cpu_when_the_only_gpu_is_software() {
+    if !common::is_child() {
+        let text = common::run_in_child(
+            module_path!(),
+            "device_auto_picks_the_cpu_when_the_only_gpu_is_software",
+            &[("WGPU_ADAPTER_NAME", "llvmpipe")],
+            &[],
+        );
+        assert!(text.contains("child: auto took the CPU"), "{text}");
+        return;
+    }
+    init();
+    assert!(
+        common::gpu().is_software(),
+        "WGPU_ADAPTER_NAME=llvmpipe opens lavapipe"
+    );
+    let src = "videotestsrc num-buffers=2 ! video/x-raw,width=32,height=24";
+    let software = |w: &[String]| {
+        w.iter()
+            .filter(|w| w.contains("only a software GPU") && w.contains("device=gpu forces it"))
+            .count()
+    };
+
+    let (frames, up, warnings) = run_collecting_warnings(
+        &format!("{src} ! wgnnsegment name=s device=auto effect=mask ! fakesink"),
+        "s",
+    );
+    assert_eq!(
+        (frames, up),
+        (2, 0),
+        "auto ran on the CPU: nothing uploaded"
+    );
+    assert_eq!(software(&warnings), 1, "{warnings:?}");
+    assert_one_clean_line(&warnings[0]);
+
+    let (frames, up, warnings) = run_collecting_warnings(
+        &format!("{src} ! wgnnsegment name=s device=gpu effect=mask ! fakesink"),
+        "s",
+    );
+    assert_eq!(frames, 2);
+    assert!(up > 0, "device=gpu ran on the GPU: frames were uploaded");
+    assert_eq!(software(&warnings), 0, "{warnings:?}");
+
+    let (frames, _, warnings) = run_collecting_warnings(
+        &format!(
+            "{src} ! wgnnupload ! wgnnsegment name=s device=auto effect=mask ! wgnndownload ! \
+             fakesink"
+        ),
+        "s",
+    );
+    assert_eq!(frames, 2, "auto beside texture memory runs on the GPU");
+    assert_eq!(software(&warnings), 0, "{warnings:?}");
+
+    // The analysers share the choice.
+    let infer = common::root().join("tests/data/classify/mean_color.onnx");
+    let (frames, up, warnings) = run_collecting_warnings(
+        &format!(
+            "{src} ! wgnninfer name=i model={} ! fakesink",
+            infer.display()
+        ),
+        "i",
+    );
+    assert_eq!((frames, up), (2, 0));
+    assert_eq!(software(&warnings), 1, "{warnings:?}");
+    eprintln!("child: auto took the CPU");
+}
