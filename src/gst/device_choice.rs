@@ -30,9 +30,9 @@ impl DeviceChoice {
     /// pipeline's GPU, or `None` for the CPU. `Auto` runs on the CPU, with
     /// a warning on the bus, when there is no GPU, and when the only GPU is
     /// a software rasteriser (lavapipe, llvmpipe: several times slower than
-    /// wgnn's CPU context) unless a neighbour takes texture memory only
-    /// (`wgnnupload` before, `wgnndownload` after: the pipeline was built
-    /// for the GPU). Logs under the element's category `cat`.
+    /// wgnn's CPU context), unless the pipeline was built for texture memory
+    /// (see [`built_for_textures`]). Logs under the element's category
+    /// `cat`.
     pub fn open(
         self,
         slot: &crate::gst::device::DeviceSlot,
@@ -44,15 +44,12 @@ impl DeviceChoice {
             DeviceChoice::Gpu => slot.ensure(element, cat).map(Some),
             DeviceChoice::Auto => match slot.ensure(element, cat) {
                 Ok(gpu) if gpu.is_software() => {
-                    if let Some(pad) = texture_only_neighbour(element) {
+                    if let Some(why) = built_for_textures(element) {
                         gst::info!(
                             cat,
                             obj = element,
-                            "only a software GPU ({}), but {} takes texture memory only: \
-                             running on it",
+                            "only a software GPU ({}), but {why}: running on it",
                             gpu.info().name,
-                            pad.parent_element()
-                                .map_or_else(|| pad.name().to_string(), |e| e.name().to_string())
                         );
                         return Ok(Some(gpu));
                     }
@@ -62,13 +59,13 @@ impl DeviceChoice {
                         "software GPU {}: using the CPU",
                         gpu.describe()
                     );
+                    // "llvmpipe", not "llvmpipe (LLVM 19.1.7, 256 bits)".
+                    let name = &gpu.info().name;
+                    let short = name.split(" (").next().unwrap_or(name);
                     gst::element_warning!(
                         element,
                         gst::ResourceError::NotFound,
-                        (
-                            "only a software GPU ({}): running on the CPU; device=gpu forces it",
-                            gpu.info().name
-                        )
+                        ("only a software GPU ({short}): running on the CPU; device=gpu forces it")
                     );
                     Ok(None)
                 }
@@ -87,18 +84,42 @@ impl DeviceChoice {
     }
 }
 
-/// The peer pad of `element` that takes or gives texture memory
-/// (`memory:WgpuTexture`) and nothing else, if any: the element must then
-/// run on the GPU for the pipeline to link.
-fn texture_only_neighbour(element: &gst::Element) -> Option<gst::Pad> {
+/// Why `element` must run on the GPU although it is a software one, if it
+/// must: the pipeline was built for texture memory. Either a neighbour takes
+/// or gives texture memory (`memory:WgpuTexture`) and nothing else (an
+/// application's appsrc, or `wgnnupload` right before), or the pipeline has
+/// a `wgnnupload` or `wgnndownload` somewhere (in a chain
+/// `wgnnupload ! wgnnsegment ! wgnnsuperres ! ...` the last element
+/// starts first and sees no texture-only neighbour, yet on the CPU it would
+/// make the first one download every frame).
+fn built_for_textures(element: &gst::Element) -> Option<String> {
     let mut pads = element.sink_pads();
     pads.extend(element.src_pads());
-    pads.into_iter().filter_map(|p| p.peer()).find(|peer| {
+    for peer in pads.into_iter().filter_map(|p| p.peer()) {
         let caps = peer.query_caps(None);
-        !caps.is_any()
+        let texture_only = !caps.is_any()
             && !caps.is_empty()
             && caps
                 .iter_with_features()
-                .all(|(_, f)| f.contains(crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE))
-    })
+                .all(|(_, f)| f.contains(crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE));
+        if texture_only {
+            let by = peer
+                .parent_element()
+                .map_or_else(|| peer.name().to_string(), |e| e.name().to_string());
+            return Some(format!("{by} takes texture memory only"));
+        }
+    }
+    let mut top = element.clone();
+    while let Some(parent) = top.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
+        top = parent;
+    }
+    let bin = top.downcast::<gst::Bin>().ok()?;
+    bin.iterate_recurse()
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.factory()
+                .is_some_and(|f| matches!(f.name().as_str(), "wgnnupload" | "wgnndownload"))
+        })
+        .map(|e| format!("the pipeline has {}", e.name()))
 }

@@ -4,7 +4,7 @@
 //! output, buffers without ROIs converted plainly, properties live and bad.
 
 use crate::common::harness::{
-    buffer, bytes, caps, element, expect_eos, init, launch, stop, LogCapture,
+    buffer, bytes, caps, element, expect_eos, init, launch, stop, wgnn_warnings,
 };
 
 use gst::prelude::*;
@@ -281,12 +281,7 @@ fn style_changes_while_playing_take_effect_on_the_next_frame() {
 #[test]
 fn bad_colours_keep_the_old_palette_and_say_why() {
     init();
-    let log = LogCapture::start(
-        "wgnnoverlay",
-        gst::DebugLevel::Error,
-        "wgnnoverlay",
-        "badcolors",
-    );
+    let seen = wgnn_warnings("badcolors").len();
     let e = gst::ElementFactory::make("wgnnoverlay")
         .name("badcolors")
         .build()
@@ -296,13 +291,15 @@ fn bad_colours_keep_the_old_palette_and_say_why() {
         e.set_property("colors", bad);
         assert_eq!(e.property::<String>("colors"), default, "{bad:?}");
     }
-    let lines = log.lines_at(gst::DebugLevel::Error);
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    // A GLib warning each (printed without GST_DEBUG), naming the value and
+    // the accepted form.
+    let lines = wgnn_warnings("badcolors");
+    assert_eq!(lines.len() - seen, 4, "{lines:?}");
     assert!(
-        lines[0].contains("colors 'nope'") && lines[0].contains("RRGGBB"),
+        lines[seen].contains("colors=\"nope\"") && lines[seen].contains("RRGGBB"),
         "{lines:?}"
     );
-    assert!(lines[3].contains("12345G"), "{lines:?}");
+    assert!(lines[seen + 3].contains("12345G"), "{lines:?}");
     // Ranges are the param specs': a font size the atlas cannot make is
     // not a value the property takes.
     let spec = e.find_property("font-size").unwrap();

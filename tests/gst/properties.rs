@@ -244,7 +244,10 @@ fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
 #[test]
 fn a_good_value_after_a_bad_one_lets_the_element_run() {
     init();
-    assert!(wgnn_warnings("goodafterbad").is_empty(), "collecting from now on");
+    assert!(
+        wgnn_warnings("goodafterbad").is_empty(),
+        "collecting from now on"
+    );
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=1 ! video/x-raw,width=16,height=16 ! \
          wgnnsegment name=goodafterbad device=cpu effect=replace background=#12345 ! fakesink",
@@ -434,6 +437,29 @@ fn device_auto_picks_the_cpu_when_the_only_gpu_is_software() {
     );
     assert_eq!(frames, 2, "auto beside texture memory runs on the GPU");
     assert_eq!(software(&warnings), 0, "{warnings:?}");
+
+    // A chain after wgnnupload stays on the GPU as a whole: the last
+    // element starts first, with no texture-only neighbour, yet on the CPU
+    // it would make the first one download every frame.
+    let pipeline = gst::parse::launch(&format!(
+        "{src} ! wgnnupload ! wgnnsegment name=s effect=mask ! wgnnsuperres name=r ! \
+         wgnndownload ! fakesink"
+    ))
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = common::harness::eos_or_error(&pipeline, 300);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    let bin = pipeline.downcast_ref::<gst::Bin>().unwrap();
+    for name in ["s", "r"] {
+        let e = bin.by_name(name).unwrap();
+        assert_eq!(e.property::<u64>("frames"), 2, "{name}");
+        assert_eq!(
+            e.property::<u64>("bytes-downloaded"),
+            0,
+            "{name} stayed on the GPU"
+        );
+    }
 
     // The analysers share the choice.
     let infer = common::root().join("tests/data/classify/mean_color.onnx");

@@ -151,7 +151,7 @@ fn bad_models_and_backgrounds_fail_the_state_change_naming_the_file() {
     let cases = [
         (
             format!("{src} ! wgnnsegment device=gpu model=/no/such/model.tflite ! fakesink"),
-            vec!["/no/such/model.tflite", "No such file"],
+            vec!["property model", "/no/such/model.tflite", "existing"],
         ),
         (
             format!("{src} ! wgnnsegment device=gpu model={} ! fakesink", corrupt.display()),
@@ -166,7 +166,7 @@ fn bad_models_and_backgrounds_fail_the_state_change_naming_the_file() {
                 "{src} ! wgnnsegment device=gpu effect=replace background={}/missing.png ! fakesink",
                 dir.display()
             ),
-            vec!["missing.png", "background image"],
+            vec!["property background", "missing.png", "PNG or JPEG"],
         ),
     ];
     for (launch, needles) in cases {
