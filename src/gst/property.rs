@@ -103,6 +103,9 @@ fn label(object: &gst::Object) -> String {
     }
 }
 
+/// A parser of a path property (unset: `None`).
+pub type PathParser = fn(Option<&str>) -> Result<Option<PathBuf>, String>;
+
 /// The accepted form of a file the element reads.
 pub const INPUT_FILE: &str = "the path of an existing file (empty: unset)";
 

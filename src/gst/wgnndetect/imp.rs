@@ -225,13 +225,12 @@ impl ObjectImpl for WgnnDetect {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "model" | "model-proc" | "labels" | "results-location" => {
-                let (accepted, parse): (_, fn(Option<&str>) -> Result<Option<PathBuf>, String>) =
-                    match pspec.name() {
-                        "model" => (MODEL_ACCEPTED, property::input_file),
-                        "model-proc" => (property::MODEL_PROC, property::model_proc_file),
-                        "labels" => (property::LABELS, property::labels_file),
-                        _ => (property::OUTPUT_FILE, property::output_file),
-                    };
+                let (accepted, parse): (_, property::PathParser) = match pspec.name() {
+                    "model" => (MODEL_ACCEPTED, property::input_file),
+                    "model-proc" => (property::MODEL_PROC, property::model_proc_file),
+                    "labels" => (property::LABELS, property::labels_file),
+                    _ => (property::OUTPUT_FILE, property::output_file),
+                };
                 let Some(path) = self
                     .refusals
                     .parse(&*self.obj(), pspec, value, accepted, parse)
