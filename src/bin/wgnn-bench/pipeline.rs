@@ -81,7 +81,7 @@ impl PathResult {
 pub struct Bench {
     gpu: Gpu,
     segmenter: Segmenter,
-    out: wgpu::Texture,
+    out: wgnn::gpu::live::Texture,
     pool: TexturePool,
     layout: FrameLayout,
     bytes: Vec<u8>,
