@@ -379,6 +379,9 @@ impl Download {
     }
 
     fn finish(&mut self, mapped: Result<(), String>) -> Result<Vec<u8>> {
+        // A device lost while the copy was in flight fails the mapping (or
+        // the view of it) with a vaguer error than the loss itself.
+        self.gpu.check()?;
         mapped.map_err(|e| Error::Transfer(format!("mapping the read-back buffer failed: {e}")))?;
         let out = {
             let view = self

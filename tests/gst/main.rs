@@ -21,5 +21,6 @@ mod overlay;
 mod segment;
 mod segment_cpu;
 mod sink;
+mod soak;
 mod superres;
 mod upload_download;
