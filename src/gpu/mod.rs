@@ -122,9 +122,11 @@ impl Gpu {
             log::error!("GPU device lost ({reason:?}): {message}");
             // A loss is the root cause: it replaces an uncaptured error the
             // dying device may have raised first.
-            let cause = match reason {
-                wgpu::DeviceLostReason::Destroyed => format!("destroyed ({message})"),
-                _ => message,
+            let cause = match (reason, message.is_empty()) {
+                (wgpu::DeviceLostReason::Destroyed, true) => "destroyed".to_string(),
+                (wgpu::DeviceLostReason::Destroyed, false) => format!("destroyed ({message})"),
+                (_, true) => "the driver gave no reason".to_string(),
+                (_, false) => message,
             };
             *sink.lock().unwrap() = Some(Error::DeviceLost(cause));
         });
@@ -221,15 +223,14 @@ impl Gpu {
     /// call on this handle (and its clones) fails with [`Error::DeviceLost`].
     /// For tests of the lost-device paths; nothing in wgnn calls it.
     pub fn destroy(&self) {
-        self.inner.device.destroy();
-        // wgpu runs the lost callback on a later poll; a test wants the
-        // state now.
-        let _ = self.inner.device.poll(wgpu::PollType::Poll);
+        // Recorded first: work failing on another thread the moment the
+        // device goes must find the cause already there.
         self.inner
             .fault
             .lock()
             .unwrap()
             .get_or_insert_with(|| Error::DeviceLost("destroyed".into()));
+        self.inner.device.destroy();
     }
 
     /// wgnn's live objects on this device (see [`live`]).

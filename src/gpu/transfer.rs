@@ -380,7 +380,11 @@ impl Download {
 
     fn finish(&mut self, mapped: Result<(), String>) -> Result<Vec<u8>> {
         // A device lost while the copy was in flight fails the mapping (or
-        // the view of it) with a vaguer error than the loss itself.
+        // the view of it) with a vaguer error than the loss itself, maybe
+        // before wgpu has run the lost callback: one poll runs it.
+        if mapped.is_err() {
+            let _ = self.gpu.device().poll(wgpu::PollType::Poll);
+        }
         self.gpu.check()?;
         mapped.map_err(|e| Error::Transfer(format!("mapping the read-back buffer failed: {e}")))?;
         let out = {
