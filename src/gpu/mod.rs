@@ -256,11 +256,11 @@ impl Gpu {
             )));
         }
         let storage = desc.usage.contains(wgpu::BufferUsages::STORAGE);
-        if storage && desc.size > u64::from(limits.max_storage_buffer_binding_size) {
+        if storage && desc.size > limits.max_storage_buffer_binding_size {
             return Err(Error::TooLarge(format!(
                 "{what}: a {} storage buffer exceeds the device's largest storage binding ({})",
                 bytes(desc.size),
-                bytes(u64::from(limits.max_storage_buffer_binding_size))
+                bytes(limits.max_storage_buffer_binding_size)
             )));
         }
         let buffer = self.scoped(what, || self.device().create_buffer(desc))?;

@@ -86,14 +86,24 @@ fn elements() -> Vec<(&'static str, String)> {
             ),
         ),
         ("wgnnoverlay", "wgnnoverlay".into()),
+        // The sink itself, drawing into its offscreen target (no display).
+        (
+            "wgnnsink",
+            "wgnnsink name=sink offscreen=true sync=false".into(),
+        ),
     ]
 }
 
 fn pipeline(gpu: &wgnn::gpu::Gpu, element: &str, frames: Option<u32>) -> gst::Pipeline {
     let count = frames.map_or(-1, i64::from);
+    let sink = if element.starts_with("wgnnsink") {
+        String::new()
+    } else {
+        " ! fakesink name=sink sync=false".into()
+    };
     let desc = format!(
         "videotestsrc num-buffers={count} ! video/x-raw,format=RGBA,width=16,height=16,\
-         framerate=30/1 ! {element} ! fakesink name=sink sync=false"
+         framerate=30/1 ! {element}{sink}"
     );
     let pipeline = launch(&desc);
     pipeline.set_context(&wgnn::gst::device::context_for(gpu));
@@ -202,12 +212,19 @@ fn soak(name: &str, element: &str) {
         cached,
         "{name}: the kernel cache grew"
     );
-    assert!(
-        rss_end < rss_warm + RSS_BOUND,
-        "{name}: RSS grew from {} to {} MiB over {n} cycles",
-        rss_warm >> 20,
-        rss_end >> 20
-    );
+    // lavapipe itself grows the heap on every submission (heaptrack: the
+    // growth is allocated on lavapipe's queue thread, inside
+    // libvulkan_lvp.so, Mesa 22.3; wgnn's live counts and wgpu's allocator
+    // stay flat meanwhile), so on a software adapter the bound would measure
+    // the driver; it is checked on hardware ones and printed everywhere.
+    if !gpu.is_software() {
+        assert!(
+            rss_end < rss_warm + RSS_BOUND,
+            "{name}: RSS grew from {} to {} MiB over {n} cycles",
+            rss_warm >> 20,
+            rss_end >> 20
+        );
+    }
     drop(pipeline);
     gpu.clear_pipeline_cache();
     assert_eq!(
@@ -259,6 +276,12 @@ fn overlay_cycles_leave_nothing_behind() {
     soak(name, element);
 }
 
+#[test]
+fn sink_cycles_leave_nothing_behind() {
+    let (name, element) = &elements()[7];
+    soak(name, element);
+}
+
 /// Plays `element` until frames reach the sink, destroys the device, and
 /// returns the error the pipeline posts (source element and message).
 fn lose_device_under(name: &str, element: &str) -> (String, String) {
@@ -304,7 +327,8 @@ fn a_lost_device_is_a_bus_error_naming_the_loss_in_every_element() {
         eprintln!("{name}: {source}: {text}");
         let factory = name.split(' ').next().unwrap_or(name);
         let from_element = source.starts_with(factory)
-            || (name.contains("wgnndownload") && source.starts_with("wgnndownload"));
+            || (name.contains("wgnndownload") && source.starts_with("wgnndownload"))
+            || (name == "wgnnsink" && source == "sink");
         if !text.contains("the GPU device was lost") || !from_element {
             failures.push(format!("{name}: {source} posted '{text}'"));
         }

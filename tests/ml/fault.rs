@@ -112,7 +112,8 @@ fn a_tensor_larger_than_the_device_allows_is_one_line_naming_size_and_limit() {
     let gpu = common::gpu();
     let ctx = Context::gpu(&gpu);
     let limit = gpu.limits().max_storage_buffer_binding_size;
-    // 4 GiB of float32: more than a storage binding's u32 limit can be.
+    // 4 GiB of float32: beyond the storage binding limit of any Vulkan
+    // driver (maxStorageBufferRange is a 32-bit count of bytes).
     let desc = TensorDescriptor::new(DataType::Float32, [1 << 15, 1 << 15]);
     let e = ctx.create_tensor(desc).unwrap_err().to_string();
     assert!(

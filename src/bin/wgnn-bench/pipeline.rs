@@ -243,6 +243,12 @@ impl Bench {
         Ok((run.submission, run.model_ms.unwrap_or(0.0)))
     }
 
+    /// One unprofiled zero-copy frame (for `wgnn-bench soak`); returns its
+    /// last submission.
+    pub fn zero_copy_frame(&mut self) -> wgnn::Result<wgpu::SubmissionIndex> {
+        Ok(self.zero_copy(false)?.0)
+    }
+
     /// One frame the copy way; returns the model's GPU ms when profiling.
     fn copy(&mut self, profile: bool) -> wgnn::Result<f64> {
         let gpu = self.gpu.clone();
