@@ -49,14 +49,20 @@ fn data(path: &str) -> String {
 
 /// A model-proc for the synthetic YOLOv8 model (tests/data/detect/yolo),
 /// the smallest detector there is.
+/// Written once per process: the tests calling [`elements`] run at once,
+/// and a fresh scratch folder would pull the file from under another.
 fn yolo_proc() -> String {
-    let path = common::scratch("soak").join("yolov8.json");
-    std::fs::write(
-        &path,
-        r#"{"decoder": {"type": "yolo", "layout": "yolov8"}}"#,
-    )
-    .unwrap();
-    path.display().to_string()
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = common::scratch("soak").join("yolov8.json");
+        std::fs::write(
+            &path,
+            r#"{"decoder": {"type": "yolo", "layout": "yolov8"}}"#,
+        )
+        .unwrap();
+        path.display().to_string()
+    })
+    .clone()
 }
 
 /// Each processing element as the part of a launch line between the source
@@ -266,11 +272,13 @@ fn segment_cycles_leave_nothing_behind() {
 
 #[test]
 fn superres_cycles_leave_nothing_behind() {
-    // The one element without a tiny model: ESRGAN-slim's start (import,
-    // lowering, weights) costs about 2 s a cycle on lavapipe, so it runs a
-    // tenth of the cycles to keep CI's time.
+    // The one element without a tiny model: a cycle of ESRGAN-slim (import,
+    // lowering, weights, 3 frames) took 2.3 s alone and 5.4 s beside a build
+    // on lavapipe, and lavapipe's heap grows ~27 MB a cycle (see `soak`), so
+    // it runs a hundredth of the cycles to keep CI's time and memory
+    // (WGNN_SOAK_CYCLES=100000 gives it 1000).
     let (name, element) = &elements()[2];
-    soak_with(name, element, 10);
+    soak_with(name, element, 100);
 }
 
 #[test]
@@ -364,4 +372,54 @@ fn a_lost_device_is_a_bus_error_naming_the_loss_in_every_element() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The error a pipeline posts for one oversized frame, as the element's
+/// own line (see `lose_device_under`).
+fn oversized_error(element: &str, width: u32) -> String {
+    let pipeline = launch(&format!(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width={width},height=16 ! \
+         {element} ! fakesink"
+    ));
+    pipeline.set_context(&wgnn::gst::device::context_for(&common::gpu()));
+    let _ = pipeline.set_state(gst::State::Playing);
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(60),
+            &[gst::MessageType::Error, gst::MessageType::Eos],
+        )
+        .unwrap_or_else(|| panic!("{element}: nothing on the bus in 60 s"));
+    pipeline.set_state(gst::State::Null).unwrap();
+    let gst::MessageView::Error(e) = msg.view() else {
+        panic!("{element}: a {width}x16 frame went through");
+    };
+    let debug = e.debug().unwrap_or_default();
+    match debug.rsplit_once('\n') {
+        Some((_, cause)) => cause.to_string(),
+        None => e.error().to_string(),
+    }
+}
+
+#[test]
+fn a_frame_wider_than_the_device_allows_is_an_error_naming_size_and_limit() {
+    init();
+    let max = common::gpu().limits().max_texture_dimension_2d;
+    let width = 20000.max(max + 1);
+    for element in [
+        "wgnnupload".to_string(),
+        format!(
+            "wgnnsegment device=gpu model={}",
+            data("tests/data/soak/tiny_mask.onnx")
+        ),
+    ] {
+        let cause = oversized_error(&element, width);
+        eprintln!("{element}: {cause}");
+        assert!(
+            cause.contains(&format!("{width}x16")) && cause.contains(&max.to_string()),
+            "{element}: {cause}"
+        );
+        assert!(!cause.contains(".rs"), "{element}: {cause}");
+    }
 }
