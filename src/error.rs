@@ -17,6 +17,15 @@ pub enum Error {
     #[error("GPU device failed: {0}")]
     DeviceFailed(String),
 
+    /// The device was lost (a driver reset, or destroyed); every later call
+    /// on it fails with this.
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
+
+    /// A texture or buffer larger than the device allows.
+    #[error("too large for the GPU: {0}")]
+    TooLarge(String),
+
     /// A wgpu validation or out-of-memory error captured by an error scope.
     #[error("GPU error in {what}: {message}")]
     Gpu { what: String, message: String },

@@ -6,6 +6,7 @@
 //! every transfer, so a broken shader or a lost device is an `Err`, not an abort.
 
 mod adapter;
+pub mod live;
 pub mod shader;
 pub mod transfer;
 
@@ -45,7 +46,8 @@ struct Inner {
     tensor_cores_f16: bool,
     transfers: transfer::Counters,
     pipelines: shader::PipelineCache,
-    fault: Arc<Mutex<Option<String>>>,
+    fault: Arc<Mutex<Option<Error>>>,
+    live: Arc<live::Tally>,
 }
 
 impl Gpu {
@@ -107,20 +109,26 @@ impl Gpu {
             }
         })?;
 
-        let fault: Arc<Mutex<Option<String>>> = Arc::default();
+        let fault: Arc<Mutex<Option<Error>>> = Arc::default();
         let sink = fault.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             log::error!("uncaptured GPU error: {e}");
-            sink.lock().unwrap().get_or_insert_with(|| e.to_string());
+            sink.lock()
+                .unwrap()
+                .get_or_insert_with(|| Error::DeviceFailed(e.to_string()));
         }));
         let sink = fault.clone();
         device.set_device_lost_callback(move |reason, message| {
-            if reason != wgpu::DeviceLostReason::Destroyed {
-                log::error!("GPU device lost ({reason:?}): {message}");
-            }
-            sink.lock()
-                .unwrap()
-                .get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
+            log::error!("GPU device lost ({reason:?}): {message}");
+            // A loss is the root cause: it replaces an uncaptured error the
+            // dying device may have raised first.
+            let cause = match (reason, message.is_empty()) {
+                (wgpu::DeviceLostReason::Destroyed, true) => "destroyed".to_string(),
+                (wgpu::DeviceLostReason::Destroyed, false) => format!("destroyed ({message})"),
+                (_, true) => "the driver gave no reason".to_string(),
+                (_, false) => message,
+            };
+            *sink.lock().unwrap() = Some(Error::DeviceLost(cause));
         });
 
         log::info!(
@@ -142,6 +150,7 @@ impl Gpu {
                 transfers: transfer::Counters::default(),
                 pipelines: shader::PipelineCache::default(),
                 fault,
+                live: Arc::default(),
             }),
         })
     }
@@ -204,9 +213,98 @@ impl Gpu {
     /// Fails if the device was lost or raised an error outside any error scope.
     pub fn check(&self) -> Result<()> {
         match self.inner.fault.lock().unwrap().as_ref() {
-            Some(fault) => Err(Error::DeviceFailed(fault.clone())),
+            Some(Error::DeviceLost(cause)) => Err(Error::DeviceLost(cause.clone())),
+            Some(fault) => Err(Error::DeviceFailed(fault.to_string())),
             None => Ok(()),
         }
+    }
+
+    /// Destroys the device now, as a driver reset would lose it: every later
+    /// call on this handle (and its clones) fails with [`Error::DeviceLost`].
+    /// For tests of the lost-device paths; nothing in wgnn calls it.
+    pub fn destroy(&self) {
+        // Recorded first: work failing on another thread the moment the
+        // device goes must find the cause already there.
+        self.inner
+            .fault
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| Error::DeviceLost("destroyed".into()));
+        self.inner.device.destroy();
+    }
+
+    /// wgnn's live objects on this device (see [`live`]).
+    pub fn live(&self) -> live::Counts {
+        self.inner.live.snapshot()
+    }
+
+    pub(crate) fn token(&self, kind: live::Kind, bytes: u64) -> live::Token {
+        live::Token::new(kind, bytes, Some(self.inner.live.clone()))
+    }
+
+    /// A buffer, checked against the device's limits first (so an oversized
+    /// request is one line naming the size and the limit, not a wgpu
+    /// validation error) and counted while it lives.
+    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor) -> Result<live::Buffer> {
+        let what = desc.label.unwrap_or("buffer");
+        let limits = self.limits();
+        if desc.size > limits.max_buffer_size {
+            return Err(Error::TooLarge(format!(
+                "{what}: a {} buffer exceeds the device's largest buffer ({})",
+                bytes(desc.size),
+                bytes(limits.max_buffer_size)
+            )));
+        }
+        let storage = desc.usage.contains(wgpu::BufferUsages::STORAGE);
+        if storage && desc.size > limits.max_storage_buffer_binding_size {
+            return Err(Error::TooLarge(format!(
+                "{what}: a {} storage buffer exceeds the device's largest storage binding ({})",
+                bytes(desc.size),
+                bytes(limits.max_storage_buffer_binding_size)
+            )));
+        }
+        let buffer = self.scoped(what, || self.device().create_buffer(desc))?;
+        Ok(live::Counted::new(
+            buffer,
+            self.token(live::Kind::Buffer, desc.size),
+        ))
+    }
+
+    /// A texture, checked against the device's limits and counted (see
+    /// [`Gpu::create_buffer`]).
+    pub fn create_texture(&self, desc: &wgpu::TextureDescriptor) -> Result<live::Texture> {
+        let what = desc.label.unwrap_or("texture");
+        let max = self.limits().max_texture_dimension_2d;
+        let size = desc.size;
+        if size.width > max || size.height > max {
+            return Err(Error::TooLarge(format!(
+                "{what}: a {}x{} frame exceeds the device's largest texture ({max}x{max})",
+                size.width, size.height
+            )));
+        }
+        let texture = self.scoped(what, || self.device().create_texture(desc))?;
+        let texel = desc.format.block_copy_size(None).unwrap_or(4) as u64;
+        let bytes = u64::from(size.width)
+            * u64::from(size.height)
+            * u64::from(size.depth_or_array_layers)
+            * texel;
+        Ok(live::Counted::new(
+            texture,
+            self.token(live::Kind::Texture, bytes),
+        ))
+    }
+
+    /// A render pipeline, counted while it lives.
+    pub fn create_render_pipeline(
+        &self,
+        desc: &wgpu::RenderPipelineDescriptor,
+    ) -> Result<live::RenderPipeline> {
+        let what = desc.label.unwrap_or("render pipeline");
+        let pipeline = self.scoped(what, || self.device().create_render_pipeline(desc))?;
+        Ok(live::Counted::new(
+            pipeline,
+            self.token(live::Kind::RenderPipeline, 0),
+        ))
     }
 
     /// Runs `f`, capturing the validation and out-of-memory errors it raises
@@ -238,8 +336,17 @@ impl Gpu {
     pub fn wait_idle(&self) -> Result<()> {
         self.device()
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::DeviceFailed(e.to_string()))?;
+            .map_err(|e| self.poll_error(e))?;
         self.check()
+    }
+
+    /// The error for a failed poll: the device's own fault (a loss, say)
+    /// when it has one, which names the cause better than the poll does.
+    pub(crate) fn poll_error(&self, e: wgpu::PollError) -> Error {
+        match self.check() {
+            Err(fault) => fault,
+            Ok(()) => Error::DeviceFailed(e.to_string()),
+        }
     }
 
     /// A one-line description for logs and `--help` style output.
@@ -262,6 +369,20 @@ impl std::fmt::Debug for Gpu {
             .field("adapter", &self.info().name)
             .field("backend", &self.info().backend)
             .finish_non_exhaustive()
+    }
+}
+
+/// A byte count for messages: "3.2 GiB (3435973837 bytes)".
+fn bytes(n: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    let f = n as f64;
+    if f >= GIB {
+        format!("{:.1} GiB ({n} bytes)", f / GIB)
+    } else if f >= MIB {
+        format!("{:.1} MiB ({n} bytes)", f / MIB)
+    } else {
+        format!("{n} bytes")
     }
 }
 

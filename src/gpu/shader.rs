@@ -155,7 +155,7 @@ impl Checks {
 /// The per-device cache behind [`Gpu::compute_pipeline`].
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    map: Mutex<HashMap<(Checks, String), wgpu::ComputePipeline>>,
+    map: Mutex<HashMap<(Checks, String), super::live::ComputePipeline>>,
     compiled: AtomicU64,
 }
 
@@ -168,7 +168,7 @@ impl Gpu {
         label: &str,
         source: &str,
         checks: Checks,
-    ) -> Result<wgpu::ComputePipeline> {
+    ) -> Result<super::live::ComputePipeline> {
         let cache = &self.inner.pipelines;
         // Held while compiling, so that two elements starting together
         // compile a shared kernel once.
@@ -196,9 +196,23 @@ impl Gpu {
                 cache: None,
             })
         })?;
+        let pipeline =
+            super::live::Counted::new(pipeline, self.token(super::live::Kind::ComputePipeline, 0));
         cache.compiled.fetch_add(1, Ordering::Relaxed);
         map.insert((checks, source.to_string()), pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// Empties the pipeline cache (pipelines still held elsewhere live on
+    /// until dropped): after it, the device's live compute pipelines are the
+    /// ones some element or graph still holds.
+    pub fn clear_pipeline_cache(&self) {
+        self.inner.pipelines.map.lock().unwrap().clear();
+    }
+
+    /// How many compute pipelines the cache holds.
+    pub fn pipelines_cached(&self) -> usize {
+        self.inner.pipelines.map.lock().unwrap().len()
     }
 
     /// How many compute pipelines this device has compiled (cache misses).

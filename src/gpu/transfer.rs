@@ -154,15 +154,13 @@ impl Gpu {
         label: &str,
         data: &[u8],
         usage: wgpu::BufferUsages,
-    ) -> Result<wgpu::Buffer> {
+    ) -> Result<super::live::Buffer> {
         let size = align_up((data.len() as u64).max(ALIGN), ALIGN);
-        let buffer = self.scoped(label, || {
-            self.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: true,
-            })
+        let buffer = self.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: true,
         })?;
         {
             let mut view = buffer
@@ -287,21 +285,19 @@ impl Gpu {
         self.finish_download(encoder, staging, len, Some((padded_row, row, rows)))
     }
 
-    fn staging(&self, size: u64) -> Result<wgpu::Buffer> {
-        self.scoped("staging buffer", || {
-            self.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgnn download"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
+    fn staging(&self, size: u64) -> Result<super::live::Buffer> {
+        self.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read-back buffer"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         })
     }
 
     fn finish_download(
         &self,
         encoder: wgpu::CommandEncoder,
-        staging: wgpu::Buffer,
+        staging: super::live::Buffer,
         len: usize,
         rows: Option<(u32, u32, u32)>,
     ) -> Result<Download> {
@@ -338,7 +334,7 @@ struct MapState {
 #[must_use = "a download does nothing useful unless waited for"]
 pub struct Download {
     gpu: Gpu,
-    staging: wgpu::Buffer,
+    staging: super::live::Buffer,
     len: usize,
     rows: Option<(u32, u32, u32)>,
     submission: wgpu::SubmissionIndex,
@@ -368,7 +364,7 @@ impl Download {
                     submission_index: Some(self.submission.clone()),
                     timeout: None,
                 })
-                .map_err(|e| Error::DeviceFailed(e.to_string()))?;
+                .map_err(|e| self.gpu.poll_error(e))?;
             self.gpu.check()?;
         }
     }
@@ -383,6 +379,13 @@ impl Download {
     }
 
     fn finish(&mut self, mapped: Result<(), String>) -> Result<Vec<u8>> {
+        // A device lost while the copy was in flight fails the mapping (or
+        // the view of it) with a vaguer error than the loss itself, maybe
+        // before wgpu has run the lost callback: one poll runs it.
+        if mapped.is_err() {
+            let _ = self.gpu.device().poll(wgpu::PollType::Poll);
+        }
+        self.gpu.check()?;
         mapped.map_err(|e| Error::Transfer(format!("mapping the read-back buffer failed: {e}")))?;
         let out = {
             let view = self

@@ -38,7 +38,7 @@ pub(crate) enum Backend {
 /// A tensor's memory, owned by the back end that made it.
 pub(crate) enum Storage {
     /// The tensor's own GPU buffer (size rounded up to 4 bytes).
-    Gpu(wgpu::Buffer),
+    Gpu(crate::gpu::live::Buffer),
     /// Bytes owned by the CPU context's worker.
     Cpu(CpuStorage),
 }

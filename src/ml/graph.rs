@@ -20,6 +20,8 @@ pub(crate) struct GraphInner {
     /// Nodes as the builder wrote them, before fusion.
     written_nodes: usize,
     destroyed: AtomicBool,
+    /// Counts the graph in [`crate::gpu::live`] while any handle lives.
+    _live: crate::gpu::live::Token,
 }
 
 /// WebNN `MLGraph`.
@@ -34,6 +36,10 @@ impl Graph {
         let written_nodes = ir.nodes.len();
         let ir = Arc::new(fuse::fuse(ir));
         let plan = context.inner.backend.compile(&ir)?;
+        let live = match context.gpu_handle() {
+            Some(gpu) => gpu.token(crate::gpu::live::Kind::Graph, 0),
+            None => crate::gpu::live::Token::new(crate::gpu::live::Kind::Graph, 0, None),
+        };
         Ok(Graph {
             inner: Arc::new(GraphInner {
                 context: context.id(),
@@ -41,6 +47,7 @@ impl Graph {
                 plan,
                 written_nodes,
                 destroyed: AtomicBool::new(false),
+                _live: live,
             }),
         })
     }

@@ -22,7 +22,7 @@ pub enum Background {
     /// RGBA; an alpha below 255 makes the background see-through.
     Color([u8; 4]),
     /// Any float-sampleable texture with TEXTURE_BINDING, stretched to the frame.
-    Image(wgpu::Texture),
+    Image(crate::gpu::live::Texture),
 }
 
 #[derive(Clone, Debug)]
@@ -213,12 +213,12 @@ pub(crate) struct SmoothParams {
 pub(crate) const SMOOTH_SOURCE: &str = include_str!("mask_smooth.wgsl");
 
 struct Smoothing {
-    state: wgpu::Buffer,
-    pipeline: wgpu::ComputePipeline,
+    state: crate::gpu::live::Buffer,
+    pipeline: crate::gpu::live::ComputePipeline,
     /// Params with the configured weight, and with 0 for the first frame
     /// (it has no history: its mask is taken as is).
-    steady: wgpu::Buffer,
-    first: wgpu::Buffer,
+    steady: crate::gpu::live::Buffer,
+    first: crate::gpu::live::Buffer,
     primed: bool,
 }
 
@@ -339,8 +339,8 @@ impl BlurTile {
 
 struct BlurTargets {
     size: (u32, u32),
-    across: wgpu::Texture,
-    done: wgpu::Texture,
+    across: crate::gpu::live::Texture,
+    done: crate::gpu::live::Texture,
 }
 
 /// A pipeline this compositor uses, by what shaped its code.
@@ -357,17 +357,17 @@ pub struct Compositor {
     options: CompositeOptions,
     /// This compositor's pipelines, from the device's cache: a frame costs
     /// a map look-up rather than building and hashing a kernel's source.
-    pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
+    pipelines: HashMap<Kernel, crate::gpu::live::ComputePipeline>,
     /// `CompositeParams` of the options, rewritten when the effect changes.
-    params: wgpu::Buffer,
+    params: crate::gpu::live::Buffer,
     /// `BlurParams` of the blur strength (both passes), when blurring.
-    blur_params: Option<(f32, wgpu::Buffer)>,
-    yuv: wgpu::Buffer,
+    blur_params: Option<(f32, crate::gpu::live::Buffer)>,
+    yuv: crate::gpu::live::Buffer,
     smoothing: Option<Smoothing>,
     blur: Option<BlurTargets>,
     // Bound where the effect reads no background texture: the pipeline layout
     // has the slot either way.
-    placeholder: wgpu::Texture,
+    placeholder: crate::gpu::live::Texture,
 }
 
 impl std::fmt::Debug for Compositor {
@@ -469,13 +469,11 @@ impl Compositor {
                     wgpu::BufferUsages::UNIFORM,
                 )
             };
-            let state = gpu.scoped("mask smoothing state", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wgnn smoothed mask"),
-                    size: mask_len * 4,
-                    usage: wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                })
+            let state = gpu.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn smoothed mask"),
+                size: mask_len * 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
             })?;
             Some(Smoothing {
                 state,
@@ -546,7 +544,7 @@ impl Compositor {
         self.pipelines.len() as u64
     }
 
-    fn pipeline(&mut self, kernel: Kernel) -> Result<wgpu::ComputePipeline> {
+    fn pipeline(&mut self, kernel: Kernel) -> Result<crate::gpu::live::ComputePipeline> {
         if let Some(p) = self.pipelines.get(&kernel) {
             return Ok(p.clone());
         }
@@ -569,7 +567,7 @@ impl Compositor {
         &mut self,
         reader: Reader,
         strength: f32,
-    ) -> Result<(wgpu::ComputePipeline, BlurTile)> {
+    ) -> Result<(crate::gpu::live::ComputePipeline, BlurTile)> {
         let horizontal = reader != Reader::FloatRgba;
         let radius = blur_radius(strength);
         let budget = self
@@ -692,7 +690,7 @@ impl Compositor {
                 pass.dispatch_workgroups(groups, 1, 1);
             })?;
             s.primed = true;
-            mask_src = s.state.clone();
+            mask_src = (*s.state).clone();
         }
 
         let background = match self.options.effect.clone() {
@@ -816,7 +814,7 @@ fn check_mask_tensor(mask: &TensorBuffer, m: &MaskOptions) -> Result<()> {
     )))
 }
 
-fn composite_params(gpu: &Gpu, options: &CompositeOptions) -> Result<wgpu::Buffer> {
+fn composite_params(gpu: &Gpu, options: &CompositeOptions) -> Result<crate::gpu::live::Buffer> {
     gpu.create_buffer_with_data(
         "wgnn composite params",
         bytemuck::bytes_of(&CompositeParams::of(options)),
@@ -828,8 +826,8 @@ fn composite_params(gpu: &Gpu, options: &CompositeOptions) -> Result<wgpu::Buffe
 fn blur_params(
     gpu: &Gpu,
     strength: f32,
-    old: Option<(f32, wgpu::Buffer)>,
-) -> Result<(f32, wgpu::Buffer)> {
+    old: Option<(f32, crate::gpu::live::Buffer)>,
+) -> Result<(f32, crate::gpu::live::Buffer)> {
     if let Some(old) = old.filter(|(s, _)| *s == strength) {
         return Ok(old);
     }
@@ -845,8 +843,8 @@ fn blur_params(
 fn effect_blur_params(
     gpu: &Gpu,
     effect: &Effect,
-    old: Option<(f32, wgpu::Buffer)>,
-) -> Result<Option<(f32, wgpu::Buffer)>> {
+    old: Option<(f32, crate::gpu::live::Buffer)>,
+) -> Result<Option<(f32, crate::gpu::live::Buffer)>> {
     match *effect {
         Effect::Blur { strength } => blur_params(gpu, strength, old).map(Some),
         _ => Ok(None),
@@ -885,7 +883,7 @@ pub(crate) fn create_texture(
     height: u32,
     format: wgpu::TextureFormat,
     usage: wgpu::TextureUsages,
-) -> Result<wgpu::Texture> {
+) -> Result<crate::gpu::live::Texture> {
     let max = gpu.limits().max_texture_dimension_2d;
     if width == 0 || height == 0 || width > max || height > max {
         return Err(Error::invalid(format!(
@@ -893,21 +891,19 @@ pub(crate) fn create_texture(
              max_texture_dimension_2d = {max}"
         )));
     }
-    gpu.scoped(label, || {
-        gpu.device().create_texture(&wgpu::TextureDescriptor {
-            label: Some(label),
-            size: wgpu::Extent3d {
-                width,
-                height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format,
-            usage,
-            view_formats: &[],
-        })
+    gpu.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
     })
 }
 

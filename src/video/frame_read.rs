@@ -137,7 +137,7 @@ impl YuvParams {
 /// The uniform buffer a YUV reader reads `color` from, made once per
 /// configuration (the frame's format is known only per frame, so every
 /// frame-reading kernel makes one whatever formats arrive: 32 bytes).
-pub(crate) fn yuv_buffer(gpu: &Gpu, color: ColorSpec) -> Result<wgpu::Buffer> {
+pub(crate) fn yuv_buffer(gpu: &Gpu, color: ColorSpec) -> Result<crate::gpu::live::Buffer> {
     gpu.create_buffer_with_data(
         "wgnn yuv params",
         bytemuck::bytes_of(&YuvParams::of(color)),

@@ -35,7 +35,11 @@ const KEPT_REGIONS: usize = 16;
 /// An RGBA8 texture shaders can write (STORAGE_BINDING), sample
 /// (TEXTURE_BINDING) and that can be copied out (COPY_SRC): the output type
 /// of the composite and image writers.
-pub fn create_rgba_texture(gpu: &Gpu, width: u32, height: u32) -> Result<wgpu::Texture> {
+pub fn create_rgba_texture(
+    gpu: &Gpu,
+    width: u32,
+    height: u32,
+) -> Result<crate::gpu::live::Texture> {
     create_texture(
         gpu,
         "wgnn rgba output",
@@ -54,14 +58,14 @@ pub fn create_rgba_texture(gpu: &Gpu, width: u32, height: u32) -> Result<wgpu::T
 /// than the tensor (see image_out.wgsl).
 pub struct ImageWriter {
     gpu: Gpu,
-    pipeline: wgpu::ComputePipeline,
+    pipeline: crate::gpu::live::ComputePipeline,
     /// Params of whole-texture writes, whatever the texture's size.
-    whole: wgpu::Buffer,
+    whole: crate::gpu::live::Buffer,
     /// Params of each region written so far: made on a region's first
     /// write, then reused every frame. A buffer per region rather than one
     /// rewritten: two regions recorded into one encoder must each keep
     /// their own values.
-    regions: Mutex<HashMap<ImageOutParams, wgpu::Buffer>>,
+    regions: Mutex<HashMap<ImageOutParams, crate::gpu::live::Buffer>>,
 }
 
 impl std::fmt::Debug for ImageWriter {
@@ -259,7 +263,7 @@ impl ImageWriter {
     }
 }
 
-fn params_buffer(gpu: &Gpu, params: &ImageOutParams) -> Result<wgpu::Buffer> {
+fn params_buffer(gpu: &Gpu, params: &ImageOutParams) -> Result<crate::gpu::live::Buffer> {
     gpu.create_buffer_with_data(
         "wgnn image out params",
         bytemuck::bytes_of(params),

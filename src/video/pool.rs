@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{live, Gpu};
 
 /// What makes two textures interchangeable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,7 +30,7 @@ const MAX_IDLE_PER_KEY: usize = 4;
 
 #[derive(Default)]
 struct State {
-    idle: HashMap<TextureKey, Vec<wgpu::Texture>>,
+    idle: HashMap<TextureKey, Vec<live::Texture>>,
     created: u64,
     reused: u64,
 }
@@ -68,21 +68,19 @@ impl TexturePool {
         let texture = match reused {
             Some(t) => t,
             None => {
-                let t = gpu.scoped(label, || {
-                    gpu.device().create_texture(&wgpu::TextureDescriptor {
-                        label: Some(label),
-                        size: wgpu::Extent3d {
-                            width: key.width,
-                            height: key.height,
-                            depth_or_array_layers: 1,
-                        },
-                        mip_level_count: 1,
-                        sample_count: 1,
-                        dimension: wgpu::TextureDimension::D2,
-                        format: key.format,
-                        usage: key.usage,
-                        view_formats: &[],
-                    })
+                let t = gpu.create_texture(&wgpu::TextureDescriptor {
+                    label: Some(label),
+                    size: wgpu::Extent3d {
+                        width: key.width,
+                        height: key.height,
+                        depth_or_array_layers: 1,
+                    },
+                    mip_level_count: 1,
+                    sample_count: 1,
+                    dimension: wgpu::TextureDimension::D2,
+                    format: key.format,
+                    usage: key.usage,
+                    view_formats: &[],
                 })?;
                 self.state.lock().unwrap().created += 1;
                 t
@@ -109,7 +107,7 @@ impl TexturePool {
         self.state.lock().unwrap().idle.clear();
     }
 
-    fn give_back(&self, key: TextureKey, texture: wgpu::Texture) {
+    fn give_back(&self, key: TextureKey, texture: live::Texture) {
         let mut s = self.state.lock().unwrap();
         let idle = s.idle.entry(key).or_default();
         if idle.len() < MAX_IDLE_PER_KEY {
@@ -124,7 +122,7 @@ impl TexturePool {
 /// commands reading it have been submitted (queue order then makes the next
 /// upload land after them).
 pub struct PooledTexture {
-    texture: Option<wgpu::Texture>,
+    texture: Option<live::Texture>,
     key: TextureKey,
     pool: TexturePool,
 }
@@ -139,7 +137,7 @@ impl std::ops::Deref for PooledTexture {
     type Target = wgpu::Texture;
 
     fn deref(&self) -> &wgpu::Texture {
-        self.texture.as_ref().expect("texture present until drop")
+        self.texture.as_deref().expect("texture present until drop")
     }
 }
 

@@ -365,9 +365,9 @@ pub struct Tensorizer {
     options: TensorizeOptions,
     /// This tensorizer's pipelines by reader, so that a frame costs a map
     /// look-up rather than building and hashing the kernel's source.
-    pipelines: Mutex<HashMap<Reader, wgpu::ComputePipeline>>,
-    params: wgpu::Buffer,
-    yuv: wgpu::Buffer,
+    pipelines: Mutex<HashMap<Reader, crate::gpu::live::ComputePipeline>>,
+    params: crate::gpu::live::Buffer,
+    yuv: crate::gpu::live::Buffer,
 }
 
 impl std::fmt::Debug for Tensorizer {
@@ -440,7 +440,7 @@ impl Tensorizer {
         self.pipelines.lock().unwrap().len() as u64
     }
 
-    fn pipeline(&self, reader: Reader) -> Result<wgpu::ComputePipeline> {
+    fn pipeline(&self, reader: Reader) -> Result<crate::gpu::live::ComputePipeline> {
         let mut pipelines = self.pipelines.lock().unwrap();
         if let Some(p) = pipelines.get(&reader) {
             return Ok(p.clone());

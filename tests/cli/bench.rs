@@ -223,3 +223,79 @@ fn interop_quick_variants_agree() {
     }
     assert!(table.contains("37.93") && table.contains("7.58"), "{table}");
 }
+
+#[test]
+fn soak_quick_reports_flat_live_counts_and_a_verdict() {
+    let model = common::root().join("tests/data/soak/tiny_mask.onnx");
+    let args = [
+        "soak",
+        "--quick",
+        "--json",
+        "--model",
+        model.to_str().unwrap(),
+    ];
+    let out = common::run_bin(env!("CARGO_BIN_EXE_wgnn-bench"), &args, &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l}")))
+        .collect();
+    // A header, a report every 10 of the 40 frames, the verdict.
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines[0]["device"].is_string(), "{text}");
+    let reports = &lines[1..5];
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(num(r, "frames"), 10.0 * (i + 1) as f64, "{r}");
+        assert!(num(r, "rss_bytes") > 0.0, "{r}");
+        assert!(num(r, "fps") > 0.0, "{r}");
+        // One graph, its tensors and the frame's textures: the same at every
+        // report (nothing made per frame outlives its frame).
+        assert_eq!(num(r, "live_graphs"), 1.0, "{r}");
+        for key in [
+            "live_buffers",
+            "live_buffer_bytes",
+            "live_textures",
+            "live_texture_bytes",
+            "live_compute_pipelines",
+        ] {
+            assert!(num(r, key) > 0.0, "{key}: {r}");
+            assert_eq!(r[key], reports[0][key], "{key} changed: {text}");
+        }
+        // Vulkan keeps an allocator report; its totals stay put too.
+        let allocated = &r["gpu_allocated_bytes"];
+        assert!(allocated.is_u64() || allocated.is_null(), "{r}");
+        assert_eq!(allocated, &reports[0]["gpu_allocated_bytes"], "{text}");
+    }
+    let verdict = &lines[5];
+    let detail = verdict["detail"].as_str().unwrap();
+    // lavapipe grows its own heap with every submission (see
+    // tests/gst/soak.rs), so on it RSS may be all that drifts; the exit
+    // status must agree with the verdict either way.
+    match verdict["verdict"].as_str().unwrap() {
+        "flat" => assert!(out.status.success(), "{text}"),
+        "growing" => {
+            assert_eq!(out.status.code(), Some(1), "{text}");
+            assert!(
+                detail.starts_with("NOT flat: frames 10 -> 40: RSS: "),
+                "{detail}"
+            );
+            assert!(
+                !detail.contains("live objects") && !detail.contains("GPU"),
+                "{detail}"
+            );
+        }
+        other => panic!("verdict {other}: {text}"),
+    }
+
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &["soak", "--frames", "10", "--every", "0"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--every 0 must be between 1 and --frames 10"),
+        "{err}"
+    );
+}

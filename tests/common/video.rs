@@ -254,7 +254,12 @@ pub fn tensorize(gpu: &Gpu, frame: &GpuFrame, options: TensorizeOptions) -> Vec<
 }
 
 /// A random RGBA texture, and its bytes.
-pub fn random_background(gpu: &Gpu, r: &mut StdRng, w: u32, h: u32) -> (wgpu::Texture, Vec<u8>) {
+pub fn random_background(
+    gpu: &Gpu,
+    r: &mut StdRng,
+    w: u32,
+    h: u32,
+) -> (wgnn::gpu::live::Texture, Vec<u8>) {
     let bytes: Vec<u8> = (0..w * h * 4).map(|_| r.random()).collect();
     let texture = create_rgba_texture(gpu, w, h).unwrap();
     gpu.upload_texture(&texture, TextureRegion::whole(&texture), &bytes, w * 4, h)

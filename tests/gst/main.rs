@@ -22,5 +22,6 @@ mod properties;
 mod segment;
 mod segment_cpu;
 mod sink;
+mod soak;
 mod superres;
 mod upload_download;

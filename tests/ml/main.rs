@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fault;
 mod gpu_roundtrip;
 mod ops_elementwise;
 mod ops_reduce_gather;

@@ -32,7 +32,7 @@ fn random_mask(r: &mut rand::rngs::StdRng, width: usize, height: usize) -> Mask 
     }
 }
 
-fn mask_buffer(gpu: &Gpu, mask: &Mask) -> wgpu::Buffer {
+fn mask_buffer(gpu: &Gpu, mask: &Mask) -> wgnn::gpu::live::Buffer {
     gpu.create_buffer_with_data(
         "test mask",
         bytemuck::cast_slice(&mask.values),
@@ -142,7 +142,7 @@ fn background_image(
     r: &mut rand::rngs::StdRng,
     w: u32,
     h: u32,
-) -> (wgpu::Texture, Image) {
+) -> (wgnn::gpu::live::Texture, Image) {
     let (texture, bytes) = random_background(gpu, r, w, h);
     let rgb = bytes
         .chunks(4)

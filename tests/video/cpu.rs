@@ -161,7 +161,7 @@ fn background(
     r: &mut rand::rngs::StdRng,
     w: u32,
     h: u32,
-) -> (wgpu::Texture, cpu::RgbaImage) {
+) -> (wgnn::gpu::live::Texture, cpu::RgbaImage) {
     let (texture, bytes) = random_background(gpu, r, w, h);
     (texture, cpu::RgbaImage::new(w, h, bytes).unwrap())
 }

@@ -6,6 +6,7 @@ mod interop;
 mod models;
 mod ops;
 mod pipeline;
+mod soak;
 mod stamps;
 
 use std::path::PathBuf;
@@ -102,6 +103,42 @@ enum Command {
         /// Segmentation model (default: the bundled square selfie model).
         #[arg(long)]
         model: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The zero-copy pipeline (as `pipeline`) for many frames, reporting RSS,
+    /// wgpu's allocator report and wgnn's live objects every N frames; exits
+    /// non-zero unless the last report is within the tolerance of the first
+    /// one after the warm-up.
+    Soak {
+        /// A 64x48 frame, 200 frames, a report every 50 (smoke tests).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 100_000)]
+        frames: usize,
+        /// Frames between reports.
+        #[arg(long, default_value_t = 5_000)]
+        every: usize,
+        /// Frames before the reference report (default: --every).
+        #[arg(long)]
+        warmup: Option<usize>,
+        /// How far the last report may be from the reference, in percent.
+        #[arg(long, default_value_t = 1.0)]
+        tolerance: f64,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 1080)]
+        height: u32,
+        /// Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...
+        #[arg(long, default_value = "RGBA")]
+        format: String,
+        /// Background blur sigma in frame pixels (wgnnsegment's default).
+        #[arg(long, default_value_t = 12.0)]
+        blur: f32,
+        /// Segmentation model (default: the bundled square selfie model).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// One JSON object per line instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -227,6 +264,47 @@ fn main() -> ExitCode {
                 in_flight: 2,
             };
             bench_pipeline(&options, json)
+        }
+        Command::Soak {
+            quick,
+            frames,
+            every,
+            warmup,
+            tolerance,
+            width,
+            height,
+            format,
+            blur,
+            model,
+            json,
+        } => {
+            let format = match wgnn::video::VideoFormat::from_name(&format) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let (frames, every) = if quick { (40, 10) } else { (frames, every) };
+            let options = soak::SoakOptions {
+                pipeline: pipeline::Options {
+                    width: if quick { 64 } else { width },
+                    height: if quick { 48 } else { height },
+                    format,
+                    frames,
+                    warmup: 0,
+                    blur: if quick { blur.min(2.0) } else { blur },
+                    model: model.unwrap_or_else(|| {
+                        wgnn::models::bundled("selfie/selfie_segmentation.tflite")
+                    }),
+                    in_flight: 2,
+                },
+                every,
+                warmup: warmup.unwrap_or(every),
+                tolerance,
+                json,
+            };
+            bench_soak(&options)
         }
         Command::Detect {
             quick,
@@ -566,6 +644,22 @@ fn bench_detect(options: &detect::Options, json: bool) -> ExitCode {
         per(r.moved.downloads)
     );
     ExitCode::SUCCESS
+}
+
+fn bench_soak(options: &soak::SoakOptions) -> ExitCode {
+    if let Err(e) = options.validate() {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let gpu = match timed_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    match soak::run(&gpu, options) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(EXIT_FAILED),
+        Err(e) => fail("soak", e),
+    }
 }
 
 fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {

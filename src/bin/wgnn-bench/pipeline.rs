@@ -81,7 +81,7 @@ impl PathResult {
 pub struct Bench {
     gpu: Gpu,
     segmenter: Segmenter,
-    out: wgpu::Texture,
+    out: wgnn::gpu::live::Texture,
     pool: TexturePool,
     layout: FrameLayout,
     bytes: Vec<u8>,
@@ -241,6 +241,12 @@ impl Bench {
             .segmenter
             .run_gpu_into(&frame, &self.out, model_timing(profile), marks)?;
         Ok((run.submission, run.model_ms.unwrap_or(0.0)))
+    }
+
+    /// One unprofiled zero-copy frame (for `wgnn-bench soak`); returns its
+    /// last submission.
+    pub fn zero_copy_frame(&mut self) -> wgnn::Result<wgpu::SubmissionIndex> {
+        Ok(self.zero_copy(false)?.0)
     }
 
     /// One frame the copy way; returns the model's GPU ms when profiling.

@@ -96,7 +96,7 @@ struct State {
     presenter: Presenter,
     negotiated: Option<Negotiated>,
     window: Option<WindowTarget>,
-    offscreen: Option<wgpu::Texture>,
+    offscreen: Option<crate::gpu::live::Texture>,
     last: Option<Shown>,
     /// The buffer `last` came from, held so that its address cannot be
     /// reused while we compare against it.
@@ -104,7 +104,11 @@ struct State {
 }
 
 impl State {
-    fn offscreen_texture(&mut self, width: u32, height: u32) -> Result<wgpu::Texture, String> {
+    fn offscreen_texture(
+        &mut self,
+        width: u32,
+        height: u32,
+    ) -> Result<crate::gpu::live::Texture, String> {
         if let Some(t) = &self.offscreen {
             if (t.width(), t.height()) == (width, height) {
                 return Ok(t.clone());
@@ -160,22 +164,20 @@ fn render_texture(
     width: u32,
     height: u32,
     label: &str,
-) -> Result<wgpu::Texture, String> {
-    gpu.scoped(label, || {
-        gpu.device().create_texture(&wgpu::TextureDescriptor {
-            label: Some(label),
-            size: wgpu::Extent3d {
-                width,
-                height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: OFFSCREEN_FORMAT,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
-        })
+) -> Result<crate::gpu::live::Texture, String> {
+    gpu.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: OFFSCREEN_FORMAT,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
     })
     .map_err(|e| e.to_string())
 }

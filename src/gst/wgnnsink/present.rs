@@ -54,9 +54,9 @@ type Key = (Reader, wgpu::TextureFormat);
 /// the device's cached compute pipelines.)
 #[derive(Default)]
 pub(super) struct Presenter {
-    pipelines: HashMap<Key, wgpu::RenderPipeline>,
+    pipelines: HashMap<Key, crate::gpu::live::RenderPipeline>,
     /// The YUV readers' params per colour spec, made on first use.
-    yuv: HashMap<ColorSpec, wgpu::Buffer>,
+    yuv: HashMap<ColorSpec, crate::gpu::live::Buffer>,
 }
 
 impl Presenter {
@@ -65,51 +65,49 @@ impl Presenter {
         gpu: &Gpu,
         reader: Reader,
         target: wgpu::TextureFormat,
-    ) -> Result<wgpu::RenderPipeline> {
+    ) -> Result<crate::gpu::live::RenderPipeline> {
         let key = (reader, target);
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(p.clone());
         }
         let source = present_source(reader);
-        let pipeline = gpu.scoped("wgnnsink: building the present pipeline", || {
-            let module = gpu
-                .device()
+        let module = gpu.scoped("wgnnsink: building the present pipeline", || {
+            gpu.device()
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("wgnnsink present"),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
-                });
-            gpu.device()
-                .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                    label: Some("wgnnsink present"),
-                    layout: None,
-                    vertex: wgpu::VertexState {
-                        module: &module,
-                        entry_point: Some("vs"),
-                        compilation_options: Default::default(),
-                        buffers: &[],
-                    },
-                    primitive: wgpu::PrimitiveState::default(),
-                    depth_stencil: None,
-                    multisample: wgpu::MultisampleState::default(),
-                    fragment: Some(wgpu::FragmentState {
-                        module: &module,
-                        entry_point: Some("fs"),
-                        compilation_options: Default::default(),
-                        targets: &[Some(wgpu::ColorTargetState {
-                            format: target,
-                            blend: None,
-                            write_mask: wgpu::ColorWrites::ALL,
-                        })],
-                    }),
-                    multiview_mask: None,
-                    cache: None,
                 })
+        })?;
+        let pipeline = gpu.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("wgnnsink present"),
+            layout: None,
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format: target,
+                    blend: None,
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
         })?;
         self.pipelines.insert(key, pipeline.clone());
         Ok(pipeline)
     }
 
-    fn yuv(&mut self, gpu: &Gpu, color: ColorSpec) -> Result<wgpu::Buffer> {
+    fn yuv(&mut self, gpu: &Gpu, color: ColorSpec) -> Result<crate::gpu::live::Buffer> {
         if let Some(b) = self.yuv.get(&color) {
             return Ok(b.clone());
         }
@@ -137,8 +135,12 @@ impl Presenter {
         } else {
             None
         };
-        let bind_group =
-            frame_bind_group(gpu, &pipeline.get_bind_group_layout(0), frame, yuv.as_ref())?;
+        let bind_group = frame_bind_group(
+            gpu,
+            &pipeline.get_bind_group_layout(0),
+            frame,
+            yuv.as_deref(),
+        )?;
         let rect = letterbox(aspect, width, height);
         gpu.scoped("wgnnsink: drawing the frame", || {
             let mut encoder =

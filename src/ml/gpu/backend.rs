@@ -27,7 +27,7 @@ impl GpuBackend {
     /// A zeroed buffer for a tensor of `operand`: STORAGE for the kernels
     /// and renters, COPY_SRC/COPY_DST for reads, writes and a dispatch's
     /// copies in and out.
-    pub fn create_storage(&self, operand: &OperandDescriptor) -> Result<wgpu::Buffer> {
+    pub fn create_storage(&self, operand: &OperandDescriptor) -> Result<crate::gpu::live::Buffer> {
         let gpu = &self.gpu;
         let size = (operand.byte_length() as u64).div_ceil(4) * 4;
         let limit = gpu.limits().max_storage_buffer_binding_size;
@@ -37,15 +37,13 @@ impl GpuBackend {
                  max_storage_buffer_binding_size ({limit})"
             )));
         }
-        gpu.scoped("create_tensor", || {
-            gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgnn tensor"),
-                size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
+        gpu.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgnn tensor"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         })
     }
 

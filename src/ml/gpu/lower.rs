@@ -17,7 +17,7 @@ use crate::ml::types::DataType;
 /// A range of a buffer holding one operand.
 #[derive(Clone, Debug)]
 pub(crate) struct Slot {
-    pub buffer: wgpu::Buffer,
+    pub buffer: crate::gpu::live::Buffer,
     pub size: u64,
 }
 
@@ -34,7 +34,7 @@ impl Slot {
 pub(crate) enum Step {
     Kernel {
         label: String,
-        pipeline: wgpu::ComputePipeline,
+        pipeline: crate::gpu::live::ComputePipeline,
         bind_group: wgpu::BindGroup,
         workgroups: [u32; 3],
     },
@@ -175,8 +175,8 @@ pub(crate) struct Lowering<'a> {
     pub ir: &'a GraphIr,
     pub target: Target,
     slots: Vec<Option<Slot>>,
-    free: Vec<wgpu::Buffer>,
-    pub buffers: Vec<wgpu::Buffer>,
+    free: Vec<crate::gpu::live::Buffer>,
+    pub buffers: Vec<crate::gpu::live::Buffer>,
     pub steps: Vec<Step>,
     #[cfg(test)]
     pub recorded: Vec<Recorded>,
@@ -414,7 +414,7 @@ impl<'a> Lowering<'a> {
         (self.ir.desc(id).byte_length() as u64).div_ceil(4).max(1) * 4
     }
 
-    fn new_buffer(&mut self, size: u64, label: &str) -> Result<wgpu::Buffer> {
+    fn new_buffer(&mut self, size: u64, label: &str) -> Result<crate::gpu::live::Buffer> {
         let gpu = self.gpu();
         let max = gpu.limits().max_storage_buffer_binding_size;
         if size > max {
@@ -422,15 +422,13 @@ impl<'a> Lowering<'a> {
                 "{label} needs {size} bytes, more than this GPU's max_storage_buffer_binding_size ({max})"
             )));
         }
-        let buffer = gpu.scoped(label, || {
-            gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
+        let buffer = gpu.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         })?;
         self.buffers.push(buffer.clone());
         Ok(buffer)

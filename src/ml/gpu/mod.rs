@@ -41,7 +41,7 @@ pub(crate) struct GpuPlan {
     steps: Vec<Step>,
     inputs: Vec<Slot>,
     outputs: Vec<Slot>,
-    buffers: Mutex<Vec<wgpu::Buffer>>,
+    buffers: Mutex<Vec<crate::gpu::live::Buffer>>,
 }
 
 fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
@@ -279,17 +279,20 @@ impl GpuPlan {
             encoder.write_timestamp(qs, 1);
         }
         let mut resolve = |qs: &wgpu::QuerySet, count: u32| {
-            let buffer = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            let buffer = gpu.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("wgnn timestamps"),
                 size: u64::from(count) * 8,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
-            });
+            })?;
             encoder.resolve_query_set(qs, 0..count, &buffer, 0);
-            buffer
+            Ok::<_, crate::Error>(buffer)
         };
-        let resolved = timing.as_ref().map(|qs| resolve(qs, kernels * 2));
-        let span_resolved = span.as_ref().map(|qs| resolve(qs, 2));
+        let resolved = timing
+            .as_ref()
+            .map(|qs| resolve(qs, kernels * 2))
+            .transpose()?;
+        let span_resolved = span.as_ref().map(|qs| resolve(qs, 2)).transpose()?;
         gpu.scoped("dispatch", || gpu.queue().submit([encoder.finish()]))?;
         // ms between the two timestamps of each pair in `buffer`.
         let spans = |buffer: &wgpu::Buffer| -> Result<Vec<f64>> {

@@ -54,7 +54,7 @@ pub struct Classifier {
     options: ClassifyOptions,
     /// GPU: every region's scores of one frame, gathered for one read-back;
     /// grows to the most regions a frame has had.
-    gathered: Option<wgpu::Buffer>,
+    gathered: Option<crate::gpu::live::Buffer>,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -155,13 +155,11 @@ impl Classifier {
         let stride = self.output.stride();
         let needed = stride * regions.len() as u64;
         if self.gathered.as_ref().is_none_or(|b| b.size() < needed) {
-            self.gathered = Some(gpu.scoped("classify scores", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wgnn classify scores"),
-                    size: needed,
-                    usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                })
+            self.gathered = Some(gpu.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn classify scores"),
+                size: needed,
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
             })?);
         }
         let gathered = self.gathered.as_ref().expect("made just now");

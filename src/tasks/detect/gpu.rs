@@ -142,10 +142,10 @@ impl DecodeSwitches {
 /// The decode pass for one [`Spec`], with its buffers.
 pub(crate) struct GpuDecoder {
     gpu: Gpu,
-    pipeline: wgpu::ComputePipeline,
-    params: wgpu::Buffer,
-    anchors: wgpu::Buffer,
-    out: wgpu::Buffer,
+    pipeline: crate::gpu::live::ComputePipeline,
+    params: crate::gpu::live::Buffer,
+    anchors: crate::gpu::live::Buffer,
+    out: crate::gpu::live::Buffer,
     n: u32,
     record_bytes: u64,
     /// Records in the first read-back.
@@ -199,15 +199,13 @@ impl GpuDecoder {
         pending.uploads += 1;
         pending.upload_bytes += anchor_bytes.len() as u64;
         let record_bytes = 4 * spec.record_words() as u64;
-        let out = gpu.scoped("detect candidate buffer", || {
-            gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgnn detect candidates"),
-                size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
+        let out = gpu.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgnn detect candidates"),
+            size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         })?;
         let first_block = ((FIRST_READ - HEADER) / record_bytes).clamp(1, MAX_CANDIDATES as u64);
         Ok(GpuDecoder {

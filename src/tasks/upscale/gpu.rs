@@ -19,7 +19,7 @@ use super::{check_output, UpscaleOptions};
 /// The frame as plain RGB for the bicubic half: its tensorizer and buffer.
 struct Plain {
     tensorizer: Tensorizer,
-    buffer: wgpu::Buffer,
+    buffer: crate::gpu::live::Buffer,
     shape: [usize; 4],
 }
 
@@ -88,13 +88,11 @@ impl GpuUpscaler {
         let plain = if self.options.compare {
             let tensorizer = Tensorizer::new(&self.gpu, self.options.plain_tensorize(w, h))?;
             let gpu = &self.gpu;
-            let buffer = gpu.scoped("superres compare buffer", || {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wgnn superres bicubic source"),
-                    size: tensorizer.output_bytes(),
-                    usage: wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                })
+            let buffer = gpu.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn superres bicubic source"),
+                size: tensorizer.output_bytes(),
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
             })?;
             let shape = tensorizer.output_shape().map(|d| d as usize);
             Some(Plain {

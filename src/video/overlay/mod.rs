@@ -99,11 +99,11 @@ pub struct Overlay {
     style: OverlayStyle,
     atlas: atlas::Atlas,
     atlas_view: wgpu::TextureView,
-    yuv: wgpu::Buffer,
-    pipelines: HashMap<Reader, wgpu::ComputePipeline>,
+    yuv: crate::gpu::live::Buffer,
+    pipelines: HashMap<Reader, crate::gpu::live::ComputePipeline>,
     /// The draw list buffer and how many quads it holds room for; grows
     /// (doubling) and is rewritten each frame.
-    list: Option<(wgpu::Buffer, u64)>,
+    list: Option<(crate::gpu::live::Buffer, u64)>,
     /// Quads in the last frame's draw list.
     last_quads: usize,
 }
@@ -137,21 +137,19 @@ impl Overlay {
                 style.font_size, atlas.width, atlas.height
             )));
         }
-        let texture = gpu.scoped("overlay glyph atlas", || {
-            gpu.device().create_texture(&wgpu::TextureDescriptor {
-                label: Some("wgnn overlay glyphs"),
-                size: wgpu::Extent3d {
-                    width: atlas.width,
-                    height: atlas.height,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::R8Unorm,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                view_formats: &[],
-            })
+        let texture = gpu.create_texture(&wgpu::TextureDescriptor {
+            label: Some("wgnn overlay glyphs"),
+            size: wgpu::Extent3d {
+                width: atlas.width,
+                height: atlas.height,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::R8Unorm,
+            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
         })?;
         gpu.upload_texture(
             &texture,
@@ -188,7 +186,7 @@ impl Overlay {
         self.last_quads
     }
 
-    fn pipeline(&mut self, reader: Reader) -> Result<wgpu::ComputePipeline> {
+    fn pipeline(&mut self, reader: Reader) -> Result<crate::gpu::live::ComputePipeline> {
         if let Some(p) = self.pipelines.get(&reader) {
             return Ok(p.clone());
         }
@@ -201,7 +199,7 @@ impl Overlay {
 
     /// Writes this frame's draw list: one upload of the header and quads
     /// into a buffer that grows when the list outgrows it.
-    fn write_list(&mut self, quads: &[Quad]) -> Result<wgpu::Buffer> {
+    fn write_list(&mut self, quads: &[Quad]) -> Result<crate::gpu::live::Buffer> {
         let gpu = self.gpu.clone();
         let header = std::mem::size_of::<ListHeader>() as u64;
         let quad = std::mem::size_of::<Quad>() as u64;
@@ -222,13 +220,11 @@ impl Overlay {
                     .next_power_of_two()
                     .max(64)
                     .min((max - header) / quad);
-                let b = gpu.scoped("overlay draw list", || {
-                    gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("wgnn overlay draw list"),
-                        size: header + room * quad,
-                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
+                let b = gpu.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wgnn overlay draw list"),
+                    size: header + room * quad,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
                 })?;
                 self.list = Some((b.clone(), room));
                 b
