@@ -220,8 +220,11 @@ pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
             ["{}", e]
         ));
     }
-    models::load(path).map_err(|e| {
-        gst::error_msg!(
+    // A match, not map_err: the debug text names the function the error
+    // was made in, and a closure's name is noise there.
+    match models::load(path) {
+        Ok(model) => Ok(model),
+        Err(e) => Err(gst::error_msg!(
             gst::StreamError::Format,
             (
                 "cannot load model {}: {}",
@@ -229,8 +232,8 @@ pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
                 first_line(&property::cause(&e, path))
             ),
             ["{}", e]
-        )
-    })
+        )),
+    }
 }
 
 /// The settings error of a model that loads but does not fit the element

@@ -184,7 +184,8 @@ pub fn cause(e: &crate::Error, path: &Path) -> String {
     let s = e.to_string();
     let prefix = format!("{}: ", path.display());
     match s.strip_prefix(&prefix) {
-        Some(rest) if !rest.is_empty() => rest.to_string(),
+        // "file" is the loaders' location for the file as a whole.
+        Some(rest) if !rest.is_empty() => rest.strip_prefix("file: ").unwrap_or(rest).to_string(),
         _ => s,
     }
 }
