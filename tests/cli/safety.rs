@@ -59,7 +59,10 @@ fn png_header_only(path: &Path, w: u32, h: u32) {
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend(chunk(b"IHDR", &ihdr));
     // zlib's empty stream: a final stored block of no bytes.
-    png.extend(chunk(b"IDAT", &[0x78, 0x01, 0x01, 0, 0, 0xff, 0xff, 0, 0, 0, 1]));
+    png.extend(chunk(
+        b"IDAT",
+        &[0x78, 0x01, 0x01, 0, 0, 0xff, 0xff, 0, 0, 0, 1],
+    ));
     png.extend(chunk(b"IEND", &[]));
     std::fs::write(path, png).unwrap();
 }
@@ -116,10 +119,7 @@ fn a_failed_selfie_job_keeps_the_existing_output() {
         assert_clean(&stderr);
         // The undecodable file fails after the device was chosen (a line
         // of its own): the reason is the last line.
-        assert!(
-            last_line(&stderr).contains(says),
-            "{args:?}: {stderr}"
-        );
+        assert!(last_line(&stderr).contains(says), "{args:?}: {stderr}");
         kept.assert_unchanged(&format!("{args:?}"));
         assert!(
             leftovers(&dir).is_empty(),
@@ -193,10 +193,7 @@ fn a_failed_superres_job_keeps_the_existing_output() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
         assert_clean(&stderr);
-        assert!(
-            last_line(&stderr).contains(says),
-            "{args:?}: {stderr}"
-        );
+        assert!(last_line(&stderr).contains(says), "{args:?}: {stderr}");
         kept.assert_unchanged(&format!("{args:?}"));
         assert!(
             leftovers(&dir).is_empty(),

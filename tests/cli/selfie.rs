@@ -137,3 +137,51 @@ fn no_gpu_with_device_gpu_is_exit_4() {
         "{stderr}"
     );
 }
+
+/// `auto` takes a hardware GPU, and the CPU where the only GPU is a
+/// software rasteriser (saying so in one line); `--device gpu` still runs on
+/// it, with the element's wall time in the stats instead of the software
+/// GPU's meaningless timestamps.
+#[test]
+fn auto_prefers_the_cpu_over_a_software_gpu_and_gpu_forces_it() {
+    let software = common::gpu().is_software();
+    let dir = common::scratch("cli-selfie-device");
+    let mp4 = dir.join("auto.mp4");
+    let small = [
+        "--test-pattern",
+        "--frames",
+        "2",
+        "--width",
+        "32",
+        "--height",
+        "24",
+    ];
+    let mut args = small.to_vec();
+    args.extend(["-o", mp4.to_str().unwrap()]);
+    let out = selfie(&args);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr
+        .lines()
+        .filter(|l| l.contains("software rasteriser") && l.contains("running on the CPU"))
+        .count();
+    assert_eq!(said, usize::from(software), "{stderr}");
+    if software {
+        assert!(stderr.contains("--device gpu uses it anyway"), "{stderr}");
+        assert!(stderr.contains("ran on the CPU"), "{stderr}");
+    }
+
+    let mp4 = dir.join("gpu.mp4");
+    let mut args = small.to_vec();
+    args.extend(["--device", "gpu", "-o", mp4.to_str().unwrap()]);
+    let out = selfie(&args);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("2 frames in"), "{stderr}");
+    assert!(!stderr.contains("ran on the CPU"), "{stderr}");
+    if software {
+        assert!(!stderr.contains("model GPU"), "{stderr}");
+        assert!(stderr.contains("expect it to be slow"), "{stderr}");
+    }
+    assert_eq!(common::decode_video(&mp4), (2, 32, 24));
+}
