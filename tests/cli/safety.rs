@@ -35,8 +35,8 @@ fn refused(out: &Output, code: i32, says: &str, what: &str) {
 fn last_line(stderr: &str) -> &str {
     stderr
         .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-        .last()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
         .unwrap_or("")
 }
 
