@@ -5,4 +5,4 @@
 gst-launch-1.0 -e filesrc location=assets/samples/astronaut.mp4 ! decodebin ! videoconvert ! \
     videoscale ! video/x-raw,width=160,height=90 ! \
     wgnnupload ! wgnnsuperres scale=2 compare=true ! wgnndownload ! \
-    videoconvert ! x264enc tune=zerolatency ! mp4mux ! filesink location=superres-compare.mp4
+    videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency ! video/x-h264,profile=high ! mp4mux ! filesink location=superres-compare.mp4

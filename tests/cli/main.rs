@@ -9,5 +9,9 @@ mod common;
 
 mod adapter_choice;
 mod bench;
+mod encoding;
+mod files;
+mod safety;
 mod selfie;
+mod signals;
 mod superres;

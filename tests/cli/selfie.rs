@@ -1,10 +1,11 @@
 //! wgnn-selfie run as a user runs it: the default job on the bundled sample,
 //! outputs that decode to the expected frames, stats, and the errors a user
-//! meets (no camera, bad flags).
+//! meets (no camera, bad flags). Signals: signals.rs; failed jobs and
+//! refused values: safety.rs.
 
 use crate::common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn selfie(args: &[&str]) -> Output {
     selfie_env(args, &[])
@@ -130,50 +131,57 @@ fn no_gpu_with_device_gpu_is_exit_4() {
     );
     assert_eq!(out.status.code(), Some(4));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no GPU adapter"), "{stderr}");
+    // The adapter choice's own reason, with the adapters there are.
+    assert!(
+        stderr.contains("--device gpu: no GPU adapter: WGPU_ADAPTER_NAME='no-such-gpu' matches none of the adapters found"),
+        "{stderr}"
+    );
 }
 
+/// `auto` takes a hardware GPU, and the CPU where the only GPU is a
+/// software rasteriser (saying so in one line); `--device gpu` still runs on
+/// it, with the element's wall time in the stats instead of the software
+/// GPU's meaningless timestamps.
 #[test]
-fn ctrl_c_ends_the_stream_and_finalises_the_mp4() {
-    let mp4 = temp("interrupted.mp4");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wgnn-selfie"))
-        .args([
-            "--test-pattern",
-            "--width",
-            "96",
-            "--height",
-            "64",
-            "--output",
-            mp4.to_str().unwrap(),
-        ])
-        .env("RUST_LOG", "warn")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("running wgnn-selfie");
-    // The test pattern never ends: wait until frames are being written. On
-    // software Vulkan a frame takes 1-2 s and the encoder holds the first
-    // ones back, and this binary runs the super-resolution jobs beside this
-    // test: the bound is generous so that load alone cannot fail it.
-    let began = std::time::Instant::now();
-    while std::fs::metadata(&mp4).map(|m| m.len()).unwrap_or(0) < 2048 {
-        assert!(
-            began.elapsed().as_secs() < 300,
-            "no output after five minutes"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "exited before Ctrl-C");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
+fn auto_prefers_the_cpu_over_a_software_gpu_and_gpu_forces_it() {
+    let software = common::gpu().is_software();
+    let dir = common::scratch("cli-selfie-device");
+    let mp4 = dir.join("auto.mp4");
+    let small = [
+        "--test-pattern",
+        "--frames",
+        "2",
+        "--width",
+        "32",
+        "--height",
+        "24",
+    ];
+    let mut args = small.to_vec();
+    args.extend(["-o", mp4.to_str().unwrap()]);
+    let out = selfie(&args);
+    assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stderr}");
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    // A finalised MP4 (moov written at EOS) decodes; an unfinished one does not.
-    let (frames, w, h) = common::decode_video(&mp4);
-    assert!(frames > 0, "no frames decode from the interrupted file");
-    assert_eq!((w, h), (96, 64));
+    let said = stderr
+        .lines()
+        .filter(|l| l.contains("software rasteriser") && l.contains("running on the CPU"))
+        .count();
+    assert_eq!(said, usize::from(software), "{stderr}");
+    if software {
+        assert!(stderr.contains("--device gpu uses it anyway"), "{stderr}");
+        assert!(stderr.contains("ran on the CPU"), "{stderr}");
+    }
+
+    let mp4 = dir.join("gpu.mp4");
+    let mut args = small.to_vec();
+    args.extend(["--device", "gpu", "-o", mp4.to_str().unwrap()]);
+    let out = selfie(&args);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("2 frames in"), "{stderr}");
+    assert!(!stderr.contains("ran on the CPU"), "{stderr}");
+    if software {
+        assert!(!stderr.contains("model GPU"), "{stderr}");
+        assert!(stderr.contains("expect it to be slow"), "{stderr}");
+    }
+    assert_eq!(common::decode_video(&mp4), (2, 32, 24));
 }

@@ -55,7 +55,44 @@ fn run(file: &Path, root: &Path, out: &Path) {
         "{}: the line after the shebang must say what the pipeline shows",
         file.display()
     );
-    let desc = for_ci(&description(&text), root, out);
+    // A line that opens a window says so (it fails or crashes headless:
+    // autovideosink segfaults without a display); every other line runs
+    // headless as written.
+    let comment: String = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let written = description(&text);
+    let opens_window = written.split(" ! ").any(|e| {
+        let name = e.split_whitespace().next().unwrap_or("");
+        name == "wgnnsink" || name.ends_with("videosink") || name.ends_with("imagesink")
+    });
+    assert_eq!(
+        opens_window,
+        comment.contains("needs a display"),
+        "{}: a line that opens a window, and only such a line, says it needs a display",
+        file.display()
+    );
+    // MP4s play everywhere: 4:2:0 High profile, not the High 4:4:4 x264
+    // picks from RGB.
+    let elements: Vec<&str> = written.split(" ! ").collect();
+    for (i, e) in elements.iter().enumerate() {
+        if e.starts_with("x264enc") {
+            let before = if i > 0 { elements[i - 1] } else { "" };
+            let after = elements.get(i + 1).copied().unwrap_or("");
+            assert!(
+                before.contains("format=I420")
+                    && after.starts_with("video/x-h264")
+                    && after.contains("profile=high"),
+                "{}: x264enc needs I420 before it and video/x-h264,profile=high after it",
+                file.display()
+            );
+        }
+    }
+    let desc = for_ci(&written, root, out);
     eprintln!("{}: {desc}", file.display());
     let pipeline = launch(&desc);
     pipeline.set_state(gst::State::Playing).unwrap();

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use wgnn::gst::app;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Effect {
@@ -12,20 +13,21 @@ pub enum Effect {
     None,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Device {
-    Auto,
-    Gpu,
-    Cpu,
-}
-
 /// Real-time selfie segmentation: blur, replace or show the background of a
 /// camera, a video file or a test pattern, in a window or into a file.
 ///
-/// With no input flag it plays the bundled sample video. Exit codes: 0 done,
-/// 1 the pipeline failed, 2 bad command line, 3 the input cannot be opened
-/// (no camera, unreadable file), 4 no GPU (with --device gpu), 130 stopped by
-/// Ctrl-C before the end of a camera or test stream (the output is finalised).
+/// With no input flag it plays the bundled sample video. Everything is checked
+/// before work starts; the output is written beside its target and moved into
+/// place only when the job ends well, so a failed job leaves nothing behind.
+/// SIGINT (Ctrl-C) or SIGTERM ends the stream and finalises the output; a
+/// second signal says what the job still waits for, a third abandons it
+/// (the target is left as it was).
+///
+/// Exit codes: 0 done, 1 the pipeline failed, 2 bad command line (a flag's
+/// value, the output's name or folder, -o naming the input), 3 an input
+/// cannot be read or used (no camera, unreadable file, bad model), 4 no GPU
+/// (with --device gpu), 130 / 143 stopped by SIGINT / SIGTERM (output
+/// finalised).
 #[derive(Debug, Parser)]
 #[command(name = "wgnn-selfie", version)]
 pub struct Args {
@@ -43,11 +45,13 @@ pub struct Args {
     /// What to do with the background.
     #[arg(long, value_enum, default_value = "blur")]
     pub effect: Effect,
-    /// Background blur strength (Gaussian sigma in pixels) for --effect blur.
-    #[arg(long, value_name = "SIGMA", default_value_t = 12.0)]
+    /// Background blur strength (Gaussian sigma in pixels, 0.5 to 64) for
+    /// --effect blur.
+    #[arg(long, value_name = "SIGMA", default_value_t = 12.0, value_parser = app::parse_blur)]
     pub blur: f64,
-    /// Background for --effect replace: #RRGGBB, a colour name or an image file.
-    #[arg(long, value_name = "COLOR|IMAGE")]
+    /// Background for --effect replace: #RRGGBB, a colour name (black, white,
+    /// grey, red, green, blue, transparent) or an image file.
+    #[arg(long, value_name = "COLOR|IMAGE", value_parser = app::parse_background)]
     pub background: Option<String>,
     /// Segmentation model file (default: the bundled MediaPipe model).
     #[arg(long, value_name = "FILE", conflicts_with = "landscape")]
@@ -55,11 +59,12 @@ pub struct Args {
     /// Use the bundled landscape model (144x256, faster, for 16:9 input).
     #[arg(long)]
     pub landscape: bool,
-    /// Where the model runs.
+    /// Where the model runs: auto is a hardware GPU, else the CPU (also
+    /// where the only GPU is a software one; --device gpu uses it anyway).
     #[arg(long, value_enum, default_value = "auto")]
-    pub device: Device,
+    pub device: app::DeviceArg,
     /// Temporal smoothing of the mask against flicker (0 = off, up to 0.95).
-    #[arg(long, value_name = "0..0.95", default_value_t = 0.5)]
+    #[arg(long, value_name = "0..0.95", default_value_t = 0.5, value_parser = app::parse_smoothing)]
     pub smoothing: f64,
 
     /// Show the result in a window.
@@ -79,7 +84,7 @@ pub struct Args {
     #[arg(long, requires = "width", value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub height: Option<u32>,
     /// Stop after this many frames.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = app::parse_frames)]
     pub frames: Option<u64>,
     /// No statistics or progress on stderr.
     #[arg(long, short)]

@@ -1,18 +1,19 @@
 //! wgnn-selfie: real-time selfie segmentation on a camera, a file or a test
 //! pattern, to a window or a file. It only assembles a pipeline of the wgnn
-//! elements (registered statically) and reports on it.
+//! elements (registered statically) and reports on it. Everything a user
+//! names is checked before the pipeline starts, and the output is written
+//! beside its target and moved into place at the end (wgnn::gst::app).
 
 mod args;
 mod plan;
 mod stats;
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use gst::prelude::*;
+use wgnn::gst::app::{self, Interrupts, Output};
 
 /// An error for the user, with the exit code documented in --help.
 #[derive(Debug)]
@@ -50,7 +51,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let args = args::Args::parse();
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    app::init_logger();
     match run(&args) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
@@ -60,93 +61,141 @@ fn main() -> ExitCode {
     }
 }
 
-/// An error message from the bus, in words, and whether it is about the input.
-fn describe(e: &gst::message::Error) -> (String, bool) {
+/// A bus error in words: about the input (exit 3) when a source or decoder
+/// posted it about reading or recognising the file.
+fn describe(e: &gst::message::Error, input: Option<&std::path::Path>) -> Failure {
+    let text = app::bus_error_text(e);
     let src = e
         .src()
         .map(|s| s.path_string().to_string())
         .unwrap_or_default();
-    let input = e.error().matches(gst::ResourceError::NotFound)
+    let reading = e.error().matches(gst::ResourceError::NotFound)
         || e.error().matches(gst::ResourceError::OpenRead)
+        || e.error().matches(gst::ResourceError::Read)
         || e.error().matches(gst::StreamError::TypeNotFound)
-        || e.error().matches(gst::StreamError::WrongType);
+        || e.error().matches(gst::StreamError::WrongType)
+        || e.error().matches(gst::StreamError::Decode)
+        || e.error().matches(gst::StreamError::Demux);
     let from_source =
         src.contains("filesrc") || src.contains("v4l2src") || src.contains("decodebin");
-    let debug = e.debug().map(|d| format!("\n  ({d})")).unwrap_or_default();
-    (format!("{src}: {}{debug}", e.error()), input && from_source)
+    match input {
+        Some(file) if reading && from_source => {
+            Failure::input(format!("cannot read {}: {text}", file.display()))
+        }
+        None if reading && from_source => Failure::input(format!("cannot read the input: {text}")),
+        _ => Failure::pipeline(text),
+    }
 }
 
 fn run(args: &args::Args) -> Result<u8, Failure> {
+    let interrupts = Interrupts::install("wgnn-selfie")
+        .map_err(|e| Failure::pipeline(format!("cannot handle SIGINT/SIGTERM: {e}")))?;
+    // Everything the user named, checked before any work: the output's
+    // kind, the input, the output's folder, the model and background.
+    let sink = plan::sink_of(args)?;
+    let source = plan::source_of(args)?;
+    let output = match &sink {
+        plan::Sink::Encoded(target, _) | plan::Sink::Pngs(target) => {
+            if let Some(input) = &source.file {
+                if app::same_file(input, target) {
+                    return Err(Failure::usage(format!(
+                        "--output {} is the input file; give another name",
+                        target.display()
+                    )));
+                }
+            }
+            let out = if matches!(sink, plan::Sink::Pngs(_)) {
+                Output::sequence(target)
+            } else {
+                Output::file(target)
+            }
+            .map_err(|e| Failure::usage(format!("--output: {e}")))?;
+            interrupts.remove_on_abandon(out.temporary());
+            Some(out)
+        }
+        plan::Sink::Window | plan::Sink::Null => None,
+    };
+    let model_path = plan::model_of(args);
+    let model = wgnn::models::load(&model_path)
+        .map_err(|e| Failure::input(app::model_failure(&model_path, &e)))?;
+    let options = wgnn::tasks::SegmentOptions::new(plan::task_effect(args)?);
+    wgnn::tasks::Segmenter::check(&model, &options)
+        .map_err(|e| Failure::input(app::model_failure(&model_path, &e)))?;
+    drop(model);
+
     wgnn::gst::register_static()
         .map_err(|e| Failure::pipeline(format!("cannot register the wgnn elements: {e}")))?;
     // Opened once here and handed to the pipeline, so the elements do not
-    // open a second device (nor warn twice about a software adapter).
-    let gpu = match args.device {
-        args::Device::Cpu => None,
-        _ => wgnn::gpu::Gpu::new().ok(),
-    };
-    let plan = plan::plan(args, gpu.is_some())?;
-    log::info!("pipeline: {}", plan.description);
-    let pipeline = gst::parse::launch(&plan.description)
+    // open a second device.
+    let gpu = app::choose_device("wgnn-selfie", args.device).map_err(Failure::no_gpu)?;
+    // lavapipe's timestamps measure nothing useful: time the element's wall
+    // clock there instead.
+    let gpu_timing = gpu.as_ref().is_some_and(|g| !g.is_software());
+    let location = output.as_ref().map(Output::location);
+    let description = plan::describe(
+        args,
+        &source,
+        &sink,
+        &plan::Settings {
+            on_cpu: gpu.is_none(),
+            profile: gpu_timing,
+            model: &model_path,
+            location: location.as_deref(),
+        },
+    );
+    log::info!("pipeline: {description}");
+    let pipeline = gst::parse::launch(&description)
         .map_err(|e| Failure::pipeline(format!("cannot build the pipeline: {e}")))?
         .downcast::<gst::Pipeline>()
-        .expect("a launch line of several elements is a pipeline");
+        .map_err(|_| Failure::pipeline("the launch line is not a pipeline"))?;
     if let Some(gpu) = &gpu {
         pipeline.set_context(&wgnn::gst::device::context_for(gpu));
     }
-    let mut stats = stats::Stats::new(&pipeline);
-    if let Some(n) = args.frames {
-        let seg = pipeline
-            .by_name("seg")
-            .expect("the plan names wgnnsegment seg");
-        wgnn::gst::app::stop_after(&seg, n);
+    if let plan::Sink::Encoded(_, mux) = &sink {
+        app::fit_for_encoder(&pipeline, "wgnn-selfie", *mux);
     }
-
-    let interrupts = Arc::new(AtomicU32::new(0));
+    let seg = pipeline
+        .by_name("seg")
+        .ok_or_else(|| Failure::pipeline("the pipeline has no wgnnsegment"))?;
+    let mut stats = stats::Stats::new(&pipeline, &seg, gpu_timing);
+    if let Some(n) = args.frames {
+        app::stop_after(&seg, n);
+    }
     {
-        let interrupts = interrupts.clone();
         let weak = pipeline.downgrade();
-        let _ = ctrlc::set_handler(move || {
-            // First Ctrl-C: end the stream so the muxer finalises the file;
-            // a second one gives up at once.
-            if interrupts.fetch_add(1, Ordering::SeqCst) == 0 {
-                if let Some(p) = weak.upgrade() {
-                    p.send_event(gst::event::Eos::new());
-                }
-            } else {
-                std::process::exit(130);
+        let finishing = match &output {
+            Some(out) => format!("finalising {}", out.target().display()),
+            None => "waiting for the frames in flight".to_string(),
+        };
+        interrupts.on_stop(finishing, move || {
+            if let Some(p) = weak.upgrade() {
+                p.send_event(gst::event::Eos::new());
             }
         });
     }
 
-    let progress = (plan.file_input && !args.quiet).then(|| {
+    let progress = (source.file.is_some() && !args.quiet).then(|| {
         let pb = indicatif::ProgressBar::new(0);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {percent:>3}% {elapsed_precise} {msg}",
-            )
-            .expect("a valid template"),
-        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} {percent:>3}% {elapsed_precise} {msg}",
+        ) {
+            pb.set_style(style);
+        }
         pb
     });
 
-    let bus = pipeline.bus().expect("a pipeline has a bus");
+    let bus = pipeline
+        .bus()
+        .ok_or_else(|| Failure::pipeline("the pipeline has no bus"))?;
     let result = pipeline.set_state(gst::State::Playing);
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let outcome = loop {
         if let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) {
             match msg.view() {
                 gst::MessageView::Eos(_) => break Ok(()),
-                gst::MessageView::Error(e) => {
-                    let (text, about_input) = describe(e);
-                    break Err(if about_input {
-                        Failure::input(format!("cannot read the input: {text}"))
-                    } else {
-                        Failure::pipeline(text)
-                    });
-                }
+                gst::MessageView::Error(e) => break Err(describe(e, source.file.as_deref())),
                 gst::MessageView::Warning(w) if !args.quiet => {
-                    eprintln!("wgnn-selfie: warning: {}", w.error());
+                    eprintln!("wgnn-selfie: warning: {}", w.error().message());
                 }
                 _ => {}
             }
@@ -176,19 +225,26 @@ fn run(args: &args::Args) -> Result<u8, Failure> {
         pb.finish_and_clear();
     }
     let _ = pipeline.set_state(gst::State::Null);
+    interrupts.clear_stop();
+    // On failure the output is dropped: its temporary file goes, the target
+    // stays as it was.
     outcome?;
-    if !args.quiet {
+    if let Some(out) = output {
+        let target = out.target().to_path_buf();
+        out.commit()
+            .map_err(|e| Failure::pipeline(format!("cannot finish the output: {e}")))?;
+        if !args.quiet {
+            eprintln!("wgnn-selfie: {}", stats.summary());
+            if gpu.is_none() {
+                eprintln!("wgnn-selfie: ran on the CPU");
+            }
+            eprintln!("wgnn-selfie: wrote {}", target.display());
+        }
+    } else if !args.quiet {
         eprintln!("wgnn-selfie: {}", stats.summary());
-        if plan.on_cpu {
+        if gpu.is_none() {
             eprintln!("wgnn-selfie: ran on the CPU");
         }
-        if let Some(out) = &plan.output {
-            eprintln!("wgnn-selfie: wrote {}", out.display());
-        }
     }
-    Ok(if interrupts.load(Ordering::SeqCst) > 0 {
-        130
-    } else {
-        0
-    })
+    Ok(interrupts.exit_code().unwrap_or(0))
 }

@@ -1,32 +1,29 @@
-//! From the command line to a gst-launch description of our elements.
+//! From the command line to a gst-launch description of our elements, with
+//! every path checked first: the output's kind from its name, the input's
+//! existence, then (in main) the output's folder and the model.
 
 use std::path::{Path, PathBuf};
 
-use crate::args::{Args, Device, Effect};
-use crate::Failure;
+use wgnn::gst::app::{h264_file_tail, Muxer};
 
-/// What the run will do.
-#[derive(Debug)]
-pub struct Plan {
-    pub description: String,
-    /// A file input: progress is shown against its duration.
-    pub file_input: bool,
-    pub output: Option<PathBuf>,
-    pub on_cpu: bool,
-}
+use crate::args::{Args, Effect};
+use crate::Failure;
 
 fn quoted(p: &Path) -> String {
     format!("\"{}\"", p.display().to_string().replace('"', "\\\""))
 }
 
-enum Sink {
+/// Where the frames go.
+pub enum Sink {
     Window,
-    Encoded(PathBuf, &'static str),
+    Encoded(PathBuf, Muxer),
     Pngs(PathBuf),
     Null,
 }
 
-fn sink_of(args: &Args) -> Result<Sink, Failure> {
+/// The sink the flags ask for; an output name of no known kind is a usage
+/// error.
+pub fn sink_of(args: &Args) -> Result<Sink, Failure> {
     if args.null {
         return Ok(Sink::Null);
     }
@@ -39,14 +36,12 @@ fn sink_of(args: &Args) -> Result<Sink, Failure> {
             Sink::Window
         } else {
             eprintln!("wgnn-selfie: no display and no --output: writing wgnn-selfie.mp4");
-            Sink::Encoded("wgnn-selfie.mp4".into(), "mp4mux")
+            Sink::Encoded("wgnn-selfie.mp4".into(), Muxer::Mp4)
         });
     };
     let name = out.to_string_lossy().to_ascii_lowercase();
-    if name.ends_with(".mp4") {
-        Ok(Sink::Encoded(out, "mp4mux"))
-    } else if name.ends_with(".mkv") {
-        Ok(Sink::Encoded(out, "matroskamux"))
+    if let Some(mux) = Muxer::for_path(&out) {
+        Ok(Sink::Encoded(out, mux))
     } else if name.ends_with(".png") && name.contains('%') {
         Ok(Sink::Pngs(out))
     } else {
@@ -57,39 +52,16 @@ fn sink_of(args: &Args) -> Result<Sink, Failure> {
     }
 }
 
-/// Builds the pipeline description; `gpu_ok` says whether a GPU adapter was found.
-pub fn plan(args: &Args, gpu_ok: bool) -> Result<Plan, Failure> {
-    let on_cpu = match args.device {
-        Device::Cpu => true,
-        Device::Gpu if !gpu_ok => {
-            return Err(Failure::no_gpu(
-                "--device gpu: no GPU adapter found (install mesa-vulkan-drivers for a \
-                 software one, or use --device cpu)",
-            ))
-        }
-        Device::Gpu => false,
-        Device::Auto => {
-            if !gpu_ok {
-                eprintln!("wgnn-selfie: warning: no GPU adapter, running on the CPU");
-            }
-            !gpu_ok
-        }
-    };
-    if !(0.0..=0.95).contains(&args.smoothing) {
-        return Err(Failure::usage(format!(
-            "--smoothing {}: must be between 0 and 0.95",
-            args.smoothing
-        )));
-    }
-    if !(0.5..=64.0).contains(&args.blur) {
-        return Err(Failure::usage(format!(
-            "--blur {}: must be between 0.5 and 64",
-            args.blur
-        )));
-    }
-    let sink = sink_of(args)?;
-    let mut file_input = false;
-    let mut parts: Vec<String> = Vec::new();
+/// Where the frames come from.
+pub struct Source {
+    parts: Vec<String>,
+    /// A file input: progress is shown against its duration.
+    pub file: Option<PathBuf>,
+}
+
+/// The source the flags ask for, checked: the camera device or the file
+/// must exist and the file be readable.
+pub fn source_of(args: &Args) -> Result<Source, Failure> {
     if let Some(dev) = &args.camera {
         if !dev.exists() {
             return Err(Failure::input(format!(
@@ -98,34 +70,87 @@ pub fn plan(args: &Args, gpu_ok: bool) -> Result<Plan, Failure> {
                 dev.display()
             )));
         }
-        parts.push(format!("v4l2src device={}", quoted(dev)));
-    } else if args.test_pattern {
+        return Ok(Source {
+            parts: vec![format!("v4l2src device={}", quoted(dev))],
+            file: None,
+        });
+    }
+    if args.test_pattern {
         let n = args
             .frames
             .map(|n| format!(" num-buffers={n}"))
             .unwrap_or_default();
-        parts.push(format!("videotestsrc pattern=ball{n}"));
-    } else {
-        let file = args
-            .input
-            .clone()
-            .unwrap_or_else(|| wgnn::assets_dir().join("samples/astronaut.mp4"));
-        if let Err(e) = std::fs::File::open(&file) {
-            return Err(Failure::input(format!(
-                "cannot read {}: {e}",
-                file.display()
-            )));
-        }
-        if file.is_dir() {
-            return Err(Failure::input(format!(
-                "cannot read {}: it is a directory",
-                file.display()
-            )));
-        }
-        file_input = true;
-        parts.push(format!("filesrc location={}", quoted(&file)));
-        parts.push("decodebin".into());
+        return Ok(Source {
+            parts: vec![format!("videotestsrc pattern=ball{n}")],
+            file: None,
+        });
     }
+    let file = args
+        .input
+        .clone()
+        .unwrap_or_else(|| wgnn::assets_dir().join("samples/astronaut.mp4"));
+    if let Err(e) = std::fs::File::open(&file) {
+        return Err(Failure::input(format!(
+            "cannot read {}: {e}",
+            file.display()
+        )));
+    }
+    if file.is_dir() {
+        return Err(Failure::input(format!(
+            "cannot read {}: it is a folder",
+            file.display()
+        )));
+    }
+    Ok(Source {
+        parts: vec![
+            format!("filesrc location={}", quoted(&file)),
+            "decodebin".into(),
+        ],
+        file: Some(file),
+    })
+}
+
+/// The segmentation model the flags name (the bundled one by default).
+pub fn model_of(args: &Args) -> PathBuf {
+    if args.landscape {
+        wgnn::models::bundled("selfie/selfie_segmentation_landscape.tflite")
+    } else {
+        args.model
+            .clone()
+            .unwrap_or_else(|| wgnn::models::bundled("selfie/selfie_segmentation.tflite"))
+    }
+}
+
+/// The effect as the task names it, for checking the model and background
+/// before the pipeline starts.
+pub fn task_effect(args: &Args) -> Result<wgnn::tasks::SegmentEffect, Failure> {
+    use wgnn::tasks::SegmentEffect as Task;
+    Ok(match args.effect {
+        Effect::None => Task::None,
+        Effect::Mask => Task::Mask,
+        Effect::Blur => Task::Blur {
+            strength: args.blur as f32,
+        },
+        Effect::Replace => Task::Replace(
+            wgnn::tasks::BackgroundSpec::parse(args.background.as_deref().unwrap_or("green"))
+                .map_err(|e| Failure::usage(format!("--background: {e}")))?,
+        ),
+    })
+}
+
+/// How the job runs, once everything is checked.
+pub struct Settings<'a> {
+    pub on_cpu: bool,
+    /// Time the model with GPU timestamp queries (a hardware GPU only).
+    pub profile: bool,
+    pub model: &'a Path,
+    /// Where the sink writes now (the temporary file or pattern).
+    pub location: Option<&'a Path>,
+}
+
+/// The gst-launch description of the whole job.
+pub fn describe(args: &Args, source: &Source, sink: &Sink, s: &Settings) -> String {
+    let mut parts = source.parts.clone();
     parts.push("videoconvert".into());
     if let (Some(w), Some(h)) = (args.width, args.height) {
         parts.push("videoscale".into());
@@ -133,7 +158,7 @@ pub fn plan(args: &Args, gpu_ok: bool) -> Result<Plan, Failure> {
             "video/x-raw,width={w},height={h},pixel-aspect-ratio=1/1"
         ));
     }
-    if !on_cpu {
+    if !s.on_cpu {
         parts.push("wgnnupload name=upload".into());
     }
     let effect = match args.effect {
@@ -143,59 +168,34 @@ pub fn plan(args: &Args, gpu_ok: bool) -> Result<Plan, Failure> {
         Effect::None => "none",
     };
     let mut seg = format!(
-        "wgnnsegment name=seg effect={effect} blur-strength={} smoothing={} device={} profile={}",
+        "wgnnsegment name=seg effect={effect} blur-strength={} smoothing={} device={} profile={} \
+         model={}",
         args.blur,
         args.smoothing,
-        if on_cpu { "cpu" } else { "gpu" },
-        !on_cpu
+        if s.on_cpu { "cpu" } else { "gpu" },
+        s.profile,
+        quoted(s.model)
     );
     if let Some(b) = &args.background {
         seg += &format!(" background={}", quoted(Path::new(b)));
     }
-    let model = if args.landscape {
-        Some(wgnn::models::bundled(
-            "selfie/selfie_segmentation_landscape.tflite",
-        ))
-    } else {
-        args.model.clone()
-    };
-    if let Some(m) = model {
-        seg += &format!(" model={}", quoted(&m));
-    }
     parts.push(seg);
-    let download = if on_cpu {
-        None
-    } else {
-        Some("wgnndownload name=download")
-    };
-    let mut output = None;
+    if !s.on_cpu && !matches!(sink, Sink::Window | Sink::Null) {
+        parts.push("wgnndownload name=download".into());
+    }
+    let location = s.location.unwrap_or(Path::new("out"));
     match sink {
         Sink::Window => parts.push("wgnnsink name=sink".into()),
         Sink::Null => parts.push("fakesink name=sink sync=false".into()),
-        Sink::Encoded(path, mux) => {
-            parts.extend(download.map(String::from));
-            parts.push("videoconvert".into());
-            parts.push("x264enc tune=zerolatency speed-preset=veryfast".into());
-            parts.push("h264parse".into());
-            parts.push(mux.into());
-            parts.push(format!("filesink name=sink location={}", quoted(&path)));
-            output = Some(path);
-        }
-        Sink::Pngs(pattern) => {
-            parts.extend(download.map(String::from));
+        Sink::Encoded(_, mux) => parts.push(h264_file_tail(*mux, location)),
+        Sink::Pngs(_) => {
             parts.push("videoconvert".into());
             parts.push("pngenc".into());
             parts.push(format!(
                 "multifilesink name=sink location={}",
-                quoted(&pattern)
+                quoted(location)
             ));
-            output = Some(pattern);
         }
     }
-    Ok(Plan {
-        description: parts.join(" ! "),
-        file_input,
-        output,
-        on_cpu,
-    })
+    parts.join(" ! ")
 }

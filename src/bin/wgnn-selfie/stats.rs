@@ -1,6 +1,8 @@
 //! Live statistics: frames per second, per-frame latency through
-//! wgnnsegment (pad probes on its two pads), and bytes moved per frame over
-//! every wgnn element.
+//! wgnnsegment (pad probes on its two pads), the model's GPU time where the
+//! GPU's timestamps can be trusted, and bytes moved per frame over every wgnn
+//! element. On the CPU or a software GPU the time through the element is the
+//! host's wall-clock time for the model and the effect, and is labelled so.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -20,6 +22,7 @@ pub struct Stats {
     latencies: Arc<Mutex<Latencies>>,
     last: (Instant, u64, u64, u64),
     started: Instant,
+    gpu_timing: bool,
 }
 
 /// One second's worth.
@@ -28,6 +31,9 @@ pub struct Tick {
     pub latency_ms: Option<f64>,
     /// The model's GPU time, where the adapter has timestamp queries.
     pub gpu_ms: Option<f64>,
+    /// Whether the GPU's timestamps are trusted (a hardware GPU); else the
+    /// latency is shown as the wall time of model and effect.
+    pub gpu_timing: bool,
     pub up_per_frame: u64,
     pub down_per_frame: u64,
 }
@@ -35,11 +41,16 @@ pub struct Tick {
 impl std::fmt::Display for Tick {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:6.1} fps", self.fps)?;
+        let label = if self.gpu_timing {
+            "latency"
+        } else {
+            "model+effect wall"
+        };
         match self.latency_ms {
-            Some(ms) => write!(f, "  latency {ms:7.2} ms")?,
-            None => write!(f, "  latency       - ms")?,
+            Some(ms) => write!(f, "  {label} {ms:7.2} ms")?,
+            None => write!(f, "  {label}       - ms")?,
         }
-        if let Some(ms) = self.gpu_ms {
+        if let (true, Some(ms)) = (self.gpu_timing, self.gpu_ms) {
             write!(f, "  model GPU {ms:6.2} ms")?;
         }
         write!(
@@ -51,10 +62,10 @@ impl std::fmt::Display for Tick {
 }
 
 impl Stats {
-    pub fn new(pipeline: &gst::Pipeline) -> Stats {
-        let seg = pipeline
-            .by_name("seg")
-            .expect("the plan names wgnnsegment seg");
+    /// `gpu_timing`: whether the model's GPU time from timestamp queries
+    /// means anything (a hardware GPU).
+    pub fn new(pipeline: &gst::Pipeline, seg: &gst::Element, gpu_timing: bool) -> Stats {
+        let seg = seg.clone();
         let wgnn = pipeline
             .iterate_elements()
             .into_iter()
@@ -98,6 +109,7 @@ impl Stats {
             latencies,
             last: (now, 0, 0, 0),
             started: now,
+            gpu_timing,
         }
     }
 
@@ -124,6 +136,7 @@ impl Stats {
                 samples.iter().map(|d| d.as_secs_f64()).sum::<f64>() * 1e3 / samples.len() as f64
             }),
             gpu_ms: Some(self.seg.property::<f64>("gpu-ms")).filter(|ms| *ms >= 0.0),
+            gpu_timing: self.gpu_timing,
             up_per_frame: (up - u0).checked_div(n).unwrap_or(0),
             down_per_frame: (down - d0).checked_div(n).unwrap_or(0),
         }

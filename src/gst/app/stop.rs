@@ -1,5 +1,4 @@
-//! Helpers for applications that drive pipelines of wgnn elements (the
-//! CLIs use them).
+//! Ending a stream after a number of frames.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
