@@ -119,7 +119,9 @@ enum Command {
         /// Frames between reports.
         #[arg(long, default_value_t = 5_000)]
         every: usize,
-        /// Frames before the reference report (default: --every).
+        /// Frames before the reference report (default: a fifth of
+        /// --frames, at least --every: allocators and drivers settle over
+        /// the first thousands of frames; a leak grows on after).
         #[arg(long)]
         warmup: Option<usize>,
         /// How far the last report may be from the reference, in percent.
@@ -300,7 +302,7 @@ fn main() -> ExitCode {
                     in_flight: 2,
                 },
                 every,
-                warmup: warmup.unwrap_or(every),
+                warmup: warmup.unwrap_or((frames / 5).max(every)),
                 tolerance,
                 json,
             };
