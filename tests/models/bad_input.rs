@@ -352,3 +352,31 @@ fn tfjs_truncated_json() {
     let path = esrgan_copy("trunc", |j| j[..j.len() / 2].to_string());
     assert_has(&load_err(&path), &["model.json", "not valid JSON"]);
 }
+
+/// A model held in memory (`load_bytes`, the fuzz targets' way in) loads as
+/// the same files on disk do, and the shard it names must be among the
+/// files given with it.
+#[test]
+fn in_memory_tfjs_model_needs_its_shard() {
+    let dir = common::root().join("assets/models/esrgan-slim/x2");
+    let json = std::fs::read(dir.join("model.json")).unwrap();
+    let shard = std::fs::read(dir.join("group1-shard1of1.bin")).unwrap();
+    let on_disk = models::load(dir.join("model.json")).unwrap();
+    let files = [("group1-shard1of1.bin", shard.as_slice())];
+    let in_memory = models::load_bytes("x2.json", json.clone(), None, &files).unwrap();
+    assert_eq!(in_memory.format(), models::Format::TfjsLayers);
+    assert_eq!(in_memory.inputs(), on_disk.inputs());
+    assert_eq!(
+        in_memory.output_shapes(Some((6, 10))).unwrap(),
+        on_disk.output_shapes(Some((6, 10))).unwrap()
+    );
+    let err = models::load_bytes("x2.json", json, None, &[]).unwrap_err();
+    assert_has(
+        &err.to_string(),
+        &[
+            "x2.json",
+            "cannot read shard 'group1-shard1of1.bin'",
+            "not among the files given",
+        ],
+    );
+}
