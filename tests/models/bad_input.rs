@@ -380,3 +380,36 @@ fn in_memory_tfjs_model_needs_its_shard() {
         ],
     );
 }
+
+/// Every seed of the TF.js and TFLite fuzz corpora (fuzz/make_corpus.py) is
+/// a valid model, so mutations start from models that get past the parser.
+/// Files a fuzzer added (named by their SHA-1) are not seeds and are skipped.
+#[test]
+fn fuzz_seeds_are_valid_models() {
+    let corpus = common::root().join("fuzz/corpus");
+    let mut seeds = 0;
+    for (target, format) in [
+        ("tfjs", models::Format::TfjsLayers),
+        ("tflite", models::Format::Tflite),
+    ] {
+        for entry in std::fs::read_dir(corpus.join(target)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            // The tfjs target's form: model.json, a NUL, the shard.
+            let (json, shard) = match bytes.iter().position(|&b| b == 0) {
+                Some(at) if target == "tfjs" => (bytes[..at].to_vec(), &bytes[at + 1..]),
+                _ => (bytes.clone(), &[][..]),
+            };
+            let files = [("group1-shard1of1.bin", shard)];
+            let model = models::load_bytes(&path, json, None, &files)
+                .unwrap_or_else(|e| panic!("seed {} does not load: {e}", path.display()));
+            assert_eq!(model.format(), format, "{}", path.display());
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 70, "only {seeds} seeds");
+}
