@@ -413,3 +413,24 @@ fn fuzz_seeds_are_valid_models() {
     }
     assert!(seeds >= 70, "only {seeds} seeds");
 }
+
+/// A model the fuzzer made (tests/data/fuzz): it must fail to load with an
+/// error naming the file and holding each of `parts`.
+pub(crate) fn fuzz_finding_fails(file: &str, parts: &[&str]) {
+    let path = common::root().join("tests/data/fuzz").join(file);
+    assert_has(&load_err(&path), parts);
+}
+
+/// RESHAPE's new_shape [.., -24, 9, 150994944, 1862270964]: its product
+/// overflowed before the negative dimension was refused.
+#[test]
+fn tflite_reshape_shape_whose_product_overflows() {
+    fuzz_finding_fails(
+        "tflite_reshape_shape_overflow.tflite",
+        &[
+            "operator #0 (RESHAPE)",
+            "new shape [3, 48, 20, 4, -24",
+            "is not valid",
+        ],
+    );
+}
