@@ -345,3 +345,12 @@ fn a_frame_cannot_fill_a_model_with_inputs_besides_its_image() {
         "{e}"
     );
 }
+
+/// Reshape to a shape whose product overflows (found by fuzz/ `onnx`).
+#[test]
+fn reshape_target_whose_product_overflows() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_reshape_shape_overflow.onnx",
+        &["Reshape", "has too many elements"],
+    );
+}
