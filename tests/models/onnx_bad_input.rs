@@ -354,3 +354,13 @@ fn reshape_target_whose_product_overflows() {
         &["Reshape", "has too many elements"],
     );
 }
+
+/// Resize changing the one axis of a 1-D tensor: no axis before it to pair
+/// with (found by fuzz/ `onnx_structured`).
+#[test]
+fn resize_of_a_one_dimensional_tensor() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_resize_rank1_last_axis.onnx",
+        &["Resize", "resizing axes [0] is not supported"],
+    );
+}

@@ -1525,7 +1525,8 @@ impl<'s> Writer<'s> {
         }
         let a0 = match changed.as_slice() {
             [a] if *a + 1 < rank => *a,
-            [a] => *a - 1,
+            // The last axis pairs with the one before it, where there is one.
+            [a] if *a > 0 => *a - 1,
             [a, c] if *c == a + 1 => *a,
             _ => {
                 return Err(self.err(format!(
