@@ -364,3 +364,13 @@ fn resize_of_a_one_dimensional_tensor() {
         &["Resize", "resizing axes [0] is not supported"],
     );
 }
+
+/// DepthToSpace with a blocksize whose square overflows (found by fuzz/
+/// `onnx_structured`).
+#[test]
+fn depth_to_space_blocksize_whose_square_overflows() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_depth_to_space_blocksize_overflow.onnx",
+        &["DepthToSpace", "channels must divide by blocksize squared"],
+    );
+}

@@ -464,10 +464,12 @@ impl<'s> Writer<'s> {
                             [n, c * bs * bs, h / bs, w / bs],
                         )
                     } else {
-                        if c % (bs * bs) != 0 {
+                        // blocksize is the file's number: its square may not fit.
+                        let square = bs.checked_mul(bs).filter(|&s| c % s == 0);
+                        let Some(square) = square else {
                             return Err(self.err("channels must divide by blocksize squared"));
-                        }
-                        let oc = c / (bs * bs);
+                        };
+                        let oc = c / square;
                         let out = [n, oc, h * bs, w * bs];
                         if attrs.string("mode", "DCR") == "CRD" {
                             (vec![n, oc, bs, bs, h, w], [0, 1, 4, 2, 5, 3], out)
