@@ -374,3 +374,13 @@ fn depth_to_space_blocksize_whose_square_overflows() {
         &["DepthToSpace", "channels must divide by blocksize squared"],
     );
 }
+
+/// LRN with size 2^62: the window's ones filter was allocated at that size
+/// (found by fuzz/ `onnx_structured`). A window wider than the channels sums
+/// them all, so the filter is clamped and the model loads.
+#[test]
+fn lrn_with_a_huge_size_loads_without_a_huge_filter() {
+    let path = common::root().join("tests/data/fuzz/onnx_lrn_huge_size.onnx");
+    let model = models::load(&path).unwrap();
+    assert_eq!(model.output_shapes(None).unwrap(), [vec![5, 5, 5]]);
+}

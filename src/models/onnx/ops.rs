@@ -1081,9 +1081,15 @@ impl<'s> Writer<'s> {
         let rest: usize = shape[2..].iter().product();
         let sq = self.ctx(b.mul(&x, &x))?;
         let sq = self.ctx(b.reshape(&sq, &[n, 1, c, rest]))?;
-        let ones = self.const_like(&x, &[1, 1, size, 1], vec![1.0; size])?;
+        // A window reaching past the channels sums the same values as one
+        // reaching c - 1 each way: clamping keeps the result and keeps a
+        // lying `size` from sizing the filter.
+        let reach = c.saturating_sub(1);
+        let (before, after) = (((size - 1) / 2).min(reach), (size / 2).min(reach));
+        let window = before + after + 1;
+        let ones = self.const_like(&x, &[1, 1, window, 1], vec![1.0; window])?;
         let options = Conv2dOptions {
-            padding: [(size - 1) / 2, size / 2, 0, 0],
+            padding: [before, after, 0, 0],
             ..Conv2dOptions::new()
         };
         let sum = self.ctx(b.conv2d(&sq, &ones, None, options))?;
