@@ -1,19 +1,22 @@
-//! Any text given to the loader as a TF.js model.json, beside the real
-//! ESRGAN-slim x2 weight shard: an error or a model, never a panic.
+//! A TF.js layers model held in memory: the input's bytes up to the first NUL
+//! are model.json, the rest the one weight shard it may name,
+//! `group1-shard1of1.bin` (JSON text holds no raw NUL, so the split is
+//! unambiguous). An error or a model, never a panic or a huge allocation.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-
-const SHARD: &[u8] = include_bytes!("../../assets/models/esrgan-slim/x2/group1-shard1of1.bin");
+use wgnn::models::{load_bytes, Format};
 
 fuzz_target!(|data: &[u8]| {
-    let dir = std::env::temp_dir().join(format!("wgnn-fuzz-tfjs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let shard = dir.join("group1-shard1of1.bin");
-    if !shard.exists() {
-        std::fs::write(&shard, SHARD).unwrap();
-    }
-    let path = dir.join("model.json");
-    std::fs::write(&path, data).unwrap();
-    let _ = wgnn::models::load(&path);
+    let (json, shard) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let files = [("group1-shard1of1.bin", shard)];
+    let _ = load_bytes(
+        "model.json",
+        json.to_vec(),
+        Some(Format::TfjsLayers),
+        &files,
+    );
 });

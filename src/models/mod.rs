@@ -92,24 +92,120 @@ pub fn bundled(relative: &str) -> PathBuf {
     crate::assets_dir().join("models").join(relative)
 }
 
-/// Loads a model, recognising its format from the file's contents.
+/// Loads a model, recognising its format from the file's contents. The
+/// files it names (TF.js weight shards, ONNX external data) are read from
+/// the model's folder.
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| model_error(path, "file", e))?;
-    let (format, (inputs, outputs, source)) = if tflite::is_tflite(&bytes) {
-        (Format::Tflite, tflite::parse(path, bytes)?)
-    } else if tfjs::is_tfjs(&bytes) {
-        (Format::TfjsLayers, tfjs::parse(path, &bytes)?)
-    } else if onnx::is_onnx(&bytes) {
-        (Format::Onnx, onnx::parse(path, &bytes)?)
-    } else {
-        return Err(model_error(
-            path,
-            "file",
-            "neither a TFLite flatbuffer (no \"TFL3\" identifier at bytes 4..8) nor a TF.js \
-             layers model.json (no \"modelTopology\" and \"weightsManifest\") nor an ONNX \
-             model (no ir_version field first)",
-        ));
+    let folder = path.parent().unwrap_or(Path::new("."));
+    load_from(path, bytes, None, &Companions::Folder(folder))
+}
+
+/// Loads a model held in memory: `bytes` are the model file (a `.tflite`, a
+/// TF.js `model.json`, a `.onnx`), `files` the files it names beside itself
+/// (TF.js weight shards, ONNX external data) by the relative path the model
+/// names them with; nothing is read from disk. `name` stands for the file
+/// in errors and [`Model::path`]. `format` `None` recognises it from the
+/// bytes as [`load`] does; a given one parses the bytes as that format.
+pub fn load_bytes(
+    name: impl AsRef<Path>,
+    bytes: Vec<u8>,
+    format: Option<Format>,
+    files: &[(&str, &[u8])],
+) -> Result<Model> {
+    load_from(name.as_ref(), bytes, format, &Companions::Memory(files))
+}
+
+/// Where the files a model names beside itself come from.
+pub(crate) enum Companions<'a> {
+    /// The model file's folder on disk.
+    Folder(&'a Path),
+    /// Files held in memory, by their relative path.
+    Memory(&'a [(&'a str, &'a [u8])]),
+}
+
+impl Companions<'_> {
+    /// The length of the file at `relative`.
+    pub(crate) fn len(&self, relative: &str) -> std::io::Result<u64> {
+        match self {
+            Companions::Folder(dir) => Ok(std::fs::metadata(dir.join(relative))?.len()),
+            Companions::Memory(files) => Ok(Self::find(files, relative)?.len() as u64),
+        }
+    }
+
+    /// `len` bytes of the file at `relative` from `offset`; the caller has
+    /// checked them against [`Companions::len`], so a lying header never
+    /// sizes an allocation.
+    pub(crate) fn read(&self, relative: &str, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let short = || {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("has fewer than {len} bytes at offset {offset}"),
+            )
+        };
+        match self {
+            Companions::Folder(dir) => {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut file = std::fs::File::open(dir.join(relative))?;
+                file.seek(SeekFrom::Start(offset))?;
+                let mut bytes = Vec::new();
+                // `take` keeps a file that grew since `len` from growing the buffer.
+                file.take(len as u64).read_to_end(&mut bytes)?;
+                if bytes.len() != len {
+                    return Err(short());
+                }
+                Ok(bytes)
+            }
+            Companions::Memory(files) => {
+                let file = Self::find(files, relative)?;
+                usize::try_from(offset)
+                    .ok()
+                    .and_then(|start| file.get(start..start.checked_add(len)?))
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(short)
+            }
+        }
+    }
+
+    fn find<'f>(files: &[(&str, &'f [u8])], relative: &str) -> std::io::Result<&'f [u8]> {
+        files
+            .iter()
+            .find(|(name, _)| *name == relative)
+            .map(|(_, bytes)| *bytes)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "not among the files given with the model",
+                )
+            })
+    }
+}
+
+fn load_from(
+    path: &Path,
+    bytes: Vec<u8>,
+    format: Option<Format>,
+    files: &Companions<'_>,
+) -> Result<Model> {
+    let format =
+        match format {
+            Some(f) => f,
+            None if tflite::is_tflite(&bytes) => Format::Tflite,
+            None if tfjs::is_tfjs(&bytes) => Format::TfjsLayers,
+            None if onnx::is_onnx(&bytes) => Format::Onnx,
+            None => return Err(model_error(
+                path,
+                "file",
+                "neither a TFLite flatbuffer (no \"TFL3\" identifier at bytes 4..8) nor a TF.js \
+                 layers model.json (no \"modelTopology\" and \"weightsManifest\") nor an ONNX \
+                 model (no ir_version field first)",
+            )),
+        };
+    let (inputs, outputs, source) = match format {
+        Format::Tflite => tflite::parse(path, bytes)?,
+        Format::TfjsLayers => tfjs::parse(path, &bytes, files)?,
+        Format::Onnx => onnx::parse(path, &bytes, files)?,
     };
     let model = Model {
         path: path.to_path_buf(),

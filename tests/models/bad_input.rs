@@ -352,3 +352,85 @@ fn tfjs_truncated_json() {
     let path = esrgan_copy("trunc", |j| j[..j.len() / 2].to_string());
     assert_has(&load_err(&path), &["model.json", "not valid JSON"]);
 }
+
+/// A model held in memory (`load_bytes`, the fuzz targets' way in) loads as
+/// the same files on disk do, and the shard it names must be among the
+/// files given with it.
+#[test]
+fn in_memory_tfjs_model_needs_its_shard() {
+    let dir = common::root().join("assets/models/esrgan-slim/x2");
+    let json = std::fs::read(dir.join("model.json")).unwrap();
+    let shard = std::fs::read(dir.join("group1-shard1of1.bin")).unwrap();
+    let on_disk = models::load(dir.join("model.json")).unwrap();
+    let files = [("group1-shard1of1.bin", shard.as_slice())];
+    let in_memory = models::load_bytes("x2.json", json.clone(), None, &files).unwrap();
+    assert_eq!(in_memory.format(), models::Format::TfjsLayers);
+    assert_eq!(in_memory.inputs(), on_disk.inputs());
+    assert_eq!(
+        in_memory.output_shapes(Some((6, 10))).unwrap(),
+        on_disk.output_shapes(Some((6, 10))).unwrap()
+    );
+    let err = models::load_bytes("x2.json", json, None, &[]).unwrap_err();
+    assert_has(
+        &err.to_string(),
+        &[
+            "x2.json",
+            "cannot read shard 'group1-shard1of1.bin'",
+            "not among the files given",
+        ],
+    );
+}
+
+/// Every seed of the TF.js and TFLite fuzz corpora (fuzz/make_corpus.py) is
+/// a valid model, so mutations start from models that get past the parser.
+/// Files a fuzzer added (named by their SHA-1) are not seeds and are skipped.
+#[test]
+fn fuzz_seeds_are_valid_models() {
+    let corpus = common::root().join("fuzz/corpus");
+    let mut seeds = 0;
+    for (target, format) in [
+        ("tfjs", models::Format::TfjsLayers),
+        ("tflite", models::Format::Tflite),
+    ] {
+        for entry in std::fs::read_dir(corpus.join(target)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            // The tfjs target's form: model.json, a NUL, the shard.
+            let (json, shard) = match bytes.iter().position(|&b| b == 0) {
+                Some(at) if target == "tfjs" => (bytes[..at].to_vec(), &bytes[at + 1..]),
+                _ => (bytes.clone(), &[][..]),
+            };
+            let files = [("group1-shard1of1.bin", shard)];
+            let model = models::load_bytes(&path, json, None, &files)
+                .unwrap_or_else(|e| panic!("seed {} does not load: {e}", path.display()));
+            assert_eq!(model.format(), format, "{}", path.display());
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 70, "only {seeds} seeds");
+}
+
+/// A model the fuzzer made (tests/data/fuzz): it must fail to load with an
+/// error naming the file and holding each of `parts`.
+pub(crate) fn fuzz_finding_fails(file: &str, parts: &[&str]) {
+    let path = common::root().join("tests/data/fuzz").join(file);
+    assert_has(&load_err(&path), parts);
+}
+
+/// RESHAPE's new_shape [.., -24, 9, 150994944, 1862270964]: its product
+/// overflowed before the negative dimension was refused.
+#[test]
+fn tflite_reshape_shape_whose_product_overflows() {
+    fuzz_finding_fails(
+        "tflite_reshape_shape_overflow.tflite",
+        &[
+            "operator #0 (RESHAPE)",
+            "new shape [3, 48, 20, 4, -24",
+            "is not valid",
+        ],
+    );
+}

@@ -345,3 +345,42 @@ fn a_frame_cannot_fill_a_model_with_inputs_besides_its_image() {
         "{e}"
     );
 }
+
+/// Reshape to a shape whose product overflows (found by fuzz/ `onnx`).
+#[test]
+fn reshape_target_whose_product_overflows() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_reshape_shape_overflow.onnx",
+        &["Reshape", "has too many elements"],
+    );
+}
+
+/// Resize changing the one axis of a 1-D tensor: no axis before it to pair
+/// with (found by fuzz/ `onnx_structured`).
+#[test]
+fn resize_of_a_one_dimensional_tensor() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_resize_rank1_last_axis.onnx",
+        &["Resize", "resizing axes [0] is not supported"],
+    );
+}
+
+/// DepthToSpace with a blocksize whose square overflows (found by fuzz/
+/// `onnx_structured`).
+#[test]
+fn depth_to_space_blocksize_whose_square_overflows() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_depth_to_space_blocksize_overflow.onnx",
+        &["DepthToSpace", "channels must divide by blocksize squared"],
+    );
+}
+
+/// LRN with size 2^62: the window's ones filter was allocated at that size
+/// (found by fuzz/ `onnx_structured`). A window wider than the channels sums
+/// them all, so the filter is clamped and the model loads.
+#[test]
+fn lrn_with_a_huge_size_loads_without_a_huge_filter() {
+    let path = common::root().join("tests/data/fuzz/onnx_lrn_huge_size.onnx");
+    let model = models::load(&path).unwrap();
+    assert_eq!(model.output_shapes(None).unwrap(), [vec![5, 5, 5]]);
+}

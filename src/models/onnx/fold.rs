@@ -338,7 +338,11 @@ pub(super) fn reshape_target(
             _ => return Err(format!("shape {spec:?} is not a valid Reshape target")),
         }
     }
-    let known: usize = out.iter().product();
+    // The file's numbers: their product may not fit.
+    let known = out
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("shape {spec:?} has too many elements"))?;
     if let Some(i) = infer {
         if known == 0 || count % known != 0 {
             return Err(format!("cannot reshape {input:?} into {spec:?}"));

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use prost::Message;
 
-use super::{model_error, Source, TensorInfo};
+use super::{model_error, Companions, Source, TensorInfo};
 use crate::error::Result;
 use crate::ml::{GraphBuilder, HostTensor, Operand};
 use tensor::{Const, Elem};
@@ -49,7 +49,7 @@ pub(crate) fn is_onnx(bytes: &[u8]) -> bool {
 
 type Parsed = (Vec<TensorInfo>, Vec<TensorInfo>, Box<dyn Source>);
 
-pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
+pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result<Parsed> {
     let err = |location: &str, message: String| model_error(path, location, message);
     let model = proto::ModelProto::decode(bytes).map_err(|e| {
         err(
@@ -86,10 +86,9 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
             format!("opset {opset} is not supported (opset {MIN_OPSET} and newer are)"),
         ));
     }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut initializers = HashMap::new();
     for t in &graph.initializer {
-        let c = tensor::decode(t, Some(&dir))
+        let c = tensor::decode(t, Some(files))
             .map_err(|e| err(&format!("initializer '{}'", t.name()), e))?;
         initializers.insert(t.name().to_string(), Arc::new(c));
     }
@@ -211,7 +210,9 @@ pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<(String, HostTensor)> 
             format!("not a valid ONNX TensorProto: {e}"),
         )
     })?;
-    let c = tensor::decode(&t, path.parent()).map_err(|e| model_error(path, "tensor", e))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let c = tensor::decode(&t, Some(&Companions::Folder(folder)))
+        .map_err(|e| model_error(path, "tensor", e))?;
     let host = c
         .to_host(&format!("tensor '{}'", t.name()))
         .map_err(|e| model_error(path, "tensor", e))?;

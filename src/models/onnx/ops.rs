@@ -464,10 +464,12 @@ impl<'s> Writer<'s> {
                             [n, c * bs * bs, h / bs, w / bs],
                         )
                     } else {
-                        if c % (bs * bs) != 0 {
+                        // blocksize is the file's number: its square may not fit.
+                        let square = bs.checked_mul(bs).filter(|&s| c % s == 0);
+                        let Some(square) = square else {
                             return Err(self.err("channels must divide by blocksize squared"));
-                        }
-                        let oc = c / (bs * bs);
+                        };
+                        let oc = c / square;
                         let out = [n, oc, h * bs, w * bs];
                         if attrs.string("mode", "DCR") == "CRD" {
                             (vec![n, oc, bs, bs, h, w], [0, 1, 4, 2, 5, 3], out)
@@ -1079,9 +1081,15 @@ impl<'s> Writer<'s> {
         let rest: usize = shape[2..].iter().product();
         let sq = self.ctx(b.mul(&x, &x))?;
         let sq = self.ctx(b.reshape(&sq, &[n, 1, c, rest]))?;
-        let ones = self.const_like(&x, &[1, 1, size, 1], vec![1.0; size])?;
+        // A window reaching past the channels sums the same values as one
+        // reaching c - 1 each way: clamping keeps the result and keeps a
+        // lying `size` from sizing the filter.
+        let reach = c.saturating_sub(1);
+        let (before, after) = (((size - 1) / 2).min(reach), (size / 2).min(reach));
+        let window = before + after + 1;
+        let ones = self.const_like(&x, &[1, 1, window, 1], vec![1.0; window])?;
         let options = Conv2dOptions {
-            padding: [(size - 1) / 2, size / 2, 0, 0],
+            padding: [before, after, 0, 0],
             ..Conv2dOptions::new()
         };
         let sum = self.ctx(b.conv2d(&sq, &ones, None, options))?;
@@ -1525,7 +1533,8 @@ impl<'s> Writer<'s> {
         }
         let a0 = match changed.as_slice() {
             [a] if *a + 1 < rank => *a,
-            [a] => *a - 1,
+            // The last axis pairs with the one before it, where there is one.
+            [a] if *a > 0 => *a - 1,
             [a, c] if *c == a + 1 => *a,
             _ => {
                 return Err(self.err(format!(

@@ -3,13 +3,13 @@
 //! subgraphs use `INT64_MAX` as "to the end"); only a value that becomes a
 //! graph constant is narrowed to int32, and range-checked then.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
 use half::f16;
 
 use super::proto;
 use crate::ml::{DataType, HostData, HostTensor, OperandDescriptor};
+use crate::models::Companions;
 
 /// As `ml`'s own limit: a lying header cannot ask for an absurd allocation.
 const MAX_ELEMENTS: usize = 1 << 31;
@@ -193,11 +193,11 @@ pub(crate) fn checked_shape(dims: &[i64]) -> std::result::Result<Vec<usize>, Str
     Ok(shape)
 }
 
-/// Decodes a `TensorProto`; `dir` is the model's folder, where external data
-/// lives (`None`: external data is refused). Errors name the tensor.
+/// Decodes a `TensorProto`; `files` are those beside the model, where
+/// external data lives (`None`: external data is refused). Errors name the tensor.
 pub(crate) fn decode(
     t: &proto::TensorProto,
-    dir: Option<&Path>,
+    files: Option<&Companions<'_>>,
 ) -> std::result::Result<Const, String> {
     let name = t.name();
     let elem = Elem::from_onnx(t.data_type()).map_err(|e| format!("tensor '{name}': {e}"))?;
@@ -210,7 +210,7 @@ pub(crate) fn decode(
     }
     let external = t.data_location == Some(proto::tensor_proto::DataLocation::External as i32);
     let raw: Option<Vec<u8>> = if external {
-        Some(read_external(t, dir, count * byte_size(elem))?)
+        Some(read_external(t, files, count * byte_size(elem))?)
     } else {
         t.raw_data.clone()
     };
@@ -287,7 +287,7 @@ fn byte_size(elem: Elem) -> usize {
 /// (`location`, `offset`, `length` keys; the path relative to the model's folder).
 fn read_external(
     t: &proto::TensorProto,
-    dir: Option<&Path>,
+    files: Option<&Companions<'_>>,
     need: usize,
 ) -> std::result::Result<Vec<u8>, String> {
     let name = t.name();
@@ -310,7 +310,7 @@ fn read_external(
     };
     let offset = number("offset")?.unwrap_or(0);
     let length = number("length")?;
-    let Some(dir) = dir else {
+    let Some(files) = files else {
         return Err(format!(
             "tensor '{name}': external data ('{location}') needs the model's folder"
         ));
@@ -327,12 +327,10 @@ fn read_external(
              inside the model's folder"
         ));
     }
-    let file_path = dir.join(rel);
     let unreadable = |e: std::io::Error| {
         format!("initializer '{name}': external data file '{location}' cannot be read: {e}")
     };
-    let mut file = std::fs::File::open(&file_path).map_err(unreadable)?;
-    let file_len = file.metadata().map_err(unreadable)?.len();
+    let file_len = files.len(&location).map_err(unreadable)?;
     if let Some(l) = length {
         if l != need as u64 {
             return Err(format!(
@@ -347,8 +345,6 @@ fn read_external(
              too short for {need} bytes at offset {offset}"
         ));
     }
-    file.seek(SeekFrom::Start(offset)).map_err(unreadable)?;
-    let mut bytes = vec![0u8; need];
-    file.read_exact(&mut bytes).map_err(unreadable)?;
+    let bytes = files.read(&location, offset, need).map_err(unreadable)?;
     Ok(bytes)
 }

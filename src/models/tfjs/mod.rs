@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{model_error, Source, TensorInfo};
+use super::{model_error, Companions, Source, TensorInfo};
 use crate::error::{Error, Result};
 use crate::ml::{DataType, GraphBuilder, Operand};
 
@@ -53,7 +53,7 @@ impl TfjsSource {
     }
 }
 
-pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
+pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result<Parsed> {
     let err = |loc: &str, m: String| model_error(path, loc, m);
     let json: Value = serde_json::from_slice(bytes)
         .map_err(|e| err("model.json", format!("is not valid JSON: {e}")))?;
@@ -149,7 +149,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
             ),
         ));
     }
-    let weights = read_weights(path, &json)?;
+    let weights = read_weights(path, &json, files)?;
     let source = TfjsSource {
         path: path.to_path_buf(),
         layers,
@@ -193,9 +193,12 @@ fn inbound(nodes: &Value) -> Option<Vec<String>> {
 }
 
 /// Reads every shard named by the manifest, checking sizes before allocating.
-fn read_weights(path: &Path, json: &Value) -> Result<HashMap<String, Weight>> {
+fn read_weights(
+    path: &Path,
+    json: &Value,
+    files: &Companions<'_>,
+) -> Result<HashMap<String, Weight>> {
     let err = |loc: &str, m: String| model_error(path, loc, m);
-    let dir = path.parent().unwrap_or(Path::new("."));
     let groups = json["weightsManifest"]
         .as_array()
         .ok_or_else(|| err("weightsManifest", "is missing or not a list".into()))?;
@@ -248,15 +251,14 @@ fn read_weights(path: &Path, json: &Value) -> Result<HashMap<String, Weight>> {
                 .ok_or_else(|| err(&wloc, "sizes overflow".into()))?;
             specs.push((name.to_string(), shape, bytes));
         }
-        let mut files = Vec::new();
+        let mut sizes = Vec::new();
         let mut available: u64 = 0;
         for p in &paths {
-            let file = dir.join(p);
-            let len = std::fs::metadata(&file)
-                .map_err(|e| err(&loc, format!("cannot read shard '{}': {e}", file.display())))?
-                .len();
-            available += len;
-            files.push(file);
+            let len = files
+                .len(p)
+                .map_err(|e| err(&loc, format!("cannot read shard '{p}': {e}")))?;
+            available = available.saturating_add(len);
+            sizes.push(len);
         }
         if available != total as u64 {
             return Err(err(
@@ -267,9 +269,12 @@ fn read_weights(path: &Path, json: &Value) -> Result<HashMap<String, Weight>> {
             ));
         }
         let mut data = Vec::with_capacity(total);
-        for f in &files {
-            let bytes = std::fs::read(f)
-                .map_err(|e| err(&loc, format!("cannot read shard '{}': {e}", f.display())))?;
+        for (p, &len) in paths.iter().zip(&sizes) {
+            let len =
+                usize::try_from(len).map_err(|_| err(&loc, format!("shard '{p}' is too large")))?;
+            let bytes = files
+                .read(p, 0, len)
+                .map_err(|e| err(&loc, format!("cannot read shard '{p}': {e}")))?;
             data.extend_from_slice(&bytes);
         }
         if data.len() != total {

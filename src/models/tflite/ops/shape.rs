@@ -64,11 +64,16 @@ impl<'a> Writer<'_, 'a> {
     /// A shape with at most one -1, for a tensor of the given shape.
     fn resolve_shape(&self, spec: &[i64], of: &[usize]) -> Result<Vec<usize>> {
         let count: usize = of.iter().product();
-        let known: i64 = spec.iter().filter(|&&d| d != -1).product();
         let holes = spec.iter().filter(|&&d| d == -1).count();
-        if spec.iter().any(|&d| d < -1 || d == 0) || holes > 1 || known <= 0 {
+        if spec.iter().any(|&d| d < -1 || d == 0) || holes > 1 {
             return Err(self.err(format!("new shape {spec:?} is not valid")));
         }
+        // The file's numbers: their product may not fit.
+        let known = spec
+            .iter()
+            .filter(|&&d| d != -1)
+            .try_fold(1i64, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| self.err(format!("new shape {spec:?} has too many elements")))?;
         spec.iter()
             .map(|&d| {
                 if d == -1 {
