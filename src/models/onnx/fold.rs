@@ -667,18 +667,30 @@ fn gather(x: &Const, indices: &Const, axis: i64) -> std::result::Result<Const, S
 
 fn range(c: &[Option<&Const>]) -> std::result::Result<Const, String> {
     let (start, limit, delta) = (get(c, 0)?, get(c, 1)?, get(c, 2)?);
+    // Range's inputs are scalars; a model may still give empty or longer
+    // tensors, which have no first value to take.
+    for (name, t) in [("start", start), ("limit", limit), ("delta", delta)] {
+        if t.len() != 1 {
+            return Err(format!("{name} has {} values; it must be a scalar", t.len()));
+        }
+    }
     match (&start.data, &limit.data, &delta.data) {
         (Data::I(s), Data::I(l), Data::I(d)) => {
             let (s, l, d) = (s[0], l[0], *d.first().unwrap_or(&0));
             if d == 0 {
                 return Err("delta is 0".into());
             }
-            let n = ((l - s) as f64 / d as f64).ceil().max(0.0) as usize;
+            // In i128: limit - start may not fit an i64.
+            let n = ((l as i128 - s as i128) as f64 / d as f64).ceil().max(0.0) as usize;
             tensor::checked_shape(&[n as i64])?;
             Ok(Const::ints(
                 start.elem,
                 vec![n],
-                (0..n as i64).map(|k| s + k * d).collect(),
+                // Each value lies between start and limit, but k * d alone
+                // may not fit an i64.
+                (0..n as i128)
+                    .map(|k| (s as i128 + k * d as i128) as i64)
+                    .collect(),
             ))
         }
         _ => {
