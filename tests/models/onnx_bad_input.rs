@@ -384,3 +384,23 @@ fn lrn_with_a_huge_size_loads_without_a_huge_filter() {
     let model = models::load(&path).unwrap();
     assert_eq!(model.output_shapes(None).unwrap(), [vec![5, 5, 5]]);
 }
+
+/// Range whose delta is an empty tensor: its first value was taken (found by
+/// fuzz/ `onnx` on the H100).
+#[test]
+fn range_with_an_empty_delta() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_range_empty_delta.onnx",
+        &["Range", "delta has 0 values; it must be a scalar"],
+    );
+}
+
+/// Pad by i64::MIN: negating it to crop overflowed (found by fuzz/ `onnx` on
+/// the H100).
+#[test]
+fn pad_amount_that_cannot_be_negated() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_pad_amount_overflow.onnx",
+        &["Pad", "pad amount -9223372036854775808 is out of range"],
+    );
+}

@@ -671,7 +671,10 @@ fn range(c: &[Option<&Const>]) -> std::result::Result<Const, String> {
     // tensors, which have no first value to take.
     for (name, t) in [("start", start), ("limit", limit), ("delta", delta)] {
         if t.len() != 1 {
-            return Err(format!("{name} has {} values; it must be a scalar", t.len()));
+            return Err(format!(
+                "{name} has {} values; it must be a scalar",
+                t.len()
+            ));
         }
     }
     match (&start.data, &limit.data, &delta.data) {
