@@ -1271,8 +1271,8 @@ impl<'s> Writer<'s> {
         }
         // No real padding comes near this; it keeps the crop arithmetic
         // below (negation, sums with the dimensions) from overflowing.
-        const MAX_PAD: i64 = 1 << 31;
-        if let Some(p) = pads.iter().find(|p| p.abs() > MAX_PAD || **p == i64::MIN) {
+        const MAX_PAD: u64 = 1 << 31;
+        if let Some(p) = pads.iter().find(|p| p.unsigned_abs() > MAX_PAD) {
             return Err(self.err(format!("pad amount {p} is out of range (|pad| <= 2^31)")));
         }
         let mode = match attrs.string("mode", "constant").as_str() {
