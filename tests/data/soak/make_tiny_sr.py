@@ -2,9 +2,10 @@
 (tests/gst/soak.rs): the smallest model wgnnsuperres takes at scale=2, so
 that 1000 start/stop cycles on lavapipe measure the element, not ESRGAN.
 
-  tiny_sr.onnx  input "image" [1, 16, 16, 3] float (NHWC, 0..1), output
-                "upscaled" [1, 32, 32, 3] = nearest-neighbour 2x upscale
-                (Transpose to NCHW, Resize, Transpose back)
+  tiny_sr.onnx  input "image" [1, 3, h, w] float (NCHW, 0..1; any size, as
+                wgnnsuperres builds the model for the frame's), output
+                "upscaled" [1, 2h, 2w, 3] (NHWC, as wgnnsuperres takes it) =
+                nearest-neighbour 2x upscale (Resize, then Transpose)
 
 Run from anywhere: python3 make_tiny_sr.py (onnx 1.22.0, opset 18). The
 file is written beside this script; the output is deterministic.
@@ -23,13 +24,12 @@ def tiny_sr() -> onnx.ModelProto:
     scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
     graph = helper.make_graph(
         [
-            helper.make_node("Transpose", ["image"], ["nchw"], perm=[0, 3, 1, 2]),
-            helper.make_node("Resize", ["nchw", "", "scales"], ["big"], mode="nearest"),
+            helper.make_node("Resize", ["image", "", "scales"], ["big"], mode="nearest"),
             helper.make_node("Transpose", ["big"], ["upscaled"], perm=[0, 2, 3, 1]),
         ],
         "tiny_sr",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 16, 16, 3])],
-        [helper.make_tensor_value_info("upscaled", TensorProto.FLOAT, [1, 32, 32, 3])],
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, "h", "w"])],
+        [helper.make_tensor_value_info("upscaled", TensorProto.FLOAT, [1, "h2", "w2", 3])],
         initializer=[scales],
     )
     model = helper.make_model(
@@ -48,10 +48,10 @@ def check(model: onnx.ModelProto) -> None:
         import onnxruntime as ort
     except ImportError:
         return
-    x = np.random.default_rng(0).random((1, 16, 16, 3), dtype=np.float32)
+    x = np.random.default_rng(0).random((1, 3, 16, 12), dtype=np.float32)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (got,) = session.run(None, {"image": x})
-    want = x.repeat(2, axis=1).repeat(2, axis=2)
+    want = x.repeat(2, axis=2).repeat(2, axis=3).transpose(0, 2, 3, 1)
     assert np.array_equal(got, want), (got, want)
 
 
