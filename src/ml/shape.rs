@@ -79,8 +79,19 @@ fn conv_out(
     if stride == 0 || dilation == 0 {
         return err(format!("{op}: strides and dilations must be positive"));
     }
-    let effective = (k - 1) * dilation + 1;
-    let padded = input + pad0 + pad1;
+    // Sizes come from model files: an absurd kernel, dilation or padding
+    // is an error here, not an overflow.
+    let (Some(effective), Some(padded)) = (
+        k.saturating_sub(1)
+            .checked_mul(dilation)
+            .and_then(|e| e.checked_add(1)),
+        input.checked_add(pad0).and_then(|p| p.checked_add(pad1)),
+    ) else {
+        return err(format!(
+            "{op}: kernel {k}, dilation {dilation} and padding {pad0}+{pad1} of input {input} \
+             overflow"
+        ));
+    };
     if padded < effective {
         return err(format!(
             "{op}: window {effective} (kernel {k}, dilation {dilation}) is larger than the padded input {padded}"

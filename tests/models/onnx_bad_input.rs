@@ -404,3 +404,57 @@ fn pad_amount_that_cannot_be_negated() {
         &["Pad", "pad amount -9223372036854775808 is out of range"],
     );
 }
+
+/// Tile whose repeats times the dimensions overflow (found by fuzz/
+/// `onnx_structured` on the H100).
+#[test]
+fn tile_repeats_that_overflow() {
+    crate::bad_input::fuzz_finding_fails("onnx_tile_repeats_overflow.onnx", &["Tile", "overflow"]);
+}
+
+/// A folded Transpose of a constant whose shape's product overflows (found
+/// by fuzz/ `onnx_structured` on the H100).
+#[test]
+fn folded_constant_whose_size_overflows() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_folded_shape_overflow.onnx",
+        &["Transpose", "would exceed 16777216 elements"],
+    );
+}
+
+/// ConstantOfShape asking for gigabytes at load time (an out-of-memory of
+/// fuzz/ `onnx` on the H100).
+#[test]
+fn constant_of_shape_too_large_to_fold() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_huge_folded_constant.onnx",
+        &["ConstantOfShape", "would exceed 16777216 elements"],
+    );
+}
+
+/// Conv, ConvTranspose and MaxPool with strides or pads near i64::MAX: the
+/// window arithmetic overflowed (found by fuzz/ `onnx_structured` on the
+/// H100).
+#[test]
+fn spatial_attributes_beyond_any_real_model() {
+    for (file, parts) in [
+        (
+            "onnx_conv_window_overflow.onnx",
+            &["Conv", "pads [", "must be 4 values from 0 to 65536"],
+        ),
+        (
+            "onnx_conv_transpose_stride_overflow.onnx",
+            &[
+                "ConvTranspose",
+                "strides [",
+                "must be 2 values from 0 to 65536",
+            ],
+        ),
+        (
+            "onnx_pool_padding_overflow.onnx",
+            &["MaxPool", "pads [", "must be 4 values from 0 to 65536"],
+        ),
+    ] {
+        crate::bad_input::fuzz_finding_fails(file, parts);
+    }
+}

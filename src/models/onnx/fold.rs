@@ -14,6 +14,22 @@ use crate::error::Result;
 /// import fast and the file's constants shared.
 const CHEAP: usize = 1 << 16;
 
+/// The most elements a folded constant may have. Folding runs at load time
+/// on the host: shape arithmetic and small tables, never a tensor the size
+/// of an activation map in a real model; past this a model is refused
+/// rather than allocating gigabytes (found by fuzz/ `onnx_structured`).
+const MAX_FOLDED: usize = 1 << 24;
+
+/// The element count of a folded result of `shape`, if it is within
+/// [`MAX_FOLDED`].
+fn folded_len(shape: &[usize]) -> std::result::Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= MAX_FOLDED)
+        .ok_or_else(|| format!("a constant of shape {shape:?} would exceed {MAX_FOLDED} elements"))
+}
+
 type Msg = std::result::Result<Vec<Const>, String>;
 
 /// The node's results if it can be computed now, else `None`.
@@ -120,7 +136,7 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
                     v[p] = o[k];
                 }
                 flat(&x.shape, &v, i)
-            });
+            })?;
             Ok(vec![take(x, out, &idx)])
         })(),
         "Concat" => concat(c, attrs.int("axis", 0)).map(|c| vec![c]),
@@ -155,12 +171,12 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
                     .map(|(&k, r)| (r.start + k as i64 * r.step) as usize)
                     .collect();
                 flat(&x.shape, &v, i)
-            });
+            })?;
             Ok(vec![take(x, out, &idx)])
         })(),
         "ConstantOfShape" => (|| {
             let shape = tensor::checked_shape(&get(c, 0)?.as_i64())?;
-            let count = shape.iter().product();
+            let count = folded_len(&shape)?;
             let value = match attrs.tensor("value") {
                 Some(t) => tensor::decode(t, None)?,
                 None => Const::floats(Elem::F32, vec![1], vec![0.0]),
@@ -184,7 +200,7 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
             let target = tensor::checked_shape(&get(c, 1)?.as_i64())?;
             let out = broadcast(&x.shape, &target)
                 .ok_or_else(|| format!("shape {:?} does not broadcast to {target:?}", x.shape))?;
-            Ok(vec![broadcast_to(x, &out)])
+            Ok(vec![broadcast_to(x, &out)?])
         })(),
         "Tile" => (|| {
             let x = get(c, 0)?;
@@ -196,12 +212,13 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
                 .shape
                 .iter()
                 .zip(&reps)
-                .map(|(&d, &r)| d * r as usize)
-                .collect();
+                .map(|(&d, &r)| d.checked_mul(r as usize))
+                .collect::<Option<_>>()
+                .ok_or_else(|| format!("repeats {reps:?} of shape {:?} overflow", x.shape))?;
             let idx = index_map(&out, |o, i| {
                 let v: Vec<usize> = o.iter().zip(&x.shape).map(|(&k, &d)| k % d).collect();
                 flat(&x.shape, &v, i)
-            });
+            })?;
             Ok(vec![take(x, out, &idx)])
         })(),
         "Where" if small => (|| {
@@ -210,9 +227,9 @@ fn evaluate(op: &str, opset: i64, attrs: &Attrs<'_>, c: &[Option<&Const>]) -> Op
                 .and_then(|s| broadcast(&s, &b.shape))
                 .ok_or("condition and values do not broadcast")?;
             let (cond, a, b) = (
-                broadcast_to(cond, &out),
-                broadcast_to(a, &out),
-                broadcast_to(b, &out),
+                broadcast_to(cond, &out)?,
+                broadcast_to(a, &out)?,
+                broadcast_to(b, &out)?,
             );
             let pick = cond.as_i64();
             let data = match (&a.data, &b.data) {
@@ -546,8 +563,11 @@ pub(super) fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 /// For each element of `out` (row-major), the flat index `f` gives.
-fn index_map(out: &[usize], f: impl Fn(&[usize], usize) -> usize) -> Vec<usize> {
-    let count: usize = out.iter().product();
+fn index_map(
+    out: &[usize],
+    f: impl Fn(&[usize], usize) -> usize,
+) -> std::result::Result<Vec<usize>, String> {
+    let count = folded_len(out)?;
     let mut coord = vec![0usize; out.len()];
     let mut idx = Vec::with_capacity(count);
     for i in 0..count {
@@ -560,7 +580,7 @@ fn index_map(out: &[usize], f: impl Fn(&[usize], usize) -> usize) -> Vec<usize> 
             coord[k] = 0;
         }
     }
-    idx
+    Ok(idx)
 }
 
 fn flat(shape: &[usize], coord: &[usize], _i: usize) -> usize {
@@ -579,15 +599,15 @@ fn take(x: &Const, shape: Vec<usize>, idx: &[usize]) -> Const {
     }
 }
 
-fn broadcast_to(x: &Const, out: &[usize]) -> Const {
+fn broadcast_to(x: &Const, out: &[usize]) -> std::result::Result<Const, String> {
     let rank = out.len();
     let pad = rank - x.shape.len();
     let idx = index_map(out, |o, _| {
         x.shape.iter().enumerate().fold(0, |acc, (k, &d)| {
             acc * d + if d == 1 { 0 } else { o[k + pad] }
         })
-    });
-    take(x, out.to_vec(), &idx)
+    })?;
+    Ok(take(x, out.to_vec(), &idx))
 }
 
 fn concat(c: &[Option<&Const>], axis: i64) -> std::result::Result<Const, String> {
@@ -661,7 +681,7 @@ fn gather(x: &Const, indices: &Const, axis: i64) -> std::result::Result<Const, S
         v.push(ind[inner]);
         v.extend(&o[axis + q..]);
         flat(&x.shape, &v, 0)
-    });
+    })?;
     Ok(take(x, out, &idx))
 }
 
@@ -685,7 +705,7 @@ fn range(c: &[Option<&Const>]) -> std::result::Result<Const, String> {
             }
             // In i128: limit - start may not fit an i64.
             let n = ((l as i128 - s as i128) as f64 / d as f64).ceil().max(0.0) as usize;
-            tensor::checked_shape(&[n as i64])?;
+            folded_len(&[n])?;
             Ok(Const::ints(
                 start.elem,
                 vec![n],
@@ -699,7 +719,7 @@ fn range(c: &[Option<&Const>]) -> std::result::Result<Const, String> {
         _ => {
             let (s, l, d) = (start.as_f32()[0], limit.as_f32()[0], delta.as_f32()[0]);
             let n = ((l - s) / d).ceil().max(0.0) as usize;
-            tensor::checked_shape(&[n as i64])?;
+            folded_len(&[n])?;
             Ok(Const::floats(
                 start.elem,
                 vec![n],
@@ -731,7 +751,7 @@ fn variadic(op: &str, c: &[Option<&Const>]) -> Msg {
 fn binary(op: &str, a: &Const, b: &Const) -> std::result::Result<Const, String> {
     let out = broadcast(&a.shape, &b.shape)
         .ok_or_else(|| format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape))?;
-    let (x, y) = (broadcast_to(a, &out), broadcast_to(b, &out));
+    let (x, y) = (broadcast_to(a, &out)?, broadcast_to(b, &out)?);
     let compare = matches!(op, "Equal" | "Greater" | "Less");
     let elem = if compare { Elem::Bool } else { a.elem };
     let data = match (&x.data, &y.data) {

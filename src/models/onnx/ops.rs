@@ -16,6 +16,12 @@ use crate::ml::{
 };
 
 /// Stand-ins for Clip's absent bounds: WGSL has no infinity literal.
+/// The largest stride, dilation, kernel size or padding a spatial
+/// attribute may hold: far beyond any real model, and small enough that
+/// window arithmetic on tensor sizes cannot overflow (found by fuzz/
+/// `onnx_structured`).
+const MAX_SPATIAL: usize = 1 << 16;
+
 const NO_MIN: f32 = -f32::MAX;
 const NO_MAX: f32 = f32::MAX;
 
@@ -720,12 +726,12 @@ impl<'s> Writer<'s> {
             .unwrap_or_else(|| vec![default as i64; spatial]);
         let v: Vec<usize> = v
             .iter()
-            .map(|&x| usize::try_from(x).ok())
+            .map(|&x| usize::try_from(x).ok().filter(|&x| x <= MAX_SPATIAL))
             .collect::<Option<_>>()
             .filter(|v: &Vec<usize>| v.len() == spatial)
             .ok_or_else(|| {
                 self.err(format!(
-                    "{name} {v:?} must be {spatial} non-negative values"
+                    "{name} {v:?} must be {spatial} values from 0 to {MAX_SPATIAL}"
                 ))
             })?;
         Ok(if spatial == 1 {
@@ -752,12 +758,12 @@ impl<'s> Writer<'s> {
                 let p = attrs.ints("pads").unwrap_or_else(|| vec![0; 2 * spatial]);
                 let p: Vec<usize> = p
                     .iter()
-                    .map(|&x| usize::try_from(x).ok())
+                    .map(|&x| usize::try_from(x).ok().filter(|&x| x <= MAX_SPATIAL))
                     .collect::<Option<_>>()
                     .filter(|v: &Vec<usize>| v.len() == 2 * spatial)
                     .ok_or_else(|| {
                         self.err(format!(
-                            "pads {p:?} must be {} non-negative values",
+                            "pads {p:?} must be {} values from 0 to {MAX_SPATIAL}",
                             2 * spatial
                         ))
                     })?;
