@@ -458,3 +458,21 @@ fn spatial_attributes_beyond_any_real_model() {
         crate::bad_input::fuzz_finding_fails(file, parts);
     }
 }
+
+/// Flatten of a constant whose leading dimensions' product overflows, and
+/// Split with num_outputs 2^56 on a one-output node, which sized a list of
+/// that many parts (found by fuzz/ `onnx_structured` on the H100).
+#[test]
+fn flatten_and_split_sizes_beyond_the_node() {
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_flatten_shape_overflow.onnx",
+        &["Flatten", "has too many elements"],
+    );
+    crate::bad_input::fuzz_finding_fails(
+        "onnx_split_num_outputs_huge.onnx",
+        &[
+            "Split",
+            "num_outputs 68791157073182736 differs from the node's 1 outputs",
+        ],
+    );
+}

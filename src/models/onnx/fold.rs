@@ -381,10 +381,12 @@ pub(super) fn flatten_shape(input: &[usize], axis: i64) -> std::result::Result<V
         return Err(format!("axis {axis} is out of range for rank {rank}"));
     }
     let axis = axis as usize;
-    Ok(vec![
-        input[..axis].iter().product(),
-        input[axis..].iter().product(),
-    ])
+    let product = |dims: &[usize]| {
+        dims.iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| format!("shape {input:?} has too many elements"))
+    };
+    Ok(vec![product(&input[..axis])?, product(&input[axis..])?])
 }
 
 /// A possibly negative axis of a rank-`rank` tensor.

@@ -1127,11 +1127,15 @@ impl<'s> Writer<'s> {
                 .collect::<Option<_>>()
                 .ok_or_else(|| self.err(format!("split {s:?} must be non-negative")))?,
             _ => {
-                let count = if attrs.has("num_outputs") {
-                    attrs.int("num_outputs", 1).max(1) as usize
-                } else {
-                    n.output.len().max(1)
-                };
+                let count = n.output.len().max(1);
+                // num_outputs names the outputs the node has; a different
+                // count (the fuzzers gave 2^62) has nothing to split into.
+                if attrs.has("num_outputs") && attrs.int("num_outputs", 1) != count as i64 {
+                    return Err(self.err(format!(
+                        "num_outputs {} differs from the node's {count} outputs",
+                        attrs.int("num_outputs", 1)
+                    )));
+                }
                 // Opset 18's num_outputs allows an uneven split: ceil-sized
                 // parts, the last one smaller.
                 let part = dim.div_ceil(count);
