@@ -323,10 +323,17 @@ fn the_cpu_fallback_pipeline_line_runs() {
     let text = std::fs::read_to_string(common::root().join("pipelines/cpu-fallback.sh")).unwrap();
     let line = description(&text);
     assert!(line.contains("device=cpu"), "{line}");
-    // No screen here, and a few frames show the line works.
+    // No screen here, and a few frames show the line works; the MP4 goes
+    // to a temporary folder, not the working directory.
+    let out = std::env::temp_dir().join(format!("wgnn-cpu-fallback-{}.mp4", std::process::id()));
     let desc = line
         .replace("autovideosink", "fakesink")
-        .replace("num-buffers=30", "num-buffers=8");
+        .replace("num-buffers=30", "num-buffers=8")
+        .replace(
+            "location=cpu-fallback.mp4",
+            &format!("location={}", out.display()),
+        );
+    assert!(!desc.contains("location=cpu-fallback.mp4"), "{desc}");
     let pipeline = launch(&desc);
     let started = Instant::now();
     pipeline.set_state(gst::State::Playing).unwrap();
@@ -346,6 +353,9 @@ fn the_cpu_fallback_pipeline_line_runs() {
     assert_eq!(seg.property::<u64>("frames"), 8);
     assert_eq!(seg.property::<u64>("bytes-uploaded"), 0);
     assert_eq!(seg.property::<u64>("bytes-downloaded"), 0);
+    let written = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::remove_file(&out);
+    assert!(written > 0, "{desc}: no MP4 written");
     eprintln!("{desc}: 8 frames in {took:.2} s");
 }
 
