@@ -177,6 +177,23 @@ pub fn labels_file(given: Option<&str>) -> Result<Option<PathBuf>, String> {
     Ok(path)
 }
 
+/// The accepted form and parser of the file properties `wgnndetect` and
+/// `wgnnclassify` share (`model`, whose accepted form `model_accepted` is
+/// the element's own, `model-proc`, `labels`, `results-location`); `None`
+/// for other names.
+pub fn model_file_property(
+    name: &str,
+    model_accepted: &'static str,
+) -> Option<(&'static str, PathParser)> {
+    Some(match name {
+        "model" => (model_accepted, input_file as PathParser),
+        "model-proc" => (MODEL_PROC, model_proc_file),
+        "labels" => (LABELS, labels_file),
+        "results-location" => (OUTPUT_FILE, output_file),
+        _ => return None,
+    })
+}
+
 /// What `e` says about the file at `path`, without naming the path again
 /// (messages name it once, before the cause): wgnn's errors about a file
 /// start with its path.

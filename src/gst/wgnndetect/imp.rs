@@ -224,13 +224,9 @@ impl ObjectImpl for WgnnDetect {
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
-            "model" | "model-proc" | "labels" | "results-location" => {
-                let (accepted, parse): (_, property::PathParser) = match pspec.name() {
-                    "model" => (MODEL_ACCEPTED, property::input_file),
-                    "model-proc" => (property::MODEL_PROC, property::model_proc_file),
-                    "labels" => (property::LABELS, property::labels_file),
-                    _ => (property::OUTPUT_FILE, property::output_file),
-                };
+            name @ ("model" | "model-proc" | "labels" | "results-location") => {
+                let (accepted, parse) = property::model_file_property(name, MODEL_ACCEPTED)
+                    .expect("one of the shared file properties");
                 let Some(path) = self
                     .refusals
                     .parse(&*self.obj(), pspec, value, accepted, parse)
