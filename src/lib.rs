@@ -3,10 +3,12 @@
 //! Modules depend on each other in one direction only (see docs/ARCHITECTURE.md):
 //! `gpu` -> `ml`, `video` -> `models` -> `tasks` -> `gst` -> binaries.
 
+pub mod assets;
 pub mod error;
 pub mod gpu;
 #[cfg(feature = "gst")]
 pub mod gst;
+pub mod manual;
 pub mod ml;
 pub mod models;
 pub mod tasks;
@@ -14,11 +16,9 @@ pub mod video;
 
 pub use error::{Error, Result};
 
-/// The directory of wgnn's bundled assets (models, sample media):
-/// `$WGNN_ASSETS_DIR` when set (installed copies), else the source tree's
-/// `assets/`.
+/// The directory of wgnn's bundled assets (models, sample media): see
+/// [`assets`] for the search order (`$WGNN_ASSETS_DIR`, beside the installed
+/// plugin or program, the source tree, `$XDG_DATA_DIRS`).
 pub fn assets_dir() -> std::path::PathBuf {
-    std::env::var_os("WGNN_ASSETS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets"))
+    assets::dir()
 }

@@ -44,6 +44,11 @@ pub(crate) use element_category;
 /// Registers every wgnn element, on `plugin` when loaded as `libgstwgnn.so`,
 /// or process-wide (`None`) for applications that link the library.
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
+    // Default models are found beside an installed plugin file, wherever
+    // the application that loaded it lives.
+    if let Some(file) = plugin.and_then(|p| p.filename()) {
+        crate::assets::set_plugin_file(&file);
+    }
     wgnnupload::register(plugin)?;
     wgnndownload::register(plugin)?;
     wgnnsegment::register(plugin)?;

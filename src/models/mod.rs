@@ -86,8 +86,8 @@ impl std::fmt::Debug for Model {
 }
 
 /// The path of a model bundled with wgnn, `relative` to the models directory
-/// (e.g. `selfie/selfie_segmentation.tflite`): under `$WGNN_ASSETS_DIR/models`
-/// when that is set (installed copies), else the source tree's `assets/models`.
+/// (e.g. `selfie/selfie_segmentation.tflite`): under `models/` of
+/// [`crate::assets::dir`].
 pub fn bundled(relative: &str) -> PathBuf {
     crate::assets_dir().join("models").join(relative)
 }
@@ -97,7 +97,19 @@ pub fn bundled(relative: &str) -> PathBuf {
 /// the model's folder.
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| model_error(path, "file", e))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound && !crate::assets::found() {
+            // A default model, and no copy of the assets anywhere: say where
+            // they were looked for rather than only that one file is missing.
+            model_error(
+                path,
+                "file",
+                format!("{e}; {}", crate::assets::not_found_hint()),
+            )
+        } else {
+            model_error(path, "file", e)
+        }
+    })?;
     let folder = path.parent().unwrap_or(Path::new("."));
     load_from(path, bytes, None, &Companions::Folder(folder))
 }

@@ -8,9 +8,11 @@
 mod common;
 
 mod adapter_choice;
+mod assets;
 mod bench;
 mod encoding;
 mod files;
+mod manual;
 mod safety;
 mod selfie;
 mod signals;

@@ -78,3 +78,58 @@ fn static_registration_makes_the_plugin_visible() {
         .expect("plugin wgnn registered");
     assert_eq!(plugin.version(), env!("CARGO_PKG_VERSION"));
 }
+
+/// Links `from` at `to` (a copy where the folders are on different file
+/// systems), creating `to`'s folder.
+fn place(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).unwrap();
+    }
+}
+
+/// The plugin laid out as `cargo cinstall` and the Debian package install
+/// it, in a prefix of its own: loaded by gst-launch-1.0 (whose program says
+/// nothing about wgnn), wgnnsegment's default model is read from
+/// PREFIX/share/wgnn beside the plugin, not from this source tree.
+#[test]
+fn an_installed_plugin_reads_its_models_beside_itself() {
+    let prefix = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let plugins = prefix.path().join("lib/x86_64-linux-gnu/gstreamer-1.0");
+    place(
+        &plugin_dir().join("libgstwgnn.so"),
+        &plugins.join("libgstwgnn.so"),
+    );
+    let model = "models/selfie/selfie_segmentation.tflite";
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets");
+    place(
+        &source.join(model),
+        &prefix.path().join("share/wgnn").join(model),
+    );
+
+    let registry = prefix.path().join("registry.bin");
+    let out = Command::new("gst-launch-1.0")
+        .args([
+            "-q",
+            "videotestsrc",
+            "num-buffers=2",
+            "!",
+            "video/x-raw,width=64,height=48",
+        ])
+        .args(["!", "wgnnsegment", "device=cpu", "!", "fakesink"])
+        .env("GST_PLUGIN_PATH", &plugins)
+        .env("GST_REGISTRY", &registry)
+        .env("GST_REGISTRY_FORK", "no")
+        .env("GST_DEBUG", "wgnnsegment:4")
+        .env("GST_DEBUG_NO_COLOR", "1")
+        .env_remove("WGNN_ASSETS_DIR")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "gst-launch-1.0 failed:\n{log}");
+    let expected = format!(
+        "model {}",
+        prefix.path().join("share/wgnn").join(model).display()
+    );
+    assert!(log.contains(&expected), "'{expected}' not in:\n{log}");
+}

@@ -15,17 +15,65 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 use wgnn::gpu::{Gpu, GpuOptions};
+use wgnn::manual::{Generate, Item, Section};
 
 #[derive(Parser)]
 #[command(
     name = "wgnn-bench",
     version,
-    about = "wgnn benchmarks and device facts"
+    about = "wgnn benchmarks and device facts",
+    long_about = "wgnn benchmarks and device facts. Every subcommand prints a table, or JSON \
+                  with --json; GPU times come from timestamp queries on the device, CPU times \
+                  are wall clock. --quick runs small sizes and few iterations (a smoke test).",
+    arg_required_else_help = true,
+    after_long_help = wgnn::manual::help(&SECTIONS)
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Print the manual page (man) or a shell completion script (bash, zsh,
+    /// fish) and exit.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<Generate>,
 }
+
+/// EXAMPLES and EXIT STATUS, for --help and the man page.
+const SECTIONS: [&Section; 2] = [
+    &Section {
+        title: "EXAMPLES",
+        items: &[
+            Item::Entry(
+                "wgnn-bench adapters",
+                "The GPU adapters found and the one wgnn would use.",
+            ),
+            Item::Entry(
+                "wgnn-bench models --model my_model.onnx --size 720x1280",
+                "Your model on the GPU and CPU contexts, its image inputs at 720x1280.",
+            ),
+            Item::Entry(
+                "wgnn-bench pipeline --json",
+                "1080p frames through upload, tensorize, selfie model and blur, as JSON.",
+            ),
+            Item::Entry(
+                "wgnn-bench ops --filter conv2d",
+                "GPU time of the conv2d cases.",
+            ),
+            Item::Entry(
+                "wgnn-bench soak --frames 20000 --every 2000",
+                "Memory and live GPU objects over many frames; fails if they grow.",
+            ),
+        ],
+    },
+    &Section {
+        title: "EXIT STATUS",
+        items: &[
+            Item::Entry("0", "Done."),
+            Item::Entry("1", "A benchmark failed (or soak found growth)."),
+            Item::Entry("2", "Bad command line or model file."),
+            Item::Entry("3", "No GPU adapter."),
+        ],
+    },
+];
 
 #[derive(Subcommand)]
 enum Command {
@@ -197,7 +245,14 @@ const EXIT_NO_GPU: u8 = 3;
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    match cli.command {
+    if let Some(what) = cli.generate {
+        return wgnn::manual::print(what, <Cli as clap::CommandFactory>::command(), &SECTIONS);
+    }
+    // arg_required_else_help: with neither, clap has printed the help.
+    let Some(command) = cli.command else {
+        return ExitCode::from(EXIT_USAGE);
+    };
+    match command {
         Command::Adapters => adapters(),
         Command::Ops {
             quick,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 use wgnn::gst::app;
+use wgnn::manual::{self, Generate, Item, Section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Effect {
@@ -22,14 +23,8 @@ pub enum Effect {
 /// SIGINT (Ctrl-C) or SIGTERM ends the stream and finalises the output; a
 /// second signal says what the job still waits for, a third abandons it
 /// (the target is left as it was).
-///
-/// Exit codes: 0 done, 1 the pipeline failed, 2 bad command line (a flag's
-/// value, the output's name or folder, -o naming the input), 3 an input
-/// cannot be read or used (no camera, unreadable file, bad model), 4 no GPU
-/// (with --device gpu), 130 / 143 stopped by SIGINT / SIGTERM (output
-/// finalised).
 #[derive(Debug, Parser)]
-#[command(name = "wgnn-selfie", version)]
+#[command(name = "wgnn-selfie", version, after_long_help = wgnn::manual::help(&SECTIONS))]
 pub struct Args {
     /// Read a camera (V4L2), /dev/video0 when no device is given.
     #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "/dev/video0",
@@ -81,6 +76,7 @@ pub struct Args {
     /// Scale the input to this size first (both or neither).
     #[arg(long, requires = "height", value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub width: Option<u32>,
+    /// Scale the input to this height first (with --width).
     #[arg(long, requires = "width", value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub height: Option<u32>,
     /// Stop after this many frames.
@@ -89,4 +85,55 @@ pub struct Args {
     /// No statistics or progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Print the manual page (man) or a shell completion script (bash, zsh,
+    /// fish) and exit.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    pub generate: Option<Generate>,
 }
+
+/// EXAMPLES and EXIT STATUS, for --help and the man page.
+pub const SECTIONS: [&Section; 2] = [
+    &Section {
+        title: "EXAMPLES",
+        items: &[
+            Item::Entry(
+                "wgnn-selfie -o selfie.mp4",
+                "The bundled sample video with a blurred background, written to selfie.mp4.",
+            ),
+            Item::Entry(
+                "wgnn-selfie --camera --window",
+                "/dev/video0 with a blurred background in a window.",
+            ),
+            Item::Entry(
+                "wgnn-selfie -i talk.mp4 --effect replace --background beach.jpg -o out.mp4",
+                "Replace the background of a video with an image.",
+            ),
+            Item::Entry(
+                "wgnn-selfie --test-pattern --effect mask --null --frames 300",
+                "A benchmark: 300 frames, nothing written, statistics on stderr.",
+            ),
+            Item::Entry(
+                "wgnn-selfie --device cpu -i clip.mkv -o frames/%05d.png",
+                "On the CPU context (no GPU needed), into a PNG sequence.",
+            ),
+        ],
+    },
+    &Section {
+        title: "EXIT STATUS",
+        items: &[
+            manual::EXIT_DONE,
+            manual::EXIT_PIPELINE,
+            manual::EXIT_USAGE,
+            Item::Entry(
+                "3",
+                "An input cannot be read or used: no camera, an unreadable file, a bad model.",
+            ),
+            manual::EXIT_NO_GPU,
+            Item::Entry(
+                "130, 143",
+                "Stopped by SIGINT or SIGTERM; the output was finalised.",
+            ),
+        ],
+    },
+];

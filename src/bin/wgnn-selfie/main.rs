@@ -51,6 +51,13 @@ impl Failure {
 
 fn main() -> ExitCode {
     let args = args::Args::parse();
+    if let Some(what) = args.generate {
+        return wgnn::manual::print(
+            what,
+            <args::Args as clap::CommandFactory>::command(),
+            &args::SECTIONS,
+        );
+    }
     app::init_logger();
     match run(&args) {
         Ok(code) => ExitCode::from(code),
@@ -229,22 +236,25 @@ fn run(args: &args::Args) -> Result<u8, Failure> {
     // On failure the output is dropped: its temporary file goes, the target
     // stays as it was.
     outcome?;
+    let report = || {
+        eprintln!("wgnn-selfie: {}", stats.summary());
+        // Which file ran: the bundled default is read from where wgnn is
+        // installed (or $WGNN_ASSETS_DIR), worth seeing.
+        eprintln!("wgnn-selfie: model {}", model_path.display());
+        if gpu.is_none() {
+            eprintln!("wgnn-selfie: ran on the CPU");
+        }
+    };
     if let Some(out) = output {
         let target = out.target().to_path_buf();
         out.commit()
             .map_err(|e| Failure::pipeline(format!("cannot finish the output: {e}")))?;
         if !args.quiet {
-            eprintln!("wgnn-selfie: {}", stats.summary());
-            if gpu.is_none() {
-                eprintln!("wgnn-selfie: ran on the CPU");
-            }
+            report();
             eprintln!("wgnn-selfie: wrote {}", target.display());
         }
     } else if !args.quiet {
-        eprintln!("wgnn-selfie: {}", stats.summary());
-        if gpu.is_none() {
-            eprintln!("wgnn-selfie: ran on the CPU");
-        }
+        report();
     }
     Ok(interrupts.exit_code().unwrap_or(0))
 }

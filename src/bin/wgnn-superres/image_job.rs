@@ -29,15 +29,15 @@ fn output_size(args: &Args, w: u32, h: u32) -> (u64, u64) {
 /// The image's size from its header (nothing decoded), refused when the
 /// upscaled image would exceed [`MAX_SIDE`].
 pub fn check_size(args: &Args) -> Result<(u32, u32), Failure> {
-    let (w, h) = image::ImageReader::open(&args.input)
+    let (w, h) = image::ImageReader::open(args.input())
         .and_then(|r| r.with_guessed_format())
-        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input.display())))?
+        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?
         .into_dimensions()
-        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input.display())))?;
+        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?;
     if w == 0 || h == 0 {
         return Err(fail(
             3,
-            format!("{} is empty ({w}x{h})", args.input.display()),
+            format!("{} is empty ({w}x{h})", args.input().display()),
         ));
     }
     check_limit(args, w, h, MAX_SIDE)?;
@@ -52,7 +52,7 @@ fn check_limit(args: &Args, w: u32, h: u32, limit: u32) -> Result<(), Failure> {
             format!(
                 "{} is {w}x{h}: the output would be {ow}x{oh}, over the limit of {limit} pixels \
                  on a side",
-                args.input.display(),
+                args.input().display(),
             ),
         ));
     }
@@ -125,7 +125,7 @@ fn upscale(
                 3,
                 format!(
                     "{}: {w}x{h} is not a usable image size: {e}",
-                    args.input.display()
+                    args.input().display()
                 ),
             )
         })?
@@ -215,8 +215,8 @@ pub fn run(args: &Args, job: Job, (w, h): (u32, u32)) -> Result<u8, Failure> {
             gpu.limits().max_texture_dimension_2d.min(MAX_SIDE),
         )?;
     }
-    let original = image::open(&args.input)
-        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input.display())))?
+    let original = image::open(args.input())
+        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?
         .to_rgba8();
     if args.eval {
         return run_eval(args, job, &original);
@@ -247,7 +247,7 @@ fn run_eval(args: &Args, job: Job, original: &image::RgbaImage) -> Result<u8, Fa
             3,
             format!(
                 "--eval: {} is too small to downscale by {s}",
-                args.input.display()
+                args.input().display()
             ),
         ));
     }
@@ -281,7 +281,7 @@ fn run_eval(args: &Args, job: Job, original: &image::RgbaImage) -> Result<u8, Fa
     );
     println!(
         "{}: {}x{} downscaled x{s} to {}x{}, upscaled back in {:.2} s",
-        args.input.display(),
+        args.input().display(),
         w,
         h,
         w / s,

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use wgnn::gst::app::{self, DeviceArg, Interrupts, Output};
+use wgnn::manual::{self, Generate, Item, Section};
 
 /// Super-resolution of an image (PNG, JPEG) or a video file with ESRGAN-slim.
 ///
@@ -23,16 +24,18 @@ use wgnn::gst::app::{self, DeviceArg, Interrupts, Output};
 /// (Ctrl-C) or SIGTERM ends a video and finalises the file; a second signal
 /// says what the job still waits for, a third abandons it (the target is left
 /// as it was). An image job stops at once.
-///
-/// Exit codes: 0 done, 1 the pipeline failed, 2 bad command line (a flag's
-/// value, the output's name or folder, -o naming the input), 3 the input or
-/// model cannot be read or used, 4 no GPU (with --device gpu), 130 / 143
-/// stopped by SIGINT / SIGTERM.
 #[derive(Debug, Parser)]
-#[command(name = "wgnn-superres", version)]
+#[command(
+    name = "wgnn-superres",
+    version,
+    // INPUT is optional to clap only so that --generate needs none.
+    override_usage = "wgnn-superres [OPTIONS] <INPUT>\n       wgnn-superres --generate <WHAT>",
+    after_long_help = wgnn::manual::help(&SECTIONS)
+)]
 pub struct Args {
     /// Image (PNG, JPEG) or video (anything GStreamer decodes).
-    input: PathBuf,
+    #[arg(required_unless_present = "generate")]
+    input: Option<PathBuf>,
     /// Output: an image (.png, .jpg) for an image input; .mp4 or .mkv for a
     /// video (H.264 High profile, 4:2:0). Default: INPUT's name with
     /// _x<scale> (.png or .mp4) in the current folder.
@@ -62,7 +65,58 @@ pub struct Args {
     /// No progress bar or summary.
     #[arg(long, short)]
     quiet: bool,
+    /// Print the manual page (man) or a shell completion script (bash, zsh,
+    /// fish) and exit.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<Generate>,
 }
+
+impl Args {
+    /// INPUT, which clap requires unless --generate was given (and then no
+    /// job runs).
+    pub fn input(&self) -> &Path {
+        self.input.as_deref().unwrap_or(Path::new(""))
+    }
+}
+
+/// EXAMPLES and EXIT STATUS, for --help and the man page.
+const SECTIONS: [&Section; 2] = [
+    &Section {
+        title: "EXAMPLES",
+        items: &[
+            Item::Entry(
+                "wgnn-superres photo.jpg",
+                "Upscale twice; writes photo_x2.png in the current folder.",
+            ),
+            Item::Entry(
+                "wgnn-superres --scale 4 --compare clip.mp4 -o compare.mp4",
+                "A video upscaled four times, bicubic on the left and the model on the right.",
+            ),
+            Item::Entry(
+                "wgnn-superres --eval /usr/share/wgnn/samples/astronaut.png",
+                "PSNR and SSIM of the model and of bicubic against the original image.",
+            ),
+            Item::Entry(
+                "wgnn-superres --model my_sr.tflite --device cpu in.png -o out.png",
+                "Another super-resolution model, on the CPU context.",
+            ),
+        ],
+    },
+    &Section {
+        title: "EXIT STATUS",
+        items: &[
+            manual::EXIT_DONE,
+            manual::EXIT_PIPELINE,
+            manual::EXIT_USAGE,
+            Item::Entry("3", "The input or the model cannot be read or used."),
+            manual::EXIT_NO_GPU,
+            Item::Entry(
+                "130, 143",
+                "Stopped by SIGINT or SIGTERM; a video output was finalised.",
+            ),
+        ],
+    },
+];
 
 #[derive(Debug)]
 pub struct Failure {
@@ -79,6 +133,9 @@ pub fn fail(code: u8, message: impl Into<String>) -> Failure {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(what) = args.generate {
+        return wgnn::manual::print(what, <Args as clap::CommandFactory>::command(), &SECTIONS);
+    }
     app::init_logger();
     match run(&args) {
         Ok(code) => ExitCode::from(code),
@@ -132,25 +189,25 @@ fn run(args: &Args) -> Result<u8, Failure> {
     let interrupts = Interrupts::install("wgnn-superres")
         .map_err(|e| fail(1, format!("cannot handle SIGINT/SIGTERM: {e}")))?;
     // The input, readable.
-    if let Err(e) = std::fs::File::open(&args.input) {
+    if let Err(e) = std::fs::File::open(args.input()) {
         return Err(fail(
             3,
-            format!("cannot read {}: {e}", args.input.display()),
+            format!("cannot read {}: {e}", args.input().display()),
         ));
     }
-    if args.input.is_dir() {
+    if args.input().is_dir() {
         return Err(fail(
             3,
-            format!("cannot read {}: it is a folder", args.input.display()),
+            format!("cannot read {}: it is a folder", args.input().display()),
         ));
     }
-    let image = is_image(&args.input);
+    let image = is_image(args.input());
     if args.eval && !image {
         return Err(fail(
             2,
             format!(
                 "--eval needs an image (PNG or JPEG); {} is not one",
-                args.input.display()
+                args.input().display()
             ),
         ));
     }
@@ -165,8 +222,8 @@ fn run(args: &Args) -> Result<u8, Failure> {
     let target = match (&args.output, image, args.eval) {
         (Some(p), _, _) => Some(p.clone()),
         (None, true, true) => None,
-        (None, true, false) => Some(default_output(&args.input, args.scale, "png")),
-        (None, false, _) => Some(default_output(&args.input, args.scale, "mp4")),
+        (None, true, false) => Some(default_output(args.input(), args.scale, "png")),
+        (None, false, _) => Some(default_output(args.input(), args.scale, "mp4")),
     };
     if let Some(t) = &target {
         if image && !image_extension(t) {
@@ -181,7 +238,7 @@ fn run(args: &Args) -> Result<u8, Failure> {
                 format!("-o {}: a video input writes .mp4 or .mkv", t.display()),
             ));
         }
-        if app::same_file(&args.input, t) {
+        if app::same_file(args.input(), t) {
             return Err(fail(
                 2,
                 format!("-o {} is the input file; give another name", t.display()),

@@ -25,7 +25,7 @@ pub fn run(args: &Args, job: Job) -> Result<u8, Failure> {
         |p: &std::path::Path| format!("\"{}\"", p.display().to_string().replace('"', "\\\""));
     let desc = format!(
         "filesrc location={} ! decodebin ! videoconvert ! {} ! {}",
-        quote(&args.input),
+        quote(args.input()),
         element_line(args, job.gpu.is_none(), &job.model),
         app::h264_file_tail(mux, &output.location())
     );
@@ -73,7 +73,7 @@ pub fn run(args: &Args, job: Job) -> Result<u8, Failure> {
                         .unwrap_or_default();
                     let text = app::bus_error_text(e);
                     break Err(if src.contains("filesrc") || src.contains("decodebin") {
-                        fail(3, format!("cannot read {}: {text}", args.input.display()))
+                        fail(3, format!("cannot read {}: {text}", args.input().display()))
                     } else {
                         fail(1, text)
                     });
@@ -108,7 +108,7 @@ pub fn run(args: &Args, job: Job) -> Result<u8, Failure> {
             3,
             format!(
                 "{}: no frame was decoded; nothing written",
-                args.input.display()
+                args.input().display()
             ),
         ));
     }

@@ -1,0 +1,100 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_wgnn_bench_global_optspecs
+    string join \n generate= h/help V/version
+end
+
+function __fish_wgnn_bench_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_wgnn_bench_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_wgnn_bench_using_subcommand
+    set -l cmd (__fish_wgnn_bench_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -l generate -d 'Print the manual page (man) or a shell completion script (bash, zsh, fish) and exit' -r -f -a "man\t'The manual page (roff, for man(1))'
+bash\t'A bash completion script'
+zsh\t'A zsh completion script'
+fish\t'A fish completion script'"
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -s V -l version -d 'Print version'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "adapters" -d 'List the GPU adapters found and the one wgnn would use'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "ops" -d 'GPU time per operator (median of timestamped dispatches)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "models" -d 'Models end to end on the GPU (timestamped GPU ms per inference) and CPU contexts (wall ms): the bundled ones (selfie square 256x256, selfie landscape 144x256, ESRGAN-slim x2 at 960x540 and x4 at 480x270), or the files given with --model (ONNX, TFLite, TF.js)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "pipeline" -d 'Frames through upload -> tensorize -> selfie -> blur composite, kept on the GPU, against the copy path (read back and re-upload between stages)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "soak" -d 'The zero-copy pipeline (as `pipeline`) for many frames, reporting RSS, wgpu\'s allocator report and wgnn\'s live objects every N frames; exits non-zero unless the last report is within the tolerance of the first one after the warm-up'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "detect" -d 'What wgnndetect ! wgnnoverlay do to each frame: upload, tensorize, detector, decode + threshold + compact on the GPU, the short list read back, NMS, boxes and labels drawn on the GPU'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "interop" -d 'Seed 002\'s interop experiment: conv2d [1,100,100,100], 3x3 100->100, then add + relu, in custom WGSL, through the CPU, through a rented buffer, and all in the graph'
+complete -c wgnn-bench -n "__fish_wgnn_bench_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand adapters" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l iterations -d 'Timed dispatches per case, after two warm-ups' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l filter -d 'Only cases whose name contains this' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l quick -d 'Shrink every shape (for software adapters and smoke tests)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l json -d 'Print JSON instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l model -d 'A model file to measure instead of the bundled models (repeatable)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l size -d 'Input size HxW for --model files that take any size (e.g. 540x960)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l iterations -d 'Profiled GPU inferences per model, after two warm-ups' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l cpu-iterations -d 'Timed CPU inferences per model (no warm-up)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l context -r -f -a "gpu\t''
+cpu\t''
+both\t''"
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l filter -d 'Only models whose name contains this' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l top -d 'Also list ms per op type and this many of the slowest kernels per model (GPU timestamps; on the CPU context, wall time per node)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l save-io -d 'Write each model\'s input and GPU output (raw float32, NHWC) and a manifest.json into this folder, for benches/anchors/models_torch.py' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l quick -d 'Shrink the super-resolution inputs and the iteration counts'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l frames -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l width -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l height -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l blur -d 'Background blur sigma in frame pixels (wgnnsegment\'s default)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l model -d 'Segmentation model (default: the bundled square selfie model)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l quick -d 'A 64x48 frame and a few frames (for software adapters)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l frames -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l every -d 'Frames between reports' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l warmup -d 'Frames before the reference report (default: a fifth of --frames, at least --every: allocators and drivers settle over the first thousands of frames; a leak grows on after)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l tolerance -d 'How far the last report may be from the reference, in percent' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l width -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l height -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l blur -d 'Background blur sigma in frame pixels (wgnnsegment\'s default)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l model -d 'Segmentation model (default: the bundled square selfie model)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l quick -d 'A 64x48 frame, 200 frames, a report every 50 (smoke tests)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l json -d 'One JSON object per line instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l frames -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l width -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l height -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l model -d 'Detection model with a model-proc beside it (default: the bundled MediaPipe short-range face detector)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l quick -d 'A 320x180 frame and a few frames (for software adapters)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l iterations -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l quick -d 'A 12x12x16 input'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -s h -l help -d 'Print help'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "adapters" -d 'List the GPU adapters found and the one wgnn would use'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "ops" -d 'GPU time per operator (median of timestamped dispatches)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "models" -d 'Models end to end on the GPU (timestamped GPU ms per inference) and CPU contexts (wall ms): the bundled ones (selfie square 256x256, selfie landscape 144x256, ESRGAN-slim x2 at 960x540 and x4 at 480x270), or the files given with --model (ONNX, TFLite, TF.js)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "pipeline" -d 'Frames through upload -> tensorize -> selfie -> blur composite, kept on the GPU, against the copy path (read back and re-upload between stages)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "soak" -d 'The zero-copy pipeline (as `pipeline`) for many frames, reporting RSS, wgpu\'s allocator report and wgnn\'s live objects every N frames; exits non-zero unless the last report is within the tolerance of the first one after the warm-up'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "detect" -d 'What wgnndetect ! wgnnoverlay do to each frame: upload, tensorize, detector, decode + threshold + compact on the GPU, the short list read back, NMS, boxes and labels drawn on the GPU'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "interop" -d 'Seed 002\'s interop experiment: conv2d [1,100,100,100], 3x3 100->100, then add + relu, in custom WGSL, through the CPU, through a rented buffer, and all in the graph'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters ops models pipeline soak detect interop help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
