@@ -98,8 +98,9 @@ pub fn bundled(relative: &str) -> PathBuf {
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound && !crate::assets::found() {
-            // A default model, and no copy of the assets anywhere: say where
+        let bundled = path.starts_with(crate::assets::dir());
+        if e.kind() == std::io::ErrorKind::NotFound && bundled && !crate::assets::found() {
+            // A bundled model, and no copy of the assets anywhere: say where
             // they were looked for rather than only that one file is missing.
             model_error(
                 path,
