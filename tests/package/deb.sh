@@ -8,9 +8,18 @@
 # every check names the packaged path it expects: a binary that fell back to
 # the tree's assets/ fails.
 #
-# Usage: bash tests/package/deb.sh   (part of `bash .ci/test`)
+# Usage: bash tests/package/deb.sh [--profile dev]
+#   The package's own profile (dist) by default, as `cargo deb` builds it;
+#   `bash .ci/test` packages the dev build it has just tested instead
+#   (--profile dev: the same files in the same places, built with the test
+#   profile), which spares CI a second optimised build of everything.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+
+fail() {
+  echo "package: FAILED: $*" >&2
+  exit 1
+}
 
 # Pinned, so that CI builds the same package every time; --locked builds it
 # with the dependency versions cargo-deb was released with.
@@ -20,13 +29,15 @@ if ! cargo deb --version 2>/dev/null | grep -qx "cargo-deb $cargo_deb_version"; 
   cargo install cargo-deb --version "$cargo_deb_version" --locked --quiet
 fi
 
-fail() {
-  echo "package: FAILED: $*" >&2
-  exit 1
-}
-
-echo "package: cargo deb"
-cargo deb --locked
+deb_flags=(--locked)
+if [ "${1:-}" = "--profile" ] && [ -n "${2:-}" ]; then
+  # Another profile's binaries keep their line tables unless told to strip.
+  deb_flags+=(--profile "$2" --strip --fast)
+elif [ $# -gt 0 ]; then
+  fail "usage: bash tests/package/deb.sh [--profile NAME]"
+fi
+echo "package: cargo deb ${deb_flags[*]}"
+cargo deb "${deb_flags[@]}"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
