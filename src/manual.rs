@@ -168,6 +168,8 @@ pub fn generate(
         Generate::Zsh => clap_complete::Shell::Zsh,
         Generate::Fish => clap_complete::Shell::Fish,
     };
+    // clap_complete panics when its writer fails (a closed pipe): it writes
+    // into memory, and only this write_all meets standard output.
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, name, &mut buf);
     out.write_all(&buf)
