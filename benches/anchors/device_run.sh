@@ -30,9 +30,9 @@ fi
     $B adapters
 } 2>&1 | tee "$OUT/env.txt"
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
-# The float16 rows again on cooperative matrices (tensor cores), as A/B.
-echo "WGNN_COOPERATIVE_MATRIX=1:" | tee -a "$OUT/ops.txt"
-WGNN_COOPERATIVE_MATRIX=1 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"
+# The float16 rows again without cooperative matrices (tensor cores), as A/B.
+echo "WGNN_COOPERATIVE_MATRIX=0:" | tee -a "$OUT/ops.txt"
+WGNN_COOPERATIVE_MATRIX=0 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"
 # And with all of wgpu's shader runtime checks back on, as A/B.
 echo "WGNN_SHADER_CHECKS=1:" | tee -a "$OUT/ops.txt"
 WGNN_SHADER_CHECKS=1 $B ops --iterations 20 --filter "64->64" 2>&1 | tee -a "$OUT/ops.txt"

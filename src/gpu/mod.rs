@@ -25,9 +25,10 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
 
-/// Set to 1, float16 convolutions use the cooperative-matrix (tensor core)
-/// kernel where the adapter offers its shape. Off by default: on an H100 it
-/// is slower than the plain f16 kernel so far (docs/BENCHMARKS.md).
+/// Set to 0, float16 convolutions do not use the cooperative-matrix (tensor
+/// core) kernel even where the adapter offers its shape (for A/B runs and
+/// for drivers whose cooperative matrices misbehave). On by default: on an
+/// H100 it is 3x the plain f16 kernel (docs/BENCHMARKS.md).
 pub const COOPERATIVE_MATRIX_ENV: &str = "WGNN_COOPERATIVE_MATRIX";
 
 /// A cheaply clonable handle to one GPU device.
@@ -75,7 +76,7 @@ impl Gpu {
         let tensor_cores_f16 = features.contains(wgpu::Features::SHADER_F16)
             && info.subgroup_min_size == 32
             && info.subgroup_max_size == 32
-            && std::env::var(COOPERATIVE_MATRIX_ENV).as_deref() == Ok("1")
+            && std::env::var(COOPERATIVE_MATRIX_ENV).as_deref() != Ok("0")
             && adapter.cooperative_matrix_properties().iter().any(|p| {
                 (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
                     && p.ab_type == wgpu::CooperativeScalarType::F16
@@ -92,7 +93,7 @@ impl Gpu {
             required_limits: adapter.limits(),
             // SAFETY: the only experimental feature we may ask for is
             // cooperative matrices, and only for the one kernel
-            // (ml/gpu/conv2d_coop.wgsl) that uses the 16x16x16 f16 -> f32
+            // (ml/gpu/conv2d_coop_direct.wgsl) that uses the 16x16x16 f16 -> f32
             // shape the adapter reported above; wgpu's caveat is that such
             // features may have bugs, which the GPU-vs-CPU checks would show.
             experimental_features: if tensor_cores_f16 {

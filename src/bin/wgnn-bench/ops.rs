@@ -216,6 +216,18 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         v.push(conv(
             DataType::Float16,
             true,
+            s(512),
+            s(512),
+            64,
+            64,
+            3,
+            1,
+            1,
+            "64->64",
+        ));
+        v.push(conv(
+            DataType::Float16,
+            true,
             s(540),
             s(960),
             64,
@@ -224,6 +236,45 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
             1,
             1,
             "esrgan body",
+        ));
+        v.push(conv(
+            DataType::Float16,
+            true,
+            s(540),
+            s(960),
+            64,
+            64,
+            5,
+            1,
+            1,
+            "esrgan 5x5",
+        ));
+        // Odd shapes, so that `rel diff` checks the tensor-core kernels'
+        // edges: rows that are not whole 32-pixel runs, stride 2, two
+        // groups, output channels that pad a 64-channel tile.
+        v.push(conv(
+            DataType::Float16,
+            true,
+            37,
+            45,
+            32,
+            96,
+            3,
+            2,
+            2,
+            "odd",
+        ));
+        v.push(conv(
+            DataType::Float16,
+            true,
+            29,
+            71,
+            48,
+            48,
+            5,
+            1,
+            1,
+            "odd",
         ));
     }
     v

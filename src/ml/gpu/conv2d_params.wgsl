@@ -34,5 +34,8 @@ struct Params {
     // Channel tiles per group (the GEMM grid's y is pixel tiles past 65535
     // times these).
     channel_tiles: u32,
+    // Output channels per group of the filter pre-transposed at build (a
+    // multiple of 64; 0 where the kernel reads the filter as it is).
+    ocp: u32,
 }
 

@@ -156,11 +156,14 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 
 /// conv2d problems that pick each kernel: (channels, output channels,
 /// groups, spatial size, filter size). The wide one has 265 tiles of 128
-/// pixels, just past the 264 from which the 128 x 64 kernels are used.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 3] = [
+/// pixels, just past the 264 from which the 128 x 64 kernels are used. The
+/// last takes the direct tensor-core kernel in float16 NHWC (16 input
+/// channels a group, 48 output channels: a padded 64-channel tile).
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 4] = [
     (4, 4, 4, 6, 3),   // depthwise: the direct kernel
     (8, 8, 1, 6, 3),   // 64 x 64 tiles
     (4, 8, 1, 184, 1), // wide (or tensor-core) tiles
+    (32, 96, 2, 5, 3), // direct tensor-core tiles, two groups
 ];
 
 /// One conv2d graph of the zoo.

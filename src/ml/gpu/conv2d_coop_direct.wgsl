@@ -1,0 +1,290 @@
+// conv2d on cooperative matrices (tensor cores) read straight from memory,
+// for float16 NHWC inputs whose group channels come in runs of 16. In NHWC,
+// the 16 x 16 block of the implicit GEMM's A that holds 16 output pixels of
+// one row at one filter tap and 16 input channels is itself a strided matrix
+// in x: row i (pixel ox + i) starts stride.x * C elements after row i - 1.
+// So A is loaded with coopLoadT from x directly, no im2col and no staging;
+// only blocks that cross the image's edge are staged through workgroup
+// memory with zeros. B comes from the filter pre-transposed at build (the
+// `table`): for group g, tap t, input channel ci, the row of output channels
+// wt[((g * taps + t) * icg + ci) * OCP + m], OCP a multiple of 64, zero past
+// ocg. The staged kernel (conv2d_coop.wgsl) spent its time on the im2col
+// loads, not on the products.
+//
+// One workgroup is one 32-wide subgroup (the tensor-core adapters run
+// 32-wide subgroups), so every branch that depends on the workgroup is
+// uniform in the subgroup, as cooperative operations require. It owns a run
+// of 64 output pixels of one output row and 64 channels: 4 x 4 products
+// of 16x16x16 per tap and 16 input channels, sums in f32 until the epilogue;
+// each filter block loaded is used by 4 products.
+// Params: conv2d_params.wgsl. WG must be 32.
+
+@group(0) @binding(1) var<storage, read> x: array<f16>;
+
+const TP: u32 = 64u;
+// Every workgroup variable's size is a multiple of 16 bytes: a cooperative
+// load or store needs a 16-byte aligned address, a driver lays workgroup
+// variables out one after another at their own alignment, and on the H100
+// a 4-byte variable placed first moved every cooperative access 4 bytes.
+// An A block that crosses an edge: [pixel][channel], 16 x 16.
+var<workgroup> stage: array<f16, 256>;
+// One 16-pixel block's sums for the epilogue: [pixel][channel], rows padded
+// to TCS so that its column reads spread over the banks.
+const TCS: u32 = 68u;
+var<workgroup> tile_c: array<f32, 1088>; // 16 x TCS
+// The loop's tap, read back uniform.
+var<workgroup> tap_shared: vec4<u32>;
+
+// How an A block (16 pixels of one output row at one tap) reads x: wholly
+// inside the input (direct), wholly outside it (zero: no product), or
+// across its edge (staged). Cooperative operations (and the staging's
+// barriers) need control flow naga can prove uniform, and naga takes
+// function arguments, function-local variables and so loop counters as
+// non-uniform: so the tap comes through `workgroupUniformLoad`, and the
+// kinds are worked out in `main` with `let`s and the non-short-circuit `&`
+// and `|` (naga lowers `&&` and `||` through a local variable).
+const DIRECT: u32 = 0u;
+const ZERO: u32 = 1u;
+const EDGE: u32 = 2u;
+
+// Stages the edge block of pixels ox0 .. ox0 + 15 (`valid` of them exist) at
+// input row iy and tap column kx, group channels c .. c + 15, zero outside
+// the input.
+fn fill(lid: u32, n: u32, iy: u32, ox0: u32, valid: u32, kx: u32, c: u32) {
+    let xs = params.x_strides;
+    // Lane lid fills pixel lid / 2, channels 8 (lid % 2) .. + 7.
+    let i = lid / 2u;
+    let ix = i32((ox0 + i) * params.stride.y + kx * params.dilation.y) - i32(params.padding.y);
+    let ok = i < valid && ix >= 0 && ix < i32(params.w);
+    let base = n * xs.x + iy * xs.z + u32(max(ix, 0)) * xs.w + c + 8u * (lid % 2u);
+    for (var j = 0u; j < 8u; j++) {
+        var v = f16(0.0);
+        if ok {
+            v = x[base + j];
+        }
+        stage[i * 16u + 8u * (lid % 2u) + j] = v;
+    }
+}
+
+// Writes one 16-pixel block's four 16 x 16 sums (pixels ox0 .. + 15, `valid`
+// of them). Lane lid writes channels lid and lid + 32 of each pixel, so that
+// a subgroup's stores are consecutive addresses (NHWC).
+fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) {
+    for (var i = 0u; i < 16u; i++) {
+        if i < valid {
+            store_output(p0 + i, m0 + lid, g, tile_c[i * TCS + lid]);
+            store_output(p0 + i, m0 + lid + 32u, g, tile_c[i * TCS + lid + 32u]);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = wid.z;
+    let channel_tiles = params.channel_tiles;
+    let m0 = (wid.y % channel_tiles) * 64u;
+    // Runs of TP pixels per output row; the run index folds over x and y.
+    let runs_per_row = (params.ow + TP - 1u) / TP;
+    let run = wid.x + (wid.y / channel_tiles) * nwg.x;
+    let row = run / runs_per_row;
+    let n = row / params.oh;
+    let oy = row % params.oh;
+    let ox0 = (run % runs_per_row) * TP;
+    if row >= (params.pixels / params.ohw) * params.oh {
+        return;
+    }
+    // Pixels of each block that exist (the last run of a row may be short).
+    let left = params.ow - ox0;
+    let valid0 = min(select(0u, left - 0u, left > 0u), 16u);
+    let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
+    let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
+    let valid3 = min(select(0u, left - 48u, left > 48u), 16u);
+
+    let icg = params.icg;
+    let c0 = g * icg;
+    let kh = params.filter_size.x;
+    let kw = params.filter_size.y;
+    // Consecutive pixels of a block are this many elements apart in x.
+    let a_stride = params.stride.y * params.x_strides.w;
+    let span = i32(15u * params.stride.y);
+    let w = i32(params.w);
+    let xs = params.x_strides;
+
+    // Zero sums, loaded from zeroed workgroup memory.
+    for (var i = lid; i < 16u * TCS; i += WG) {
+        tile_c[i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&tile_c[0], TCS);
+    var c01 = c00;
+    var c02 = c00;
+    var c03 = c00;
+    var c10 = c00;
+    var c11 = c00;
+    var c12 = c00;
+    var c13 = c00;
+    var c20 = c00;
+    var c21 = c00;
+    var c22 = c00;
+    var c23 = c00;
+    var c30 = c00;
+    var c31 = c00;
+    var c32 = c00;
+    var c33 = c00;
+
+    for (var tl = 0u; tl < kh * kw; tl++) {
+        if lid == 0u {
+            tap_shared = vec4<u32>(tl);
+        }
+        let t = workgroupUniformLoad(&tap_shared).x;
+        let ky = t / kw;
+        let kx = t % kw;
+        // The tap's input row, and each block's first input column (a
+        // block's pixels are `stride.y` columns apart).
+        let iy = i32(oy * params.stride.x + ky * params.dilation.x) - i32(params.padding.x);
+        let row_in = (iy >= 0) & (iy < i32(params.h));
+        let ix = i32(ox0 * params.stride.y + kx * params.dilation.y) - i32(params.padding.y);
+        let at_row = n * xs.x + u32(max(iy, 0)) * xs.z + c0;
+        let ix0 = ix + i32(0u * params.stride.y);
+        let kind0 = select(
+            select(EDGE, DIRECT, (valid0 == 16u) & (ix0 >= 0) & (ix0 + span < w)),
+            ZERO,
+            !row_in | (valid0 == 0u),
+        );
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at0 = at_row + u32(max(ix0, 0)) * xs.w;
+        let ix1 = ix + i32(16u * params.stride.y);
+        let kind1 = select(
+            select(EDGE, DIRECT, (valid1 == 16u) & (ix1 >= 0) & (ix1 + span < w)),
+            ZERO,
+            !row_in | (valid1 == 0u),
+        );
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at1 = at_row + u32(max(ix1, 0)) * xs.w;
+        let ix2 = ix + i32(32u * params.stride.y);
+        let kind2 = select(
+            select(EDGE, DIRECT, (valid2 == 16u) & (ix2 >= 0) & (ix2 + span < w)),
+            ZERO,
+            !row_in | (valid2 == 0u),
+        );
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at2 = at_row + u32(max(ix2, 0)) * xs.w;
+        let ix3 = ix + i32(48u * params.stride.y);
+        let kind3 = select(
+            select(EDGE, DIRECT, (valid3 == 16u) & (ix3 >= 0) & (ix3 + span < w)),
+            ZERO,
+            !row_in | (valid3 == 0u),
+        );
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at3 = at_row + u32(max(ix3, 0)) * xs.w;
+        if (kind0 == ZERO) & (kind1 == ZERO) & (kind2 == ZERO) & (kind3 == ZERO) {
+            continue;
+        }
+        for (var ci = 0u; ci < icg; ci += 16u) {
+            let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + m0;
+            let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
+            let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
+            let w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
+            let w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+            // Each A block, read directly or staged; its four products are
+            // written out in each branch, as a cooperative matrix is not kept
+            // in a variable that branches set.
+            if kind0 == DIRECT {
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
+                c00 = coopMultiplyAdd(a, w0, c00);
+                c01 = coopMultiplyAdd(a, w1, c01);
+                c02 = coopMultiplyAdd(a, w2, c02);
+                c03 = coopMultiplyAdd(a, w3, c03);
+            } else if kind0 == EDGE {
+                workgroupBarrier();
+                fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + ci);
+                workgroupBarrier();
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                c00 = coopMultiplyAdd(a, w0, c00);
+                c01 = coopMultiplyAdd(a, w1, c01);
+                c02 = coopMultiplyAdd(a, w2, c02);
+                c03 = coopMultiplyAdd(a, w3, c03);
+            }
+            if kind1 == DIRECT {
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
+                c10 = coopMultiplyAdd(a, w0, c10);
+                c11 = coopMultiplyAdd(a, w1, c11);
+                c12 = coopMultiplyAdd(a, w2, c12);
+                c13 = coopMultiplyAdd(a, w3, c13);
+            } else if kind1 == EDGE {
+                workgroupBarrier();
+                fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + ci);
+                workgroupBarrier();
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                c10 = coopMultiplyAdd(a, w0, c10);
+                c11 = coopMultiplyAdd(a, w1, c11);
+                c12 = coopMultiplyAdd(a, w2, c12);
+                c13 = coopMultiplyAdd(a, w3, c13);
+            }
+            if kind2 == DIRECT {
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
+                c20 = coopMultiplyAdd(a, w0, c20);
+                c21 = coopMultiplyAdd(a, w1, c21);
+                c22 = coopMultiplyAdd(a, w2, c22);
+                c23 = coopMultiplyAdd(a, w3, c23);
+            } else if kind2 == EDGE {
+                workgroupBarrier();
+                fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + ci);
+                workgroupBarrier();
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                c20 = coopMultiplyAdd(a, w0, c20);
+                c21 = coopMultiplyAdd(a, w1, c21);
+                c22 = coopMultiplyAdd(a, w2, c22);
+                c23 = coopMultiplyAdd(a, w3, c23);
+            }
+            if kind3 == DIRECT {
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                c30 = coopMultiplyAdd(a, w0, c30);
+                c31 = coopMultiplyAdd(a, w1, c31);
+                c32 = coopMultiplyAdd(a, w2, c32);
+                c33 = coopMultiplyAdd(a, w3, c33);
+            } else if kind3 == EDGE {
+                workgroupBarrier();
+                fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + ci);
+                workgroupBarrier();
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                c30 = coopMultiplyAdd(a, w0, c30);
+                c31 = coopMultiplyAdd(a, w1, c31);
+                c32 = coopMultiplyAdd(a, w2, c32);
+                c33 = coopMultiplyAdd(a, w3, c33);
+            }
+        }
+    }
+
+    // Epilogue, one 16-pixel block at a time through tile_c.
+    let p0 = (n * params.oh + oy) * params.ow + ox0;
+    workgroupBarrier();
+    coopStoreT(c00, &tile_c[0], TCS);
+    coopStoreT(c01, &tile_c[16], TCS);
+    coopStoreT(c02, &tile_c[32], TCS);
+    coopStoreT(c03, &tile_c[48], TCS);
+    workgroupBarrier();
+    write_block(lid, p0 + 0u, valid0, m0, g);
+    workgroupBarrier();
+    coopStoreT(c10, &tile_c[0], TCS);
+    coopStoreT(c11, &tile_c[16], TCS);
+    coopStoreT(c12, &tile_c[32], TCS);
+    coopStoreT(c13, &tile_c[48], TCS);
+    workgroupBarrier();
+    write_block(lid, p0 + 16u, valid1, m0, g);
+    workgroupBarrier();
+    coopStoreT(c20, &tile_c[0], TCS);
+    coopStoreT(c21, &tile_c[16], TCS);
+    coopStoreT(c22, &tile_c[32], TCS);
+    coopStoreT(c23, &tile_c[48], TCS);
+    workgroupBarrier();
+    write_block(lid, p0 + 32u, valid2, m0, g);
+    workgroupBarrier();
+    coopStoreT(c30, &tile_c[0], TCS);
+    coopStoreT(c31, &tile_c[16], TCS);
+    coopStoreT(c32, &tile_c[32], TCS);
+    coopStoreT(c33, &tile_c[48], TCS);
+    workgroupBarrier();
+    write_block(lid, p0 + 48u, valid3, m0, g);
+}
