@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 pub use adapter::{AdapterChoice, GpuOptions};
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use transfer::{Download, TextureWrite, TransferStats};
-pub use upload_ring::{StagingStats, UPLOAD_RING_ENV};
+pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
 
 use crate::error::{Error, Result};
 
@@ -47,7 +47,6 @@ struct Inner {
     software: bool,
     tensor_cores_f16: bool,
     transfers: transfer::Counters,
-    uploads: upload_ring::UploadRing,
     pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<Error>>>,
     live: Arc<live::Tally>,
@@ -151,7 +150,6 @@ impl Gpu {
                 software,
                 tensor_cores_f16,
                 transfers: transfer::Counters::default(),
-                uploads: upload_ring::UploadRing::from_env(),
                 pipelines: shader::PipelineCache::default(),
                 fault,
                 live: Arc::default(),
@@ -212,11 +210,6 @@ impl Gpu {
     /// Bytes and transfer counts in each direction since the device was opened.
     pub fn transfers(&self) -> TransferStats {
         self.inner.transfers.snapshot()
-    }
-
-    /// How frame uploads used the staging ring ([`Gpu::upload_textures`]).
-    pub fn upload_ring_stats(&self) -> StagingStats {
-        self.inner.uploads.stats()
     }
 
     /// Fails if the device was lost or raised an error outside any error scope.

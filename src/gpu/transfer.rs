@@ -334,8 +334,8 @@ impl Gpu {
         Ok(())
     }
 
-    /// Uploads several planes (a frame's) into their textures through the
-    /// device's ring of reused staging buffers ([`upload_ring`]), submitting
+    /// Uploads several planes (a frame's) into their textures through a
+    /// ring of reused staging buffers ([`upload_ring`]), submitting
     /// the copies at once so that anything submitted later reads the new
     /// bytes. Counted as one upload per plane of `bytes_per_row * rows`
     /// bytes, as [`Gpu::upload_texture`] counts it. Falls back to
@@ -344,14 +344,18 @@ impl Gpu {
     /// handle (block-compressed formats, 3D regions).
     ///
     /// [`upload_ring`]: super::upload_ring
-    pub fn upload_textures(&self, writes: &[TextureWrite<'_>]) -> Result<()> {
+    pub fn upload_textures(
+        &self,
+        ring: &super::UploadRing,
+        writes: &[TextureWrite<'_>],
+    ) -> Result<()> {
         self.check()?;
         let plan = match self.staging_plan(writes)? {
-            Some(plan) if self.inner.uploads.enabled() => plan,
+            Some(plan) if ring.enabled() => plan,
             _ => return self.upload_each(writes),
         };
-        let Some(lease) = self.inner.uploads.acquire(self, plan.size)? else {
-            self.inner.uploads.count_fallback();
+        let Some(lease) = ring.acquire(self, plan.size)? else {
+            ring.count_fallback();
             return self.upload_each(writes);
         };
         {

@@ -1,4 +1,4 @@
-//! A per-device ring of staging buffers that frame uploads reuse.
+//! A ring of staging buffers that frame uploads reuse.
 //!
 //! `Queue::write_texture` (wgpu-core 30) creates a fresh staging buffer for
 //! every call (a Vulkan buffer, a sub-allocation, a bind), copies the bytes
@@ -15,8 +15,12 @@
 //! `write_texture`, so a GPU far behind the host costs allocations, never a
 //! wait.
 //!
-//! The raw mapping calls stay in [`transfer`](super::transfer), which counts
-//! every byte; this module only keeps the buffers and their states.
+//! Each upload path owns its ring (a [`TexturePool`](crate::video::TexturePool)
+//! holds one beside its frame textures), so an element's staging buffers go
+//! when the element stops, as its textures do, and the device keeps nothing
+//! per stream. The raw mapping calls stay in [`transfer`](super::transfer),
+//! which counts every byte; this module only keeps the buffers and their
+//! states.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,19 +78,44 @@ impl StagingStats {
     }
 }
 
-pub(super) struct UploadRing {
+/// Staging buffers for [`Gpu::upload_textures`], reused from frame to frame.
+pub struct UploadRing {
     enabled: bool,
-    slots: Mutex<Vec<Slot>>,
+    slots: Mutex<Slots>,
     staged: AtomicU64,
     fallbacks: AtomicU64,
     created: AtomicU64,
 }
 
+/// The ring's buffers and the device they were made on.
+#[derive(Default)]
+struct Slots {
+    device: Option<usize>,
+    slots: Vec<Slot>,
+}
+
+impl Default for UploadRing {
+    fn default() -> Self {
+        UploadRing::new()
+    }
+}
+
+impl std::fmt::Debug for UploadRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadRing")
+            .field("enabled", &self.enabled)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
 impl UploadRing {
-    pub(super) fn from_env() -> UploadRing {
+    /// An empty ring (buffers are made as uploads need them), switched off
+    /// where `WGNN_UPLOAD_RING=0`.
+    pub fn new() -> UploadRing {
         let enabled = std::env::var(UPLOAD_RING_ENV).as_deref() != Ok("0");
         if !enabled {
-            log::info!("{UPLOAD_RING_ENV}=0: frame uploads use write_texture");
+            log::debug!("{UPLOAD_RING_ENV}=0: frame uploads use write_texture");
         }
         UploadRing {
             enabled,
@@ -101,7 +130,8 @@ impl UploadRing {
         self.enabled
     }
 
-    pub(super) fn stats(&self) -> StagingStats {
+    /// How the uploads through this ring went.
+    pub fn stats(&self) -> StagingStats {
         StagingStats {
             staged: self.staged.load(Ordering::Relaxed),
             fallbacks: self.fallbacks.load(Ordering::Relaxed),
@@ -113,19 +143,31 @@ impl UploadRing {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Drops every buffer (those still being copied from go once the copy
+    /// is done).
+    pub fn clear(&self) {
+        self.slots.lock().unwrap().slots.clear();
+    }
+
     /// A mapped buffer of at least `size` bytes, or None when every slot is
     /// still in use. A slot whose mapping failed is an error (the device's
     /// own fault where it has one).
     pub(super) fn acquire(&self, gpu: &Gpu, size: u64) -> Result<Option<Lease<'_>>> {
         let size = size.div_ceil(GRANULE) * GRANULE;
         for attempt in 0..2 {
-            let mut slots = self.slots.lock().unwrap();
+            let mut guard = self.slots.lock().unwrap();
+            if guard.device != Some(gpu.id()) {
+                // Buffers of another device cannot be copied from here.
+                guard.slots.clear();
+                guard.device = Some(gpu.id());
+            }
+            let slots = &mut guard.slots;
             let failed = slots
                 .iter()
                 .position(|s| matches!(*s.state.lock().unwrap(), SlotState::Failed(_)));
             if let Some(i) = failed {
                 let slot = slots.remove(i);
-                drop(slots);
+                drop(guard);
                 gpu.check()?;
                 let reason = match &*slot.state.lock().unwrap() {
                     SlotState::Failed(reason) => reason.clone(),
@@ -155,7 +197,7 @@ impl UploadRing {
                     i
                 }
                 (None, None) => {
-                    drop(slots);
+                    drop(guard);
                     if attempt == 0 {
                         // Mappings complete when wgpu polls; a caller that
                         // neither submits nor polls between frames would
@@ -192,6 +234,7 @@ impl UploadRing {
         self.slots
             .lock()
             .unwrap()
+            .slots
             .retain(|s| !Arc::ptr_eq(&s.state, state));
     }
 }
@@ -251,14 +294,17 @@ mod tests {
         .unwrap()
     }
 
-    fn upload(gpu: &Gpu, t: &wgpu::Texture, bytes: &[u8]) -> Result<()> {
-        gpu.upload_textures(&[TextureWrite {
-            texture: t,
-            region: TextureRegion::whole(t),
-            data: bytes,
-            bytes_per_row: t.width() * 4,
-            rows: t.height(),
-        }])
+    fn upload(gpu: &Gpu, ring: &UploadRing, t: &wgpu::Texture, bytes: &[u8]) -> Result<()> {
+        gpu.upload_textures(
+            ring,
+            &[TextureWrite {
+                texture: t,
+                region: TextureRegion::whole(t),
+                data: bytes,
+                bytes_per_row: t.width() * 4,
+                rows: t.height(),
+            }],
+        )
     }
 
     fn read(gpu: &Gpu, t: &wgpu::Texture) -> Vec<u8> {
@@ -271,7 +317,7 @@ mod tests {
     #[test]
     fn with_every_buffer_on_loan_uploads_fall_back_to_write_texture() {
         let gpu = gpu();
-        let ring = &gpu.inner.uploads;
+        let ring = &UploadRing::new();
         let leases: Vec<Lease> = (0..SLOTS)
             .map(|_| ring.acquire(&gpu, 1000).unwrap().expect("a free slot"))
             .collect();
@@ -279,20 +325,20 @@ mod tests {
 
         let t = texture(&gpu, 7, 5);
         let bytes: Vec<u8> = (0..7 * 5 * 4).map(|i| (i * 7 % 251) as u8).collect();
-        let before = gpu.upload_ring_stats();
-        upload(&gpu, &t, &bytes).unwrap();
-        let used = gpu.upload_ring_stats().since(&before);
+        let before = ring.stats();
+        upload(&gpu, ring, &t, &bytes).unwrap();
+        let used = ring.stats().since(&before);
         assert_eq!((used.staged, used.fallbacks), (0, 1));
         assert_eq!(read(&gpu, &t), bytes);
 
         // A lease dropped without its buffer being mapped again takes the
         // buffer out of the ring; the next upload makes a new one.
         drop(leases);
-        assert_eq!(ring.slots.lock().unwrap().len(), 0);
-        let before = gpu.upload_ring_stats();
+        assert_eq!(ring.slots.lock().unwrap().slots.len(), 0);
+        let before = ring.stats();
         let bytes: Vec<u8> = bytes.iter().map(|b| b ^ 0x5a).collect();
-        upload(&gpu, &t, &bytes).unwrap();
-        let used = gpu.upload_ring_stats().since(&before);
+        upload(&gpu, ring, &t, &bytes).unwrap();
+        let used = ring.stats().since(&before);
         assert_eq!(
             (used.staged, used.fallbacks, used.buffers_created),
             (1, 0, 1)
@@ -303,22 +349,23 @@ mod tests {
     #[test]
     fn a_larger_frame_replaces_a_free_buffer_that_is_too_small() {
         let gpu = gpu();
+        let ring = &UploadRing::new();
         let small = texture(&gpu, 8, 8);
         let big = texture(&gpu, 300, 200);
         let bytes: Vec<u8> = (0..300 * 200 * 4).map(|i| (i % 253) as u8).collect();
         // Fill the ring with small buffers, all free once the GPU is idle.
         let leases: Vec<Lease> = (0..SLOTS)
-            .map(|_| gpu.inner.uploads.acquire(&gpu, 256).unwrap().unwrap())
+            .map(|_| ring.acquire(&gpu, 256).unwrap().unwrap())
             .collect();
         for lease in leases {
             lease.buffer.unmap();
             lease.remap(&gpu);
         }
         gpu.wait_idle().unwrap();
-        upload(&gpu, &small, &bytes[..8 * 8 * 4]).unwrap();
-        upload(&gpu, &big, &bytes).unwrap();
+        upload(&gpu, ring, &small, &bytes[..8 * 8 * 4]).unwrap();
+        upload(&gpu, ring, &big, &bytes).unwrap();
         assert_eq!(read(&gpu, &big), bytes);
-        let slots = gpu.inner.uploads.slots.lock().unwrap();
+        let slots = &ring.slots.lock().unwrap().slots;
         assert_eq!(slots.len(), SLOTS);
         assert_eq!(
             slots
@@ -332,23 +379,24 @@ mod tests {
     #[test]
     fn a_failed_mapping_is_one_line() {
         let gpu = gpu();
-        let lease = gpu.inner.uploads.acquire(&gpu, 256).unwrap().unwrap();
+        let ring = &UploadRing::new();
+        let lease = ring.acquire(&gpu, 256).unwrap().unwrap();
         lease.buffer.unmap();
         lease.remap(&gpu);
         gpu.wait_idle().unwrap();
         // What the mapping callback records when wgpu fails the mapping.
         {
-            let slots = gpu.inner.uploads.slots.lock().unwrap();
+            let slots = &ring.slots.lock().unwrap().slots;
             *slots[0].state.lock().unwrap() = SlotState::Failed("Buffer is invalid".into());
         }
         let t = texture(&gpu, 4, 4);
-        let err = upload(&gpu, &t, &[0; 64]).unwrap_err().to_string();
+        let err = upload(&gpu, ring, &t, &[0; 64]).unwrap_err().to_string();
         assert_eq!(
             err,
             "transfer failed: mapping an upload staging buffer failed: Buffer is invalid"
         );
         // The failed buffer is gone; the next upload works.
-        upload(&gpu, &t, &[9; 64]).unwrap();
+        upload(&gpu, ring, &t, &[9; 64]).unwrap();
         assert_eq!(read(&gpu, &t), vec![9; 64]);
     }
 }

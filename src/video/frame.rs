@@ -291,7 +291,7 @@ impl GpuFrame {
 }
 
 /// Uploads a frame: one counted texture upload per plane, straight from the
-/// caller's bytes into the device's staging ring (strides are handled by the
+/// caller's bytes into the pool's staging ring (strides are handled by the
 /// copy into it, nothing is repacked first), all planes in one submission
 /// (see [`Gpu::upload_textures`]).
 pub fn upload_frame(
@@ -346,7 +346,7 @@ pub fn upload_frame(
             rows: texture.height(),
         })
         .collect();
-    gpu.upload_textures(&writes)?;
+    gpu.upload_textures(pool.upload_ring(), &writes)?;
     Ok(GpuFrame {
         format: f,
         width: layout.width,

@@ -10,8 +10,8 @@ use crate::common;
 use crate::common::video::{random_frame, rng};
 use wgnn::gpu::transfer::{TextureRegion, TextureWrite};
 use wgnn::gpu::upload_ring::SLOTS;
-use wgnn::gpu::Gpu;
-use wgnn::video::{upload_frame, FrameLayout, GpuFrame, TexturePool, VideoFormat};
+use wgnn::gpu::{Gpu, UploadRing};
+use wgnn::video::{upload_frame, FrameLayout, GpuFrame, TextureKey, TexturePool, VideoFormat};
 
 fn read_planes(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
     frame
@@ -83,7 +83,7 @@ fn ring_frames_match_write_texture() {
         (VideoFormat::Rgba, 640, 480, 0),
         (VideoFormat::Nv12, 1201, 901, 7),
     ];
-    let before = gpu.upload_ring_stats();
+    let before = pool.upload_ring().stats();
     for (format, w, h, pad) in cases {
         let (layout, bytes) = random_frame(&mut r, format, w, h, pad);
         let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
@@ -93,7 +93,7 @@ fn ring_frames_match_write_texture() {
             "{format} {w}x{h} pad {pad}"
         );
     }
-    let used = gpu.upload_ring_stats().since(&before);
+    let used = pool.upload_ring().stats().since(&before);
     // Each case waits for its read-back, so the ring always has a free buffer.
     assert_eq!(used.staged, cases.len() as u64, "{used:?}");
     assert_eq!(used.fallbacks, 0, "{used:?}");
@@ -128,7 +128,7 @@ fn more_frames_than_ring_buffers_and_changing_sizes() {
             layout.height
         );
     }
-    let stats = gpu.upload_ring_stats();
+    let stats = pool.upload_ring().stats();
     assert_eq!(
         stats.staged + stats.fallbacks,
         frames.len() as u64,
@@ -157,7 +157,7 @@ fn ring_buffers_do_not_grow_with_frames() {
     run(20 * SLOTS);
     let after = gpu.live();
     assert!(after.buffers as usize <= SLOTS, "{after}");
-    assert!(gpu.upload_ring_stats().buffers_created as usize <= SLOTS);
+    assert!(pool.upload_ring().stats().buffers_created as usize <= SLOTS);
     assert_eq!(
         (after.textures, after.texture_bytes),
         (settled.textures, settled.texture_bytes)
@@ -200,13 +200,16 @@ fn a_lost_device_is_one_line() {
     gpu.destroy();
     let texture = frame.plane(0).unwrap();
     let err = gpu
-        .upload_textures(&[TextureWrite {
-            texture,
-            region: TextureRegion::whole(texture),
-            data: &bytes,
-            bytes_per_row: 32 * 4,
-            rows: 16,
-        }])
+        .upload_textures(
+            pool.upload_ring(),
+            &[TextureWrite {
+                texture,
+                region: TextureRegion::whole(texture),
+                data: &bytes,
+                bytes_per_row: 32 * 4,
+                rows: 16,
+            }],
+        )
         .expect_err("a lost device cannot upload")
         .to_string();
     assert_eq!(err, "the GPU device was lost: destroyed");
@@ -214,4 +217,64 @@ fn a_lost_device_is_one_line() {
         .expect_err("a lost device cannot upload")
         .to_string();
     assert_eq!(err, "the GPU device was lost: destroyed");
+}
+
+#[test]
+fn the_ring_goes_with_its_pool() {
+    let gpu = common::own_gpu();
+    let mut r = rng(26);
+    let (layout, bytes) = random_frame(&mut r, VideoFormat::Rgba, 48, 32, 0);
+    let pool = TexturePool::new();
+    drop(upload_frame(&gpu, &pool, &layout, &bytes).unwrap());
+    gpu.wait_idle().unwrap();
+    assert!(gpu.live().buffers > 0, "the ring holds a staging buffer");
+    drop(pool);
+    gpu.wait_idle().unwrap();
+    assert_eq!(gpu.live(), Default::default());
+}
+
+#[test]
+fn a_ring_used_on_another_device_makes_new_buffers_there() {
+    let (a, b) = (common::own_gpu(), common::own_gpu());
+    let ring = UploadRing::new();
+    let mut r = rng(27);
+    let (layout, bytes) = random_frame(&mut r, VideoFormat::Rgba, 30, 20, 8);
+    for (i, gpu) in [&a, &b, &a].into_iter().enumerate() {
+        let texture = TexturePool::new()
+            .acquire(
+                gpu,
+                "test frame",
+                TextureKey {
+                    width: 30,
+                    height: 20,
+                    format: wgpu::TextureFormat::Rgba8Unorm,
+                    usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
+                },
+            )
+            .unwrap();
+        let region = TextureRegion::whole(&texture);
+        gpu.upload_textures(
+            &ring,
+            &[TextureWrite {
+                texture: &texture,
+                region,
+                data: &bytes[layout.planes[0].offset..],
+                bytes_per_row: layout.planes[0].stride as u32,
+                rows: 20,
+            }],
+        )
+        .unwrap();
+        let got = gpu
+            .download_texture(&texture, region)
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(
+            vec![got],
+            written_planes(gpu, &layout, &bytes),
+            "device {i}"
+        );
+        assert_eq!(ring.stats().buffers_created, i as u64 + 1);
+    }
+    assert_eq!(ring.stats().staged, 3);
 }
