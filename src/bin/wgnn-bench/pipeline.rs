@@ -19,7 +19,7 @@
 //! until the bytes are in the GPU's hands (copied into a staging buffer and
 //! the copy submitted: the frame through `upload_frame` and, on the copy
 //! path, the tensor and mask too); bytes moved come from the transfer
-//! counters, and how many frame uploads went through the device's staging
+//! counters, and how many frame uploads went through the pool's staging
 //! ring (or fell back to `write_texture`) from its stats.
 
 use std::collections::VecDeque;
