@@ -9,12 +9,14 @@ mod adapter;
 pub mod live;
 pub mod shader;
 pub mod transfer;
+pub mod upload_ring;
 
 use std::sync::{Arc, Mutex};
 
 pub use adapter::{AdapterChoice, GpuOptions};
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
-pub use transfer::{Download, TransferStats};
+pub use transfer::{Download, TextureWrite, TransferStats};
+pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
 
 use crate::error::{Error, Result};
 

@@ -110,6 +110,124 @@ impl TextureRegion {
     }
 }
 
+/// One plane of a frame upload: `rows` rows of `bytes_per_row` bytes (the
+/// source stride; it need not be 256-aligned) into a texture region.
+#[derive(Clone, Copy, Debug)]
+pub struct TextureWrite<'a> {
+    pub texture: &'a wgpu::Texture,
+    pub region: TextureRegion,
+    pub data: &'a [u8],
+    pub bytes_per_row: u32,
+    pub rows: u32,
+}
+
+struct PlannedPlane {
+    offset: u64,
+    padded_row: u32,
+    /// Bytes of one row of texels, without padding.
+    row: usize,
+}
+
+struct StagingPlan {
+    planes: Vec<PlannedPlane>,
+    size: u64,
+}
+
+/// Below this many bytes a plane is copied on the calling thread: waking the
+/// pool costs more than it saves.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// Rows copied by one task at least (about 256 KiB of a 1080p RGBA frame).
+const MIN_TASK_BYTES: usize = 1 << 18;
+
+/// Copies the planes' rows into the mapped staging bytes at their padded
+/// places. Large planes are split into bands of rows copied in parallel:
+/// mapped GPU memory is write-combined (or across PCIe), and one core's
+/// stores do not fill the bus.
+fn write_planes(mut view: wgpu::BufferViewMut, writes: &[TextureWrite<'_>], plan: &StagingPlan) {
+    let mut rest = view.slice(..);
+    let mut at = 0u64;
+    let mut bands = Vec::new();
+    let parallel_ok = rayon::current_num_threads() > 1;
+    let mut parallel = false;
+    for (w, p) in writes.iter().zip(&plan.planes) {
+        let skip = (p.offset - at) as usize;
+        let (_, tail) = rest.split_at(skip);
+        let plane_bytes = p.padded_row as usize * w.region.size.height as usize;
+        let (mut dst, tail) = tail.split_at(plane_bytes);
+        rest = tail;
+        at = p.offset + plane_bytes as u64;
+        let height = w.region.size.height as usize;
+        let per_task = (MIN_TASK_BYTES / p.padded_row as usize).max(1);
+        let tasks = if plane_bytes < PARALLEL_BYTES || !parallel_ok {
+            1
+        } else {
+            rayon::current_num_threads()
+                .min(height.div_ceil(per_task))
+                .max(1)
+        };
+        parallel |= tasks > 1;
+        let band_rows = height.div_ceil(tasks);
+        let mut first = 0;
+        while first < height {
+            let rows = band_rows.min(height - first);
+            let (band, tail) = dst.split_at(rows * p.padded_row as usize);
+            dst = tail;
+            let src = &w.data[first * w.bytes_per_row as usize..];
+            bands.push(Band {
+                dst: band,
+                src,
+                rows,
+                stride: w.bytes_per_row as usize,
+                plane: p,
+            });
+            first += rows;
+        }
+    }
+    if !parallel {
+        bands.into_iter().for_each(copy_band);
+    } else {
+        use rayon::prelude::*;
+        bands.into_par_iter().for_each(copy_band);
+    }
+}
+
+/// One band of rows: a destination of `rows` padded rows, the source from
+/// its first row on with its stride, and the plane's layout.
+struct Band<'a> {
+    dst: wgpu::WriteOnly<'a, [u8]>,
+    src: &'a [u8],
+    rows: usize,
+    stride: usize,
+    plane: &'a PlannedPlane,
+}
+
+// SAFETY: a `WriteOnly<[u8]>` is an exclusive write-only borrow, as `&mut
+// [u8]` is, and `&mut [u8]` is Send. wgpu declares `WriteOnly<T>` Send for
+// `T: Send` but its impl carries the implicit `T: Sized` bound, which leaves
+// slices out; the bands are disjoint (split off one another), so sending
+// each to one thread is as sound as sending disjoint `&mut [u8]`.
+unsafe impl Send for Band<'_> {}
+
+fn copy_band(band: Band<'_>) {
+    let Band {
+        mut dst,
+        src,
+        rows,
+        stride,
+        plane: p,
+    } = band;
+    let padded = p.padded_row as usize;
+    if stride == p.row && padded == p.row {
+        dst.copy_from_slice(&src[..rows * p.row]);
+    } else {
+        for r in 0..rows {
+            dst.slice(r * padded..r * padded + p.row)
+                .copy_from_slice(&src[r * stride..r * stride + p.row]);
+        }
+    }
+}
+
 impl Gpu {
     /// Queues a write of `data` at `offset` into `buffer` (no wait). Lengths that
     /// are not a multiple of 4 are zero-padded when the buffer has room.
@@ -214,6 +332,160 @@ impl Gpu {
         })?;
         self.inner.transfers.upload(needed);
         Ok(())
+    }
+
+    /// Uploads several planes (a frame's) into their textures through a
+    /// ring of reused staging buffers ([`upload_ring`]), submitting
+    /// the copies at once so that anything submitted later reads the new
+    /// bytes. Counted as one upload per plane of `bytes_per_row * rows`
+    /// bytes, as [`Gpu::upload_texture`] counts it. Falls back to
+    /// `upload_texture` per plane when no ring buffer is free, when the ring
+    /// is switched off (`WGNN_UPLOAD_RING=0`) or for copies it does not
+    /// handle (block-compressed formats, 3D regions).
+    ///
+    /// [`upload_ring`]: super::upload_ring
+    pub fn upload_textures(
+        &self,
+        ring: &super::UploadRing,
+        writes: &[TextureWrite<'_>],
+    ) -> Result<()> {
+        self.check()?;
+        let plan = match self.staging_plan(writes)? {
+            Some(plan) if ring.enabled() => plan,
+            _ => return self.upload_each(writes),
+        };
+        let Some(lease) = ring.acquire(self, plan.size)? else {
+            ring.count_fallback();
+            return self.upload_each(writes);
+        };
+        {
+            let view = lease
+                .buffer
+                .get_mapped_range_mut(..plan.size)
+                .map_err(|e| Error::Transfer(format!("upload staging buffer: {e}")))?;
+            write_planes(view, writes, &plan);
+        }
+        lease.buffer.unmap();
+        let mut encoder = self
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgnn frame upload"),
+            });
+        self.scoped("texture upload", || {
+            for (w, p) in writes.iter().zip(&plan.planes) {
+                encoder.copy_buffer_to_texture(
+                    wgpu::TexelCopyBufferInfo {
+                        buffer: &lease.buffer,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: p.offset,
+                            bytes_per_row: Some(p.padded_row),
+                            rows_per_image: Some(w.region.size.height),
+                        },
+                    },
+                    wgpu::TexelCopyTextureInfo {
+                        texture: w.texture,
+                        mip_level: w.region.mip_level,
+                        origin: w.region.origin,
+                        aspect: w.region.aspect,
+                    },
+                    w.region.size,
+                );
+            }
+            self.queue().submit([encoder.finish()])
+        })?;
+        lease.remap(self);
+        for w in writes {
+            self.inner
+                .transfers
+                .upload(u64::from(w.bytes_per_row) * u64::from(w.rows));
+        }
+        Ok(())
+    }
+
+    /// Each plane with `write_texture`.
+    fn upload_each(&self, writes: &[TextureWrite<'_>]) -> Result<()> {
+        for w in writes {
+            self.upload_texture(w.texture, w.region, w.data, w.bytes_per_row, w.rows)?;
+        }
+        Ok(())
+    }
+
+    /// Where each plane goes in a staging buffer (rows padded to 256 bytes,
+    /// planes at 256-byte offsets), after checking the bytes are there; None
+    /// for copies the ring leaves to `write_texture`.
+    fn staging_plan(&self, writes: &[TextureWrite<'_>]) -> Result<Option<StagingPlan>> {
+        let mut planes = Vec::with_capacity(writes.len());
+        let mut size = 0u64;
+        for w in writes {
+            let format = w.texture.format();
+            let block = match (
+                format.block_dimensions(),
+                format.block_copy_size(Some(w.region.aspect)),
+            ) {
+                ((1, 1), Some(block)) => block,
+                _ => return Ok(None),
+            };
+            if w.region.size.depth_or_array_layers != 1 {
+                return Ok(None);
+            }
+            let (width, height) = (w.region.size.width, w.region.size.height);
+            let row = u64::from(width) * u64::from(block);
+            let needed = u64::from(w.bytes_per_row) * u64::from(w.rows);
+            if (w.data.len() as u64) < needed {
+                return Err(Error::Transfer(format!(
+                    "texture upload needs {needed} bytes ({} rows of {}), got {}",
+                    w.rows,
+                    w.bytes_per_row,
+                    w.data.len()
+                )));
+            }
+            if u64::from(w.bytes_per_row) < row || w.rows < height {
+                return Err(Error::Transfer(format!(
+                    "texture upload of {width}x{height} texels ({row} bytes a row) from {} rows \
+                     of {} bytes",
+                    w.rows, w.bytes_per_row
+                )));
+            }
+            let padded_row = align_up(row, wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as u64);
+            let offset = align_up(size, wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as u64);
+            size = offset + padded_row * u64::from(height);
+            planes.push(PlannedPlane {
+                offset,
+                padded_row: u32::try_from(padded_row)
+                    .map_err(|_| Error::Transfer(format!("a texture row of {row} bytes")))?,
+                row: row as usize,
+            });
+        }
+        if size == 0 || size > self.limits().max_buffer_size {
+            return Ok(None);
+        }
+        Ok(Some(StagingPlan { planes, size }))
+    }
+
+    /// A `MAP_WRITE | COPY_SRC` buffer, mapped, for the upload ring.
+    pub(super) fn mapped_upload_buffer(&self, size: u64) -> Result<super::live::Buffer> {
+        self.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgnn upload staging"),
+            size,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        })
+    }
+
+    /// Maps a ring buffer again; `state` turns Ready (or Failed) when wgpu
+    /// completes the mapping, after the copies already submitted from it.
+    pub(super) fn map_for_upload(
+        &self,
+        buffer: &wgpu::Buffer,
+        state: Arc<Mutex<super::upload_ring::SlotState>>,
+    ) {
+        use super::upload_ring::SlotState;
+        buffer.map_async(wgpu::MapMode::Write, .., move |result| {
+            *state.lock().unwrap() = match result {
+                Ok(()) => SlotState::Ready,
+                Err(e) => SlotState::Failed(e.to_string()),
+            };
+        });
     }
 
     /// Starts reading `size` bytes at `offset` of `buffer` back to the CPU. The

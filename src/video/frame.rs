@@ -2,7 +2,7 @@
 //! see them (one texture per plane).
 
 use crate::error::{Error, Result};
-use crate::gpu::transfer::TextureRegion;
+use crate::gpu::transfer::{TextureRegion, TextureWrite};
 use crate::gpu::Gpu;
 
 use super::pool::{PooledTexture, TextureKey, TexturePool};
@@ -291,7 +291,9 @@ impl GpuFrame {
 }
 
 /// Uploads a frame: one counted texture upload per plane, straight from the
-/// caller's bytes (strides are handled by the copy, nothing is repacked).
+/// caller's bytes into the pool's staging ring (strides are handled by the
+/// copy into it, nothing is repacked first), all planes in one submission
+/// (see [`Gpu::upload_textures`]).
 pub fn upload_frame(
     gpu: &Gpu,
     pool: &TexturePool,
@@ -316,9 +318,9 @@ pub fn upload_frame(
         }
     }
     let mut planes = Vec::with_capacity(f.plane_count());
-    for (p, plane) in layout.planes.iter().enumerate() {
+    for p in 0..f.plane_count() {
         let (w, h) = f.plane_size(p, layout.width, layout.height);
-        let texture = pool.acquire(
+        planes.push(pool.acquire(
             gpu,
             "wgnn video plane",
             TextureKey {
@@ -330,16 +332,21 @@ pub fn upload_frame(
                     | wgpu::TextureUsages::COPY_DST
                     | wgpu::TextureUsages::COPY_SRC,
             },
-        )?;
-        gpu.upload_texture(
-            &texture,
-            TextureRegion::whole(&texture),
-            &bytes[plane.offset..],
-            plane.stride as u32,
-            h,
-        )?;
-        planes.push(texture);
+        )?);
     }
+    let writes: Vec<TextureWrite<'_>> = layout
+        .planes
+        .iter()
+        .zip(&planes)
+        .map(|(plane, texture)| TextureWrite {
+            texture,
+            region: TextureRegion::whole(texture),
+            data: &bytes[plane.offset..],
+            bytes_per_row: plane.stride as u32,
+            rows: texture.height(),
+        })
+        .collect();
+    gpu.upload_textures(pool.upload_ring(), &writes)?;
     Ok(GpuFrame {
         format: f,
         width: layout.width,

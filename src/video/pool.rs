@@ -1,11 +1,13 @@
 //! Frame textures are recycled: a live stream uploads same-sized frames
 //! forever, and allocating GPU memory per frame is slow and fragments it.
+//! The staging buffers the frames go up through are recycled beside them
+//! (the pool's [`UploadRing`]), and go with the pool.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
-use crate::gpu::{live, Gpu};
+use crate::gpu::{live, Gpu, UploadRing};
 
 /// What makes two textures interchangeable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,10 +37,13 @@ struct State {
     reused: u64,
 }
 
-/// A cheaply clonable pool of textures keyed by [`TextureKey`].
+/// A cheaply clonable pool of textures keyed by [`TextureKey`], with the
+/// staging ring that [`upload_frame`](super::upload_frame) copies frames
+/// through.
 #[derive(Clone, Default)]
 pub struct TexturePool {
     state: Arc<Mutex<State>>,
+    staging: Arc<UploadRing>,
 }
 
 impl std::fmt::Debug for TexturePool {
@@ -102,9 +107,17 @@ impl TexturePool {
         }
     }
 
-    /// Drops every idle texture (after a resolution change, say).
+    /// Drops every idle texture and staging buffer (after a resolution
+    /// change, say).
     pub fn clear(&self) {
         self.state.lock().unwrap().idle.clear();
+        self.staging.clear();
+    }
+
+    /// The staging buffers frames uploaded into this pool's textures go
+    /// through.
+    pub fn upload_ring(&self) -> &UploadRing {
+        &self.staging
     }
 
     fn give_back(&self, key: TextureKey, texture: live::Texture) {

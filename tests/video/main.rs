@@ -14,3 +14,4 @@ mod frames;
 mod selfie_pipeline;
 mod tensorize;
 mod tensorize_region;
+mod upload_ring;

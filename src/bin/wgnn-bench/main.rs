@@ -759,11 +759,12 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
     println!("device: {}", gpu.describe());
     println!("{what}");
     println!(
-        "{:<10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>10} {:>8} {:>11} {:>5} {:>11} {:>5}",
+        "{:<10} {:>8} {:>9} {:>9} {:>9} {:>10} {:>8} {:>10} {:>8} {:>11} {:>5} {:>11} {:>5}",
         "path",
         "fps",
         "wall ms",
         "GPU ms",
+        "upload ms",
         "tensorize",
         "model",
         "composite",
@@ -776,11 +777,12 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
     for r in &rows {
         let per = |v: u64| v as f64 / r.frames as f64;
         println!(
-            "{:<10} {:>8.1} {:>9.3} {:>9.3} {:>10.3} {:>8.3} {:>10.3} {:>8} {:>11.0} {:>5.1} {:>11.0} {:>5.1}",
+            "{:<10} {:>8.1} {:>9.3} {:>9.3} {:>9.3} {:>10.3} {:>8.3} {:>10.3} {:>8} {:>11.0} {:>5.1} {:>11.0} {:>5.1}",
             r.path,
             r.fps,
             r.wall_ms,
             r.gpu_ms,
+            r.upload_ms,
             r.tensorize_ms,
             r.model_ms,
             r.composite_ms,
@@ -792,6 +794,12 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
         );
     }
     println!("zero-copy / copy fps: {ratio:.2}x");
+    for r in &rows {
+        println!(
+            "{} frame uploads: {} through the staging ring, {} through write_texture",
+            r.path, r.ring.staged, r.ring.fallbacks
+        );
+    }
     ExitCode::SUCCESS
 }
 

@@ -14,15 +14,20 @@
 //!   at a time.
 //!
 //! Both run the same GPU kernels; GPU ms/frame is their timestamped time (the
-//! copies themselves are not in it). fps is host wall time over many frames;
-//! bytes moved come from the transfer counters.
+//! copies themselves are not in it). fps and wall ms are host wall time over
+//! many frames; upload ms is the host time per frame spent in upload calls
+//! until the bytes are in the GPU's hands (copied into a staging buffer and
+//! the copy submitted: the frame through `upload_frame` and, on the copy
+//! path, the tensor and mask too); bytes moved come from the transfer
+//! counters, and how many frame uploads went through the pool's staging
+//! ring (or fell back to `write_texture`) from its stats.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wgnn::gpu::{Gpu, TransferStats};
+use wgnn::gpu::{Gpu, StagingStats, TransferStats};
 use wgnn::ml::DataType;
 use wgnn::tasks::{
     Device, ModelTiming, SegmentEffect, SegmentOptions, Segmenter, Stage, StageMarks,
@@ -49,6 +54,8 @@ pub struct PathResult {
     pub frames: usize,
     pub fps: f64,
     pub wall_ms: f64,
+    /// Host time per frame in upload calls.
+    pub upload_ms: f64,
     /// Median GPU time of the kernels of one frame, and per stage.
     pub gpu_ms: f64,
     pub tensorize_ms: f64,
@@ -56,6 +63,8 @@ pub struct PathResult {
     pub composite_ms: f64,
     /// Transfers per frame.
     pub moved: TransferStats,
+    /// Frame uploads through the staging ring and through write_texture.
+    pub ring: StagingStats,
 }
 
 impl PathResult {
@@ -66,6 +75,7 @@ impl PathResult {
             "frames": self.frames,
             "fps": self.fps,
             "wall_ms_per_frame": self.wall_ms,
+            "upload_ms_per_frame": self.upload_ms,
             "gpu_ms_per_frame": self.gpu_ms,
             "gpu_ms_tensorize": self.tensorize_ms,
             "gpu_ms_model": self.model_ms,
@@ -74,6 +84,8 @@ impl PathResult {
             "upload_bytes_per_frame": per(self.moved.upload_bytes),
             "downloads_per_frame": per(self.moved.downloads),
             "download_bytes_per_frame": per(self.moved.download_bytes),
+            "ring_uploads": self.ring.staged,
+            "write_texture_uploads": self.ring.fallbacks,
         })
     }
 }
@@ -93,6 +105,8 @@ pub struct Bench {
     mask_shape: Vec<usize>,
     mask_bytes: u64,
     stamps: Stamps,
+    /// Host time in upload calls since the last reset.
+    upload_time: Duration,
 }
 
 /// Timestamp pair 0 around tensorize, pair 1 around the composite.
@@ -228,13 +242,16 @@ impl Bench {
             mask_shape,
             mask_bytes,
             stamps: Stamps::new(gpu, 2)?,
+            upload_time: Duration::ZERO,
         })
     }
 
     /// One zero-copy frame through the segmenter; returns its last
     /// submission and the model's GPU ms when profiling.
     fn zero_copy(&mut self, profile: bool) -> wgnn::Result<(wgpu::SubmissionIndex, f64)> {
+        let t = Instant::now();
         let frame = upload_frame(&self.gpu, &self.pool, &self.layout, &self.bytes)?;
+        self.upload_time += t.elapsed();
         let mut marks = Marks(&self.stamps);
         let marks: Option<&mut dyn StageMarks> = if profile { Some(&mut marks) } else { None };
         let run = self
@@ -254,7 +271,9 @@ impl Bench {
         let gpu = self.gpu.clone();
         let mut stages = self.segmenter.gpu_stages()?;
         // Element 1: frame in system memory -> tensor in system memory.
+        let t = Instant::now();
         let frame = upload_frame(&gpu, &self.pool, &self.layout, &self.bytes)?;
+        let mut uploading = t.elapsed();
         let mut enc = encoder(&gpu);
         if profile {
             self.stamps.begin(&mut enc, 0);
@@ -270,12 +289,17 @@ impl Bench {
             .wait()?;
         drop(frame);
         // Element 2: tensor -> mask, both in system memory.
+        let t = Instant::now();
         stages.context().write_tensor(stages.input(), &tensor)?;
+        uploading += t.elapsed();
         let model_ms = stages.run_model(model_timing(profile))?.unwrap_or(0.0);
         let mask = stages.context().read_tensor_blocking(stages.mask())?;
         // Element 3: frame + mask -> output frame in system memory.
+        let t = Instant::now();
         let frame = upload_frame(&gpu, &self.pool, &self.layout, &self.bytes)?;
         gpu.upload_buffer(&self.mask_buf, 0, &mask[..self.mask_bytes as usize])?;
+        uploading += t.elapsed();
+        self.upload_time += uploading;
         let mut enc = encoder(&gpu);
         if profile {
             self.stamps.begin(&mut enc, 1);
@@ -323,6 +347,8 @@ impl Bench {
         }
         gpu.wait_idle()?;
         let before = gpu.transfers();
+        let ring_before = self.pool.upload_ring().stats();
+        self.upload_time = Duration::ZERO;
         let t = Instant::now();
         let mut pending = VecDeque::new();
         for _ in 0..o.frames {
@@ -344,6 +370,8 @@ impl Bench {
         gpu.wait_idle()?;
         let secs = t.elapsed().as_secs_f64();
         let moved = gpu.transfers().since(&before);
+        let ring = self.pool.upload_ring().stats().since(&ring_before);
+        let upload_ms = self.upload_time.as_secs_f64() * 1e3 / o.frames as f64;
         let [tensorize_ms, model_ms, composite_ms, gpu_ms] =
             self.profile_path(zero_copy, o.frames.clamp(1, 50))?;
         Ok(PathResult {
@@ -351,11 +379,13 @@ impl Bench {
             frames: o.frames,
             fps: o.frames as f64 / secs,
             wall_ms: secs * 1e3 / o.frames as f64,
+            upload_ms,
             gpu_ms,
             tensorize_ms,
             model_ms,
             composite_ms,
             moved,
+            ring,
         })
     }
 }
