@@ -14,5 +14,6 @@ mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
 mod rent;
+mod squeeze_excite;
 mod timeline;
 mod transfer_discipline;

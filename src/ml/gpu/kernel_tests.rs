@@ -134,9 +134,10 @@ fn op_kind(op: &Op) -> usize {
         Op::Expand => 24,
         Op::Tile { .. } => 25,
         Op::BatchNormalization { .. } => 26,
+        Op::SqueezeExcite(_) => 27,
     }
 }
-const OP_KINDS: usize = 27;
+const OP_KINDS: usize = 28;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -377,29 +378,31 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             }
         }
     }
-    // Input scales and residuals are fused in float32 only.
-    for layout in layouts {
-        for problem in CONV_PROBLEMS {
-            for flags in 0..8u8 {
-                let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
-                let conv = Conv {
-                    bias,
-                    scale,
-                    residual,
-                    act: Some(ACTIVATIONS[0]),
-                    ..Conv::new(DataType::Float32, layout, problem)
-                };
-                let ir = conv.graph(ctx);
-                let node = ir
-                    .nodes
-                    .iter()
-                    .find(|n| matches!(n.op, Op::Conv2d(_)))
-                    .unwrap();
-                assert_eq!((node.input_scale, node.residual), (scale, residual));
-                add(
-                    format!("conv2d {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
-                    ir,
-                );
+    // Input scales and residuals, in either float type.
+    for dt in FLOATS {
+        for layout in layouts {
+            for problem in CONV_PROBLEMS {
+                for flags in 0..8u8 {
+                    let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
+                    let conv = Conv {
+                        bias,
+                        scale,
+                        residual,
+                        act: Some(ACTIVATIONS[0]),
+                        ..Conv::new(dt, layout, problem)
+                    };
+                    let ir = conv.graph(ctx);
+                    let node = ir
+                        .nodes
+                        .iter()
+                        .find(|n| matches!(n.op, Op::Conv2d(_)))
+                        .unwrap();
+                    assert_eq!((node.input_scale, node.residual), (scale, residual));
+                    add(
+                        format!("conv2d {dt} {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
+                        ir,
+                    );
+                }
             }
         }
     }
@@ -583,6 +586,7 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
         );
     }
     reductions_gathers_and_normalizations(ctx, &mut add);
+    squeeze_excite_graphs(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
         "ten axes".into(),
@@ -604,6 +608,75 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
 /// Every reduction kind and type (axes kept, dropped, none, all), argMin
 /// and argMax in every type, gather, expand and tile in every type, and the
 /// normalizations (with a fused activation) and logSoftmax.
+/// Squeeze-and-excitation chains (the mean over the image, then one or two
+/// 1x1 conv2d with activations), each fused into one `SqueezeExcite` node:
+/// both float types and layouts, every filter layout, with and without
+/// biases, pooled by averagePool2d or reduceMean, and activation pairs whose
+/// helpers must each be emitted once.
+fn squeeze_excite_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    let filters = [
+        Conv2dFilterLayout::Oihw,
+        Conv2dFilterLayout::Hwio,
+        Conv2dFilterLayout::Ohwi,
+        Conv2dFilterLayout::Ihwo,
+    ];
+    // (first layer's, second layer's): log/sqrt, erf and softplus have helpers.
+    let act_pairs: [(usize, usize); 4] = [(0, 3), (12, 13), (15, 15), (17, 7)];
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (k, filter) in filters.into_iter().enumerate() {
+                for layers in [1, 2] {
+                    let bias = k % 2 == 0;
+                    let reduce_mean = k >= 2;
+                    let (a0, a1) = act_pairs[(k + layers) % act_pairs.len()];
+                    let ir = graph(ctx, |b| {
+                        let (c, hidden, h, w) = (6, 3, 5, 3);
+                        let x = b.input("x", desc(dt, &nchw_shape(layout, [2, c, h, w])))?;
+                        let mut v = if reduce_mean {
+                            let axes: &[usize] = match layout {
+                                InputLayout::Nchw => &[2, 3],
+                                InputLayout::Nhwc => &[1, 2],
+                            };
+                            b.reduce_mean(&x, Some(axes), true)?
+                        } else {
+                            let o = Pool2dOptions {
+                                layout,
+                                ..Pool2dOptions::new()
+                            };
+                            b.average_pool2d(&x, o)?
+                        };
+                        let widths = if layers == 2 {
+                            vec![(c, hidden, a0), (hidden, c, a1)]
+                        } else {
+                            vec![(c, hidden, a1)]
+                        };
+                        for (ic, oc, act) in widths {
+                            let f = zeros(b, dt, &conv_filter_shape(filter, [oc, ic, 1, 1]));
+                            let bias = bias.then(|| zeros(b, dt, &[oc]));
+                            let o = Conv2dOptions {
+                                input_layout: layout,
+                                filter_layout: filter,
+                                ..Conv2dOptions::new()
+                            };
+                            v = ACTIVATIONS[act](b, &b.conv2d(&v, &f, bias.as_ref(), o)?)?;
+                        }
+                        Ok(v)
+                    });
+                    assert_eq!(ir.nodes.len(), 1, "{:?}", ir.nodes);
+                    assert!(matches!(ir.nodes[0].op, Op::SqueezeExcite(_)));
+                    add(
+                        format!(
+                            "squeezeExcite {dt} {layout:?} {filter:?} {layers} layers bias {bias} \
+                             reduceMean {reduce_mean}"
+                        ),
+                        ir,
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn reductions_gathers_and_normalizations(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
     let kinds: [(ReduceKind, Reduce); 8] = [
         (ReduceKind::Mean, |b, x, a, k| b.reduce_mean(x, a, k)),

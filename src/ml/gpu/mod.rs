@@ -23,6 +23,7 @@ mod resample2d;
 mod slice;
 mod softmax;
 mod split;
+mod squeeze_excite;
 mod transpose;
 
 use std::sync::Mutex;
@@ -90,6 +91,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Gather { axis } => gather::gather(l, node, *axis),
         Op::Expand | Op::Tile { .. } => broadcast::repeat(l, node),
         Op::BatchNormalization { epsilon } => normalization::normalize(l, node, *epsilon),
+        Op::SqueezeExcite(o) => squeeze_excite::squeeze_excite(l, node, o),
     }
 }
 
