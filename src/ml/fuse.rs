@@ -1,8 +1,8 @@
 //! Build-time fusion, so that work runs in a kernel's epilogue instead of as
 //! a separate pass over memory, and small steps share one kernel: an
 //! activation whose input is used only by it is folded into the node that
-//! produces that input; an `add` of a conv2d's result (used by nothing else)
-//! and a same-shaped tensor becomes that conv2d's residual; a `mul` of a
+//! produces that input; an `add` of a conv2d's or a binary op's result (used
+//! by nothing else) and a same-shaped tensor becomes that node's residual; a `mul` of a
 //! conv2d's input by a per-channel gate (squeeze-and-excitation) becomes its
 //! input scale; and the gate's own chain (global average pool, then one or
 //! two 1x1 convolutions with their activations) becomes one
@@ -88,9 +88,27 @@ fn fuse_activations(mut ir: GraphIr) -> GraphIr {
     without_folded(ir, keep)
 }
 
-/// conv2d (without activations of its own) -> add(result, r) becomes one
-/// conv2d with residual r, taking over the add's output and activations.
-/// In float16 the conv's result is no longer rounded before the add.
+/// Whether a node with `op` takes a residual (added before its activations).
+fn fuses_residual(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Conv2d(_)
+            | Op::Binary(
+                BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Div
+                    | BinaryOp::Max
+                    | BinaryOp::Min
+            )
+    )
+}
+
+/// conv2d or a float binary op (without activations of its own) ->
+/// add(result, r) becomes one node with residual r, taking over the add's
+/// output and activations (`mul(x, gate) + skip` in squeeze-and-excitation
+/// decoders, say). In float16 the op's result is no longer rounded before
+/// the add.
 fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
     let (uses, mut producer, mut keep) = walk_state(&ir);
     for i in 0..ir.nodes.len() {
@@ -104,7 +122,7 @@ fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
                     let p = producer[a]?;
                     let conv = &ir.nodes[p];
                     let ready = producer[r].is_none_or(|q| q < p);
-                    (matches!(conv.op, Op::Conv2d(_))
+                    (fuses_residual(&conv.op)
                         && keep[p]
                         && uses[a] == 1
                         && a != r
@@ -158,6 +176,7 @@ fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
                         InputLayout::Nhwc => 3,
                     };
                     let ok = matches!(mul.op, Op::Binary(BinaryOp::Mul))
+                        && !mul.residual
                         && keep[p]
                         && uses[x] == 1
                         && mul.activations.is_empty()

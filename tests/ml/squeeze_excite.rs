@@ -388,3 +388,66 @@ fn squeeze_excite_block_fuses_to_three_nodes() {
         }
     }
 }
+
+/// A float binary op followed by an add of a same-shaped tensor (the gate
+/// times a skip connection, plus another, in selfie's decoder) is one node
+/// on both contexts: every op, the residual on either side, broadcasting,
+/// an activation after the add, float32 and float16; a pow, an add whose
+/// other operand broadcasts, and a product read again stay apart.
+#[test]
+fn binary_then_add_fuses_to_one_node() {
+    type Op2 = fn(&GraphBuilder, &Operand, &Operand) -> wgnn::Result<Operand>;
+    let ops: [(&str, Op2); 7] = [
+        ("mul", |b, x, y| b.mul(x, y)),
+        ("add", |b, x, y| b.add(x, y)),
+        ("sub", |b, x, y| b.sub(y, x)),
+        ("div", |b, x, y| b.div(x, y)),
+        ("max", |b, x, y| b.max(x, y)),
+        ("min", |b, x, y| b.min(y, x)),
+        ("pow", |b, x, y| b.pow(x, y)),
+    ];
+    for (seed, dt) in [(90, DataType::Float32), (91, DataType::Float16)] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        // Positive values: div and pow stay finite.
+        let x = ops::uniform(&mut rng, 2 * 5 * 3 * 7, 0.5, 1.5);
+        let g = ops::uniform(&mut rng, 7, 0.5, 1.5);
+        let r = ops::uniform(&mut rng, 2 * 5 * 3 * 7, -1.0, 1.0);
+        let inputs = [
+            floats(dt, &[2, 5, 3, 7], &x),
+            floats(dt, &[1, 1, 1, 7], &g),
+            floats(dt, &[2, 5, 3, 7], &r),
+        ];
+        for (name, op) in ops {
+            for (k, relu) in [false, true].into_iter().enumerate() {
+                let build = |b: &GraphBuilder, ins: &[Operand]| -> wgnn::Result<Vec<Operand>> {
+                    let v = op(b, &ins[0], &ins[1])?;
+                    let y = if k == 0 {
+                        b.add(&v, &ins[2])?
+                    } else {
+                        b.add(&ins[2], &v)?
+                    };
+                    Ok(vec![if relu { b.relu(&y)? } else { y }])
+                };
+                let what = format!("{name} + residual, relu {relu}, {dt}");
+                Pair::new().check(&what, &build, &inputs);
+                let want = if name == "pow" { 2 } else { 1 };
+                for (ctx_name, ctx) in Pair::new().both() {
+                    let ran = ops::run(ctx, &build, &inputs).unwrap();
+                    assert_eq!(ran.nodes, want, "{what} on {ctx_name}");
+                }
+            }
+        }
+        let apart = |b: &GraphBuilder, ins: &[Operand]| -> wgnn::Result<Vec<Operand>> {
+            let v = b.mul(&ins[0], &ins[1])?;
+            // The gate broadcasts: not a residual.
+            let w = b.add(&ins[0], &ins[1])?;
+            let y = b.add(&v, &ins[2])?;
+            Ok(vec![b.mul(&y, &v)?, w])
+        };
+        Pair::new().check("apart", &apart, &inputs);
+        for (ctx_name, ctx) in Pair::new().both() {
+            let ran = ops::run(ctx, &apart, &inputs).unwrap();
+            assert_eq!(ran.nodes, 4, "apart {dt} on {ctx_name}");
+        }
+    }
+}

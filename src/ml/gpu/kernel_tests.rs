@@ -270,6 +270,40 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             );
         }
     }
+    // A float binary op with a residual add fused after it, with and
+    // without activations after that.
+    for dt in FLOATS {
+        for (i, act) in [None, Some(ACTIVATIONS[6]), Some(ACTIVATIONS[16])]
+            .into_iter()
+            .enumerate()
+        {
+            add(
+                format!("binary + residual, activations {i} {dt}"),
+                graph_n(ctx, |b| {
+                    let a = b.input("a", desc(dt, &[2, 3, 4]))?;
+                    let c = b.input("c", desc(dt, &[3, 1]))?;
+                    let r = b.input("r", desc(dt, &[2, 3, 4]))?;
+                    let ys = [
+                        b.mul(&a, &c)?,
+                        b.add(&c, &a)?,
+                        b.sub(&a, &c)?,
+                        b.div(&a, &c)?,
+                        b.max(&a, &c)?,
+                        b.min(&c, &a)?,
+                    ];
+                    ys.iter()
+                        .map(|y| {
+                            let y = b.add(y, &r)?;
+                            match act {
+                                Some(act) => act(b, &y),
+                                None => Ok(y),
+                            }
+                        })
+                        .collect()
+                }),
+            );
+        }
+    }
     for dt in FLOATS {
         add(
             format!("pow {dt}"),
