@@ -2,25 +2,27 @@
 //! a separate pass over memory, and small steps share one kernel: an
 //! activation whose input is used only by it is folded into the node that
 //! produces that input; an `add` of a conv2d's or a binary op's result (used
-//! by nothing else) and a same-shaped tensor becomes that node's residual; a `mul` of a
-//! conv2d's input by a per-channel gate (squeeze-and-excitation) becomes its
-//! input scale; and the gate's own chain (global average pool, then one or
-//! two 1x1 convolutions with their activations) becomes one
-//! `Op::SqueezeExcite` node. float16 graphs fuse the same way: the fused
+//! by nothing else) and a same-shaped tensor becomes that node's residual;
+//! a `mul` of a conv2d's input by a per-channel gate (squeeze-and-
+//! excitation) becomes its input scale; the gate's own chain (global average
+//! pool, then one or two 1x1 convolutions with their activations) becomes
+//! one `Op::SqueezeExcite` node; and a depthwise conv2d read only by a 1x1
+//! conv2d becomes one `Op::DepthwisePointwise` node with it. float16 graphs fuse the same way: the fused
 //! kernels keep the intermediate values in float32 where the separate nodes
 //! rounded them to float16, which both contexts do alike.
 
 use super::graph_ir::{GraphIr, Node, OperandId};
 use super::ops::{
-    BinaryOp, InputLayout, Op, PoolKind, ReduceKind, SqueezeExciteLayer, SqueezeExciteOptions,
-    SQUEEZE_EXCITE_MAX_CHANNELS,
+    BinaryOp, Conv2dOptions, DepthwisePointwiseOptions, InputLayout, Op, PoolKind, ReduceKind,
+    SqueezeExciteLayer, SqueezeExciteOptions, SQUEEZE_EXCITE_MAX_CHANNELS,
 };
 use super::shape::{conv_filter_ochw, nchw};
 
 /// Every fusion, activations first (so an `add` brings its own along, and
 /// a squeeze-and-excitation layer its activation).
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    fuse_squeeze_excite(fuse_input_scales(fuse_residual_adds(fuse_activations(ir))))
+    let ir = fuse_input_scales(fuse_residual_adds(fuse_activations(ir)));
+    fuse_squeeze_excite(fuse_depthwise_pointwise(ir))
 }
 
 /// What each pass tracks while it walks the nodes in order: readers of each
@@ -353,4 +355,94 @@ fn pointwise_layer(
         bias: node.op_inputs().len() > 2,
         activations: node.activations.clone(),
     })
+}
+
+/// depthwise conv2d (no residual; any input scale, activations) -> 1x1
+/// conv2d (stride 1, no padding or groups, no input scale; any residual,
+/// activations) of its result alone becomes one node at the pointwise
+/// conv's place: the pointwise kernel computes each depthwise value as it
+/// loads it, and the depthwise result is never written.
+fn fuse_depthwise_pointwise(mut ir: GraphIr) -> GraphIr {
+    let (uses, mut producer, mut keep) = walk_state(&ir);
+    for i in 0..ir.nodes.len() {
+        let node = &ir.nodes[i];
+        // (depthwise node, its options, the pointwise filter layout)
+        let fusion = match &node.op {
+            Op::Conv2d(po) if pointwise_only(&ir, node, po) => {
+                let x = node.inputs[0];
+                producer[x].and_then(|p| {
+                    let dw = &ir.nodes[p];
+                    match &dw.op {
+                        Op::Conv2d(d)
+                            if keep[p]
+                                && uses[x] == 1
+                                && dw.outputs.len() == 1
+                                && !dw.residual
+                                && depthwise(&ir, dw, d, po.input_layout) =>
+                        {
+                            Some((p, d.clone(), po.filter_layout))
+                        }
+                        _ => None,
+                    }
+                })
+            }
+            _ => None,
+        };
+        if let Some((p, d, pointwise_filter_layout)) = fusion {
+            let dw = &ir.nodes[p];
+            let pw = &ir.nodes[i];
+            let mut inputs = dw.op_inputs().to_vec();
+            inputs.extend_from_slice(&pw.op_inputs()[1..]);
+            inputs.extend(dw.input_scale());
+            inputs.extend(pw.residual());
+            let op = Op::DepthwisePointwise(DepthwisePointwiseOptions {
+                depthwise_bias: dw.op_inputs().len() > 2,
+                depthwise: d,
+                depthwise_activations: dw.activations.clone(),
+                pointwise_filter_layout,
+                pointwise_bias: pw.op_inputs().len() > 2,
+            });
+            let scaled = dw.input_scale;
+            let node = &mut ir.nodes[i];
+            node.op = op;
+            node.inputs = inputs;
+            node.input_scale = scaled;
+            keep[p] = false;
+        }
+        for &o in &ir.nodes[i].outputs {
+            producer[o] = Some(i);
+        }
+    }
+    without_folded(ir, keep)
+}
+
+/// A 1x1 conv2d with stride 1, no padding, one group and no input scale.
+fn pointwise_only(ir: &GraphIr, node: &Node, o: &Conv2dOptions) -> bool {
+    let f = ir.desc(node.inputs[1]);
+    f.rank() == 4
+        && !node.input_scale
+        && o.groups == 1
+        && o.strides == [1, 1]
+        && o.padding == [0; 4]
+        && conv_filter_ochw(
+            o.filter_layout,
+            [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+        )[2..]
+            == [1, 1]
+}
+
+/// A depthwise conv2d (one input channel per group) of a float 4-D tensor
+/// in `layout`.
+fn depthwise(ir: &GraphIr, node: &Node, o: &Conv2dOptions, layout: InputLayout) -> bool {
+    let x = ir.desc(node.inputs[0]);
+    let f = ir.desc(node.inputs[1]);
+    if x.rank() != 4 || f.rank() != 4 || !x.data_type.is_float() || o.input_layout != layout {
+        return false;
+    }
+    let [_, c, _, _] = nchw(layout, [x.shape[0], x.shape[1], x.shape[2], x.shape[3]]);
+    let [_, icg, _, _] = conv_filter_ochw(
+        o.filter_layout,
+        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+    );
+    o.groups == c && icg == 1
 }

@@ -528,6 +528,25 @@ pub enum Op {
     /// inputs: [input, then per layer its filter and bias if any]; output:
     /// the last layer's, one value per image and output channel.
     SqueezeExcite(SqueezeExciteOptions),
+    /// Never written by the builder: `ml::fuse` makes it from a depthwise
+    /// conv2d whose result only a 1x1 conv2d reads. inputs: [input,
+    /// depthwise filter, its bias?, pointwise filter, its bias?]; a fused
+    /// input scale applies to the input, a residual and the node's
+    /// activations to the pointwise result.
+    DepthwisePointwise(DepthwisePointwiseOptions),
+}
+
+/// A fused depthwise + pointwise conv2d pair (`Op::DepthwisePointwise`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DepthwisePointwiseOptions {
+    /// The depthwise conv2d's (groups = input channels); its layout is the
+    /// input's and the output's.
+    pub depthwise: Conv2dOptions,
+    pub depthwise_bias: bool,
+    /// Applied to the depthwise result as the pointwise conv reads it.
+    pub depthwise_activations: Vec<Activation>,
+    pub pointwise_filter_layout: Conv2dFilterLayout,
+    pub pointwise_bias: bool,
 }
 
 /// The layers of a fused squeeze-and-excitation node (`Op::SqueezeExcite`).
@@ -598,6 +617,7 @@ impl Op {
             Op::Tile { .. } => "tile",
             Op::BatchNormalization { .. } => "batchNormalization",
             Op::SqueezeExcite(_) => "squeezeExcite",
+            Op::DepthwisePointwise(_) => "depthwisePointwise",
         }
     }
 }

@@ -11,6 +11,7 @@
 mod backend;
 mod compare;
 mod conv;
+mod dwpw;
 mod elementwise;
 mod epilogue;
 mod fault;
@@ -214,6 +215,7 @@ fn execute(
     let one = |v: Values| vec![v];
     let mut values = match op {
         Op::Conv2d(o) => return one(conv::conv2d(args, out, o, ep)),
+        Op::DepthwisePointwise(o) => return one(dwpw::depthwise_pointwise(args, out, o, ep)),
         Op::ConvTranspose2d(o) => return one(conv::conv_transpose2d(args, out, o, ep)),
         Op::Binary(b) => return one(elementwise::binary(*b, args[0], args[1], out, ep)),
         Op::Pool2d(kind, o) => one(pool::pool2d(*kind, args[0], out, o)),

@@ -135,9 +135,10 @@ fn op_kind(op: &Op) -> usize {
         Op::Tile { .. } => 25,
         Op::BatchNormalization { .. } => 26,
         Op::SqueezeExcite(_) => 27,
+        Op::DepthwisePointwise(_) => 28,
     }
 }
-const OP_KINDS: usize = 28;
+const OP_KINDS: usize = 29;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -621,6 +622,7 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
     }
     reductions_gathers_and_normalizations(ctx, &mut add);
     squeeze_excite_graphs(ctx, &mut add);
+    depthwise_pointwise_graphs(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
         "ten axes".into(),
@@ -706,6 +708,73 @@ fn squeeze_excite_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
                         ir,
                     );
                 }
+            }
+        }
+    }
+}
+
+/// A depthwise conv2d read only by a 1x1 conv2d, fused into one
+/// `DepthwisePointwise` node: both float types and layouts, every filter
+/// layout on either side, each bias, the input scale and the residual on and
+/// off, a channel multiplier of 2, activations on both convs.
+fn depthwise_pointwise_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    let filters = [
+        Conv2dFilterLayout::Oihw,
+        Conv2dFilterLayout::Hwio,
+        Conv2dFilterLayout::Ohwi,
+        Conv2dFilterLayout::Ihwo,
+    ];
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for flags in 0..16u8 {
+                let [dw_bias, pw_bias, scale, residual] = [1, 2, 4, 8].map(|bit| flags & bit != 0);
+                let (dwl, pwl) = (filters[flags as usize % 4], filters[flags as usize / 4]);
+                let mult = 1 + (flags as usize % 3 == 0) as usize;
+                let ir = graph(ctx, |b| {
+                    let (c, oc) = (3, 5);
+                    let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 7, 6])))?;
+                    let x = if scale {
+                        let gate = b.input("gate", desc(dt, &nchw_shape(layout, [1, c, 1, 1])))?;
+                        b.mul(&x, &gate)?
+                    } else {
+                        x
+                    };
+                    let f = zeros(b, dt, &conv_filter_shape(dwl, [c * mult, 1, 3, 3]));
+                    let bias = dw_bias.then(|| zeros(b, dt, &[c * mult]));
+                    let o = Conv2dOptions {
+                        padding: [1, 1, 0, 1],
+                        strides: [2, 1],
+                        groups: c,
+                        input_layout: layout,
+                        filter_layout: dwl,
+                        ..Conv2dOptions::new()
+                    };
+                    let d = ACTIVATIONS[6](b, &b.conv2d(&x, &f, bias.as_ref(), o)?)?;
+                    let f = zeros(b, dt, &conv_filter_shape(pwl, [oc, c * mult, 1, 1]));
+                    let bias = pw_bias.then(|| zeros(b, dt, &[oc]));
+                    let o = Conv2dOptions {
+                        input_layout: layout,
+                        filter_layout: pwl,
+                        ..Conv2dOptions::new()
+                    };
+                    let mut y = b.conv2d(&d, &f, bias.as_ref(), o)?;
+                    if residual {
+                        let r = b.input("r", y.descriptor().clone())?;
+                        y = b.add(&y, &r)?;
+                    }
+                    ACTIVATIONS[if residual { 12 } else { 0 }](b, &y)
+                });
+                assert_eq!(ir.nodes.len(), 1, "{:?}", ir.nodes);
+                let node = &ir.nodes[0];
+                assert!(matches!(node.op, Op::DepthwisePointwise(_)));
+                assert_eq!((node.input_scale, node.residual), (scale, residual));
+                add(
+                    format!(
+                        "depthwisePointwise {dt} {layout:?} {dwl:?} {pwl:?} bias {dw_bias} {pw_bias} \
+                         scale {scale} residual {residual}"
+                    ),
+                    ir,
+                );
             }
         }
     }

@@ -9,6 +9,7 @@ mod broadcast;
 mod compare;
 mod concat;
 mod conv2d;
+mod conv2d_dwpw;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
@@ -94,6 +95,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Expand | Op::Tile { .. } => broadcast::repeat(l, node),
         Op::BatchNormalization { epsilon } => normalization::normalize(l, node, *epsilon),
         Op::SqueezeExcite(o) => squeeze_excite::squeeze_excite(l, node, o),
+        Op::DepthwisePointwise(o) => conv2d_dwpw::depthwise_pointwise(l, node, o),
     }
 }
 
