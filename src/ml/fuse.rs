@@ -4,12 +4,13 @@
 //! produces that input; an `add` of a conv2d's or a binary op's result (used
 //! by nothing else) and a same-shaped tensor becomes that node's residual;
 //! a `mul` of a conv2d's input by a per-channel gate (squeeze-and-
-//! excitation) becomes its input scale; the gate's own chain (global average
-//! pool, then one or two 1x1 convolutions with their activations) becomes
-//! one `Op::SqueezeExcite` node; and a depthwise conv2d read only by a 1x1
-//! conv2d becomes one `Op::DepthwisePointwise` node with it. float16 graphs fuse the same way: the fused
-//! kernels keep the intermediate values in float32 where the separate nodes
-//! rounded them to float16, which both contexts do alike.
+//! excitation) becomes its input scale; a depthwise conv2d read only by a
+//! 1x1 conv2d becomes one `Op::DepthwisePointwise` node with it; and the
+//! gate's own chain (global average pool, then one or two 1x1 convolutions
+//! with their activations) becomes one `Op::SqueezeExcite` node. float16
+//! graphs fuse the same way: the fused kernels keep intermediate values in
+//! float32 where the separate nodes rounded them to float16, which both
+//! contexts do alike.
 
 use super::graph_ir::{GraphIr, Node, OperandId};
 use super::ops::{
