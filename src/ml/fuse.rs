@@ -1,17 +1,29 @@
 //! Build-time fusion, so that work runs in a kernel's epilogue instead of as
-//! a separate pass over memory: an activation whose input is used only by it
-//! is folded into the node that produces that input, and a float32 `add` of
-//! a conv2d's result (used by nothing else) and a same-shaped tensor becomes
-//! that conv2d's residual, and a float32 `mul` of a conv2d's input by a
-//! per-channel gate (squeeze-and-excitation) becomes its input scale.
+//! a separate pass over memory, and small steps share one kernel: an
+//! activation whose input is used only by it is folded into the node that
+//! produces that input; an `add` of a conv2d's or a binary op's result (used
+//! by nothing else) and a same-shaped tensor becomes that node's residual;
+//! a `mul` of a conv2d's input by a per-channel gate (squeeze-and-
+//! excitation) becomes its input scale; a depthwise conv2d read only by a
+//! 1x1 conv2d becomes one `Op::DepthwisePointwise` node with it; and the
+//! gate's own chain (global average pool, then one or two 1x1 convolutions
+//! with their activations) becomes one `Op::SqueezeExcite` node. float16
+//! graphs fuse the same way: the fused kernels keep intermediate values in
+//! float32 where the separate nodes rounded them to float16, which both
+//! contexts do alike.
 
-use super::graph_ir::GraphIr;
-use super::ops::{BinaryOp, InputLayout, Op};
-use super::types::DataType;
+use super::graph_ir::{GraphIr, Node, OperandId};
+use super::ops::{
+    BinaryOp, Conv2dOptions, DepthwisePointwiseOptions, InputLayout, Op, PoolKind, ReduceKind,
+    SqueezeExciteLayer, SqueezeExciteOptions, SQUEEZE_EXCITE_MAX_CHANNELS,
+};
+use super::shape::{conv_filter_ochw, nchw};
 
-/// Every fusion, activations first (so an `add` brings its own along).
+/// Every fusion, activations first (so an `add` brings its own along, and
+/// a squeeze-and-excitation layer its activation).
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    fuse_input_scales(fuse_residual_adds(fuse_activations(ir)))
+    let ir = fuse_input_scales(fuse_residual_adds(fuse_activations(ir)));
+    fuse_squeeze_excite(fuse_depthwise_pointwise(ir))
 }
 
 /// What each pass tracks while it walks the nodes in order: readers of each
@@ -79,24 +91,41 @@ fn fuse_activations(mut ir: GraphIr) -> GraphIr {
     without_folded(ir, keep)
 }
 
-/// conv2d (without activations of its own) -> add(result, r) becomes one
-/// conv2d with residual r, taking over the add's output and activations.
-/// float32 only: in float16 the conv's result would otherwise be rounded
-/// before the add, and fusing would change the values.
+/// Whether a node with `op` takes a residual (added before its activations).
+fn fuses_residual(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Conv2d(_)
+            | Op::Binary(
+                BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Div
+                    | BinaryOp::Max
+                    | BinaryOp::Min
+            )
+    )
+}
+
+/// conv2d or a float binary op (without activations of its own) ->
+/// add(result, r) becomes one node with residual r, taking over the add's
+/// output and activations (`mul(x, gate) + skip` in squeeze-and-excitation
+/// decoders, say). In float16 the op's result is no longer rounded before
+/// the add.
 fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
     let (uses, mut producer, mut keep) = walk_state(&ir);
     for i in 0..ir.nodes.len() {
         let node = &ir.nodes[i];
         let out = node.outputs[0];
         let fusion = match node.op {
-            Op::Binary(BinaryOp::Add) if ir.desc(out).data_type == DataType::Float32 => {
+            Op::Binary(BinaryOp::Add) if ir.desc(out).data_type.is_float() => {
                 // Either operand may be the conv's result.
                 [(0, 1), (1, 0)].into_iter().find_map(|(a, r)| {
                     let (a, r) = (node.inputs[a], node.inputs[r]);
                     let p = producer[a]?;
                     let conv = &ir.nodes[p];
                     let ready = producer[r].is_none_or(|q| q < p);
-                    (matches!(conv.op, Op::Conv2d(_))
+                    (fuses_residual(&conv.op)
                         && keep[p]
                         && uses[a] == 1
                         && a != r
@@ -134,8 +163,8 @@ fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
 
 /// mul(x, s) -> conv2d becomes one conv2d reading x scaled by s, where s
 /// broadcasts along everything but the conv's input channels (one value per
-/// channel) and the product is read by nothing else. float32 only, as for
-/// residuals.
+/// channel) and the product is read by nothing else. In float16 the product
+/// is no longer rounded before the conv reads it.
 fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
     let (uses, mut producer, mut keep) = walk_state(&ir);
     for i in 0..ir.nodes.len() {
@@ -150,10 +179,11 @@ fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
                         InputLayout::Nhwc => 3,
                     };
                     let ok = matches!(mul.op, Op::Binary(BinaryOp::Mul))
+                        && !mul.residual
                         && keep[p]
                         && uses[x] == 1
                         && mul.activations.is_empty()
-                        && ir.desc(x).data_type == DataType::Float32;
+                        && ir.desc(x).data_type.is_float();
                     if !ok {
                         return None;
                     }
@@ -194,4 +224,226 @@ fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
         }
     }
     without_folded(ir, keep)
+}
+
+/// Elements of one image from which a squeeze-and-excitation chain keeps its
+/// pool as a kernel of its own. The fused kernel has one workgroup per image,
+/// and reading an image bounds it by memory latency; 16x16x128 (selfie's
+/// encoder) stays fused, selfie's 64x64x16 and 128x128x16 decoder images are
+/// pooled over many workgroups first.
+const SQUEEZE_EXCITE_MAX_POOLED: usize = 1 << 15;
+
+/// A global average pool (averagePool2d over the whole image without
+/// padding, or reduceMean over the spatial axes keeping them) read only by a
+/// 1x1 conv2d, which may be read only by a second one: one squeeze-and-
+/// excitation node at the last conv's place (its filters and biases may be
+/// computed after the pool), instead of two or three kernels that each ran
+/// on a handful of values. Past [`SQUEEZE_EXCITE_MAX_POOLED`] the node
+/// starts at the pool's output.
+fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
+    let uses = ir.use_counts();
+    // The node reading each operand; only meaningful where it has one use.
+    let mut reader = vec![None; ir.operands.len()];
+    for (i, node) in ir.nodes.iter().enumerate() {
+        for &x in &node.inputs {
+            reader[x] = Some(i);
+        }
+    }
+    let mut keep = vec![true; ir.nodes.len()];
+    for i in 0..ir.nodes.len() {
+        let Some(layout) = global_mean_layout(&ir, &ir.nodes[i]) else {
+            continue;
+        };
+        // A large image is pooled by its own kernel, over many workgroups,
+        // and the fused node takes the means (one pixel).
+        let x = ir.nodes[i].inputs[0];
+        let own_pool =
+            ir.desc(x).element_count() / ir.desc(x).shape[0].max(1) > SQUEEZE_EXCITE_MAX_POOLED;
+        let mut inputs = vec![if own_pool { ir.nodes[i].outputs[0] } else { x }];
+        let (mut layers, mut convs) = (Vec::new(), Vec::new());
+        let mut last = ir.nodes[i].outputs[0];
+        while layers.len() < 2 && uses[last] == 1 {
+            let Some(c) = reader[last] else { break };
+            let Some(layer) = pointwise_layer(&ir, &ir.nodes[c], last, layout) else {
+                break;
+            };
+            inputs.extend_from_slice(&ir.nodes[c].op_inputs()[1..]);
+            layers.push(layer);
+            convs.push(c);
+            last = ir.nodes[c].outputs[0];
+        }
+        let Some((&at, folded)) = convs.split_last() else {
+            continue;
+        };
+        ir.nodes[at] = Node {
+            op: Op::SqueezeExcite(SqueezeExciteOptions { layout, layers }),
+            inputs,
+            outputs: vec![last],
+            activations: Vec::new(),
+            input_scale: false,
+            residual: false,
+        };
+        keep[i] = own_pool;
+        for &c in folded {
+            keep[c] = false;
+        }
+    }
+    without_folded(ir, keep)
+}
+
+/// The layout of `node`'s input if it is the mean of each channel of a 4-D
+/// float tensor over its whole image, with the spatial axes kept (size 1).
+fn global_mean_layout(ir: &GraphIr, node: &Node) -> Option<InputLayout> {
+    let x = ir.desc(*node.inputs.first()?);
+    let y = ir.desc(*node.outputs.first()?);
+    if x.rank() != 4 || y.rank() != 4 || !x.data_type.is_float() || !node.activations.is_empty() {
+        return None;
+    }
+    let layout = match &node.op {
+        Op::Pool2d(PoolKind::Average, o) => {
+            let [_, _, h, w] = nchw(o.layout, [x.shape[0], x.shape[1], x.shape[2], x.shape[3]]);
+            let whole = o.window_dimensions.is_none_or(|d| d == [h, w]);
+            (whole && o.padding == [0; 4] && o.dilations == [1, 1]).then_some(o.layout)?
+        }
+        Op::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            keep_dimensions: true,
+        } => match axes.as_slice() {
+            [1, 2] => InputLayout::Nhwc,
+            [2, 3] => InputLayout::Nchw,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let [_, c, h, w] = nchw(layout, [y.shape[0], y.shape[1], y.shape[2], y.shape[3]]);
+    ([h, w] == [1, 1] && c <= SQUEEZE_EXCITE_MAX_CHANNELS).then_some(layout)
+}
+
+/// `node` as a layer of a squeeze-and-excitation chain: a 1x1 conv2d of
+/// `x` (one pixel per image, `layout`) without padding, groups, input scale
+/// or residual.
+fn pointwise_layer(
+    ir: &GraphIr,
+    node: &Node,
+    x: OperandId,
+    layout: InputLayout,
+) -> Option<SqueezeExciteLayer> {
+    let Op::Conv2d(o) = &node.op else {
+        return None;
+    };
+    let f = ir.desc(*node.inputs.get(1)?);
+    let y = ir.desc(*node.outputs.first()?);
+    let ok = node.inputs[0] == x
+        && !node.input_scale
+        && !node.residual
+        && node.outputs.len() == 1
+        && o.input_layout == layout
+        && o.groups == 1
+        && o.padding == [0; 4]
+        && f.rank() == 4
+        && y.rank() == 4
+        && y.data_type == ir.desc(x).data_type;
+    if !ok {
+        return None;
+    }
+    let [oc, _, kh, kw] = conv_filter_ochw(
+        o.filter_layout,
+        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+    );
+    ([kh, kw] == [1, 1] && oc <= SQUEEZE_EXCITE_MAX_CHANNELS).then(|| SqueezeExciteLayer {
+        filter_layout: o.filter_layout,
+        bias: node.op_inputs().len() > 2,
+        activations: node.activations.clone(),
+    })
+}
+
+/// depthwise conv2d (no residual; any input scale, activations) -> 1x1
+/// conv2d (stride 1, no padding or groups, no input scale; any residual,
+/// activations) of its result alone becomes one node at the pointwise
+/// conv's place: the pointwise kernel computes each depthwise value as it
+/// loads it, and the depthwise result is never written.
+fn fuse_depthwise_pointwise(mut ir: GraphIr) -> GraphIr {
+    let (uses, mut producer, mut keep) = walk_state(&ir);
+    for i in 0..ir.nodes.len() {
+        let node = &ir.nodes[i];
+        // (depthwise node, its options, the pointwise filter layout)
+        let fusion = match &node.op {
+            Op::Conv2d(po) if pointwise_only(&ir, node, po) => {
+                let x = node.inputs[0];
+                producer[x].and_then(|p| {
+                    let dw = &ir.nodes[p];
+                    match &dw.op {
+                        Op::Conv2d(d)
+                            if keep[p]
+                                && uses[x] == 1
+                                && dw.outputs.len() == 1
+                                && !dw.residual
+                                && depthwise(&ir, dw, d, po.input_layout) =>
+                        {
+                            Some((p, d.clone(), po.filter_layout))
+                        }
+                        _ => None,
+                    }
+                })
+            }
+            _ => None,
+        };
+        if let Some((p, d, pointwise_filter_layout)) = fusion {
+            let dw = &ir.nodes[p];
+            let pw = &ir.nodes[i];
+            let mut inputs = dw.op_inputs().to_vec();
+            inputs.extend_from_slice(&pw.op_inputs()[1..]);
+            inputs.extend(dw.input_scale());
+            inputs.extend(pw.residual());
+            let op = Op::DepthwisePointwise(DepthwisePointwiseOptions {
+                depthwise_bias: dw.op_inputs().len() > 2,
+                depthwise: d,
+                depthwise_activations: dw.activations.clone(),
+                pointwise_filter_layout,
+                pointwise_bias: pw.op_inputs().len() > 2,
+            });
+            let scaled = dw.input_scale;
+            let node = &mut ir.nodes[i];
+            node.op = op;
+            node.inputs = inputs;
+            node.input_scale = scaled;
+            keep[p] = false;
+        }
+        for &o in &ir.nodes[i].outputs {
+            producer[o] = Some(i);
+        }
+    }
+    without_folded(ir, keep)
+}
+
+/// A 1x1 conv2d with stride 1, no padding, one group and no input scale.
+fn pointwise_only(ir: &GraphIr, node: &Node, o: &Conv2dOptions) -> bool {
+    let f = ir.desc(node.inputs[1]);
+    f.rank() == 4
+        && !node.input_scale
+        && o.groups == 1
+        && o.strides == [1, 1]
+        && o.padding == [0; 4]
+        && conv_filter_ochw(
+            o.filter_layout,
+            [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+        )[2..]
+            == [1, 1]
+}
+
+/// A depthwise conv2d (one input channel per group) of a float 4-D tensor
+/// in `layout`.
+fn depthwise(ir: &GraphIr, node: &Node, o: &Conv2dOptions, layout: InputLayout) -> bool {
+    let x = ir.desc(node.inputs[0]);
+    let f = ir.desc(node.inputs[1]);
+    if x.rank() != 4 || f.rank() != 4 || !x.data_type.is_float() || o.input_layout != layout {
+        return false;
+    }
+    let [_, c, _, _] = nchw(layout, [x.shape[0], x.shape[1], x.shape[2], x.shape[3]]);
+    let [_, icg, _, _] = conv_filter_ochw(
+        o.filter_layout,
+        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+    );
+    o.groups == c && icg == 1
 }

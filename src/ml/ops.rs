@@ -522,6 +522,65 @@ pub enum Op {
     /// to the input: y = (x - mean) / sqrt(variance + epsilon). The core of
     /// the three normalizations; their scale and bias are mul and add nodes.
     BatchNormalization { epsilon: f32 },
+    /// Never written by the builder: `ml::fuse` makes it from a global
+    /// average pool (or reduceMean over the spatial axes) and the one or two
+    /// 1x1 convolutions that read it alone, squeeze-and-excitation's gate.
+    /// inputs: [input, then per layer its filter and bias if any]; output:
+    /// the last layer's, one value per image and output channel.
+    SqueezeExcite(SqueezeExciteOptions),
+    /// Never written by the builder: `ml::fuse` makes it from a depthwise
+    /// conv2d whose result only a 1x1 conv2d reads. inputs: [input,
+    /// depthwise filter, its bias?, pointwise filter, its bias?]; a fused
+    /// input scale applies to the input, a residual and the node's
+    /// activations to the pointwise result.
+    DepthwisePointwise(DepthwisePointwiseOptions),
+}
+
+/// A fused depthwise + pointwise conv2d pair (`Op::DepthwisePointwise`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DepthwisePointwiseOptions {
+    /// The depthwise conv2d's (groups = input channels); its layout is the
+    /// input's and the output's.
+    pub depthwise: Conv2dOptions,
+    pub depthwise_bias: bool,
+    /// Applied to the depthwise result as the pointwise conv reads it.
+    pub depthwise_activations: Vec<Activation>,
+    pub pointwise_filter_layout: Conv2dFilterLayout,
+    pub pointwise_bias: bool,
+}
+
+/// The layers of a fused squeeze-and-excitation node (`Op::SqueezeExcite`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqueezeExciteOptions {
+    /// The layout of the input and of the output ([n, 1, 1, c] or [n, c, 1, 1]).
+    pub layout: InputLayout,
+    /// One or two fully connected layers, in order.
+    pub layers: Vec<SqueezeExciteLayer>,
+}
+
+/// One 1x1 convolution of a fused squeeze-and-excitation node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqueezeExciteLayer {
+    pub filter_layout: Conv2dFilterLayout,
+    pub bias: bool,
+    /// Applied to this layer's result; the node's own activations follow
+    /// the last layer's.
+    pub activations: Vec<Activation>,
+}
+
+/// The most channels a fused squeeze-and-excitation node takes at any layer:
+/// its GPU kernel holds each layer's input in workgroup memory.
+pub(crate) const SQUEEZE_EXCITE_MAX_CHANNELS: usize = 1024;
+
+impl Conv2dFilterLayout {
+    /// Element strides of (output channel, input channel) in a 1x1 filter
+    /// of `o` outputs and `i` inputs stored in this layout.
+    pub(crate) fn pointwise_strides(self, o: usize, i: usize) -> [usize; 2] {
+        match self {
+            Conv2dFilterLayout::Oihw | Conv2dFilterLayout::Ohwi => [i, 1],
+            Conv2dFilterLayout::Hwio | Conv2dFilterLayout::Ihwo => [1, o],
+        }
+    }
 }
 
 impl Op {
@@ -557,6 +616,8 @@ impl Op {
             Op::Expand => "expand",
             Op::Tile { .. } => "tile",
             Op::BatchNormalization { .. } => "batchNormalization",
+            Op::SqueezeExcite(_) => "squeezeExcite",
+            Op::DepthwisePointwise(_) => "depthwisePointwise",
         }
     }
 }

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod depthwise_pointwise;
 mod fault;
 mod gpu_roundtrip;
 mod ops_elementwise;
@@ -14,5 +15,6 @@ mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
 mod rent;
+mod squeeze_excite;
 mod timeline;
 mod transfer_discipline;

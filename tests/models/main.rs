@@ -12,6 +12,7 @@ mod bad_input;
 mod detect_yolo;
 mod face_detect;
 mod face_refs;
+mod fusion;
 mod golden;
 mod litert_refs;
 mod load;

@@ -11,6 +11,7 @@
 mod backend;
 mod compare;
 mod conv;
+mod dwpw;
 mod elementwise;
 mod epilogue;
 mod fault;
@@ -23,6 +24,7 @@ mod pool;
 mod reduce;
 mod reply;
 mod resample;
+mod squeeze;
 
 use std::sync::Arc;
 
@@ -154,9 +156,11 @@ impl CpuPlan {
             let outs = match node.residual() {
                 None => execute(&node.op, &args, &out_descs, ep),
                 // The residual is added before the activations, so those run
-                // after it, in a pass of their own.
+                // after it, in a pass of their own; in float16 the sum is
+                // rounded once, after them, as the GPU kernels do.
                 Some(r) => {
-                    let mut outs = execute(&node.op, &args, &out_descs, ep.without_activations());
+                    let bare = ep.without_activations().rounding_to(false);
+                    let mut outs = execute(&node.op, &args, &out_descs, bare);
                     if let (Some(Values::F32(y)), Values::F32(r)) = (outs.first_mut(), value(r)) {
                         add_residual(y, r);
                         ep.apply_par(y);
@@ -211,6 +215,7 @@ fn execute(
     let one = |v: Values| vec![v];
     let mut values = match op {
         Op::Conv2d(o) => return one(conv::conv2d(args, out, o, ep)),
+        Op::DepthwisePointwise(o) => return one(dwpw::depthwise_pointwise(args, out, o, ep)),
         Op::ConvTranspose2d(o) => return one(conv::conv_transpose2d(args, out, o, ep)),
         Op::Binary(b) => return one(elementwise::binary(*b, args[0], args[1], out, ep)),
         Op::Pool2d(kind, o) => one(pool::pool2d(*kind, args[0], out, o)),
@@ -255,6 +260,7 @@ fn execute(
         Op::BatchNormalization { epsilon } => one(normalization::normalize(
             args[0], args[1], args[2], *epsilon,
         )),
+        Op::SqueezeExcite(o) => one(squeeze::squeeze_excite(args, o)),
     };
     for (v, d) in values.iter_mut().zip(outs) {
         if let Values::F32(x) = v {

@@ -74,6 +74,21 @@ kernel_params! {
     }
 }
 
+/// `op` of `x` and `y` as a WGSL expression, in i32 (`int`) or f32.
+pub(super) fn binop_expr(op: BinaryOp, int: bool) -> &'static str {
+    match (op, int) {
+        (BinaryOp::Add, _) => "x + y",
+        (BinaryOp::Sub, _) => "x - y",
+        (BinaryOp::Mul, _) => "x * y",
+        (BinaryOp::Div, false) => "x / y",
+        // Division by zero gives 0, as on the CPU context.
+        (BinaryOp::Div, true) => "select(x / y, 0, y == 0)",
+        (BinaryOp::Max, _) => "max(x, y)",
+        (BinaryOp::Min, _) => "min(x, y)",
+        (BinaryOp::Pow, _) => "pow_f32(x, y)",
+    }
+}
+
 pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> {
     let (a, b, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
     let out = l.ir.desc(y).clone();
@@ -88,17 +103,7 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         axes,
     };
     let int = dt == DataType::Int32;
-    let expr = match (op, int) {
-        (BinaryOp::Add, _) => "x + y",
-        (BinaryOp::Sub, _) => "x - y",
-        (BinaryOp::Mul, _) => "x * y",
-        (BinaryOp::Div, false) => "x / y",
-        // Division by zero gives 0, as on the CPU context.
-        (BinaryOp::Div, true) => "select(x / y, 0, y == 0)",
-        (BinaryOp::Max, _) => "max(x, y)",
-        (BinaryOp::Min, _) => "min(x, y)",
-        (BinaryOp::Pow, _) => "pow_f32(x, y)",
-    };
+    let expr = binop_expr(op, int);
     let mut spec = Specialization::new();
     if op == BinaryOp::Pow {
         spec = spec.code(SPECIAL_VALUES).code(POW);

@@ -134,9 +134,11 @@ fn op_kind(op: &Op) -> usize {
         Op::Expand => 24,
         Op::Tile { .. } => 25,
         Op::BatchNormalization { .. } => 26,
+        Op::SqueezeExcite(_) => 27,
+        Op::DepthwisePointwise(_) => 28,
     }
 }
-const OP_KINDS: usize = 27;
+const OP_KINDS: usize = 29;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -272,6 +274,40 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             );
         }
     }
+    // A float binary op with a residual add fused after it, with and
+    // without activations after that.
+    for dt in FLOATS {
+        for (i, act) in [None, Some(ACTIVATIONS[6]), Some(ACTIVATIONS[16])]
+            .into_iter()
+            .enumerate()
+        {
+            add(
+                format!("binary + residual, activations {i} {dt}"),
+                graph_n(ctx, |b| {
+                    let a = b.input("a", desc(dt, &[2, 3, 4]))?;
+                    let c = b.input("c", desc(dt, &[3, 1]))?;
+                    let r = b.input("r", desc(dt, &[2, 3, 4]))?;
+                    let ys = [
+                        b.mul(&a, &c)?,
+                        b.add(&c, &a)?,
+                        b.sub(&a, &c)?,
+                        b.div(&a, &c)?,
+                        b.max(&a, &c)?,
+                        b.min(&c, &a)?,
+                    ];
+                    ys.iter()
+                        .map(|y| {
+                            let y = b.add(y, &r)?;
+                            match act {
+                                Some(act) => act(b, &y),
+                                None => Ok(y),
+                            }
+                        })
+                        .collect()
+                }),
+            );
+        }
+    }
     for dt in FLOATS {
         add(
             format!("pow {dt}"),
@@ -380,29 +416,31 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             }
         }
     }
-    // Input scales and residuals are fused in float32 only.
-    for layout in layouts {
-        for problem in CONV_PROBLEMS {
-            for flags in 0..8u8 {
-                let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
-                let conv = Conv {
-                    bias,
-                    scale,
-                    residual,
-                    act: Some(ACTIVATIONS[0]),
-                    ..Conv::new(DataType::Float32, layout, problem)
-                };
-                let ir = conv.graph(ctx);
-                let node = ir
-                    .nodes
-                    .iter()
-                    .find(|n| matches!(n.op, Op::Conv2d(_)))
-                    .unwrap();
-                assert_eq!((node.input_scale, node.residual), (scale, residual));
-                add(
-                    format!("conv2d {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
-                    ir,
-                );
+    // Input scales and residuals, in either float type.
+    for dt in FLOATS {
+        for layout in layouts {
+            for problem in CONV_PROBLEMS {
+                for flags in 0..8u8 {
+                    let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
+                    let conv = Conv {
+                        bias,
+                        scale,
+                        residual,
+                        act: Some(ACTIVATIONS[0]),
+                        ..Conv::new(dt, layout, problem)
+                    };
+                    let ir = conv.graph(ctx);
+                    let node = ir
+                        .nodes
+                        .iter()
+                        .find(|n| matches!(n.op, Op::Conv2d(_)))
+                        .unwrap();
+                    assert_eq!((node.input_scale, node.residual), (scale, residual));
+                    add(
+                        format!("conv2d {dt} {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
+                        ir,
+                    );
+                }
             }
         }
     }
@@ -586,6 +624,8 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
         );
     }
     reductions_gathers_and_normalizations(ctx, &mut add);
+    squeeze_excite_graphs(ctx, &mut add);
+    depthwise_pointwise_graphs(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
         "ten axes".into(),
@@ -607,6 +647,142 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
 /// Every reduction kind and type (axes kept, dropped, none, all), argMin
 /// and argMax in every type, gather, expand and tile in every type, and the
 /// normalizations (with a fused activation) and logSoftmax.
+/// Squeeze-and-excitation chains (the mean over the image, then one or two
+/// 1x1 conv2d with activations), each fused into one `SqueezeExcite` node:
+/// both float types and layouts, every filter layout, with and without
+/// biases, pooled by averagePool2d or reduceMean, and activation pairs whose
+/// helpers must each be emitted once.
+fn squeeze_excite_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    let filters = [
+        Conv2dFilterLayout::Oihw,
+        Conv2dFilterLayout::Hwio,
+        Conv2dFilterLayout::Ohwi,
+        Conv2dFilterLayout::Ihwo,
+    ];
+    // (first layer's, second layer's): log/sqrt, erf and softplus have helpers.
+    let act_pairs: [(usize, usize); 4] = [(0, 3), (12, 13), (15, 15), (17, 7)];
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for (k, filter) in filters.into_iter().enumerate() {
+                for layers in [1, 2] {
+                    let bias = k % 2 == 0;
+                    let reduce_mean = k >= 2;
+                    let (a0, a1) = act_pairs[(k + layers) % act_pairs.len()];
+                    let ir = graph(ctx, |b| {
+                        let (c, hidden, h, w) = (6, 3, 5, 3);
+                        let x = b.input("x", desc(dt, &nchw_shape(layout, [2, c, h, w])))?;
+                        let mut v = if reduce_mean {
+                            let axes: &[usize] = match layout {
+                                InputLayout::Nchw => &[2, 3],
+                                InputLayout::Nhwc => &[1, 2],
+                            };
+                            b.reduce_mean(&x, Some(axes), true)?
+                        } else {
+                            let o = Pool2dOptions {
+                                layout,
+                                ..Pool2dOptions::new()
+                            };
+                            b.average_pool2d(&x, o)?
+                        };
+                        let widths = if layers == 2 {
+                            vec![(c, hidden, a0), (hidden, c, a1)]
+                        } else {
+                            vec![(c, hidden, a1)]
+                        };
+                        for (ic, oc, act) in widths {
+                            let f = zeros(b, dt, &conv_filter_shape(filter, [oc, ic, 1, 1]));
+                            let bias = bias.then(|| zeros(b, dt, &[oc]));
+                            let o = Conv2dOptions {
+                                input_layout: layout,
+                                filter_layout: filter,
+                                ..Conv2dOptions::new()
+                            };
+                            v = ACTIVATIONS[act](b, &b.conv2d(&v, &f, bias.as_ref(), o)?)?;
+                        }
+                        Ok(v)
+                    });
+                    assert_eq!(ir.nodes.len(), 1, "{:?}", ir.nodes);
+                    assert!(matches!(ir.nodes[0].op, Op::SqueezeExcite(_)));
+                    add(
+                        format!(
+                            "squeezeExcite {dt} {layout:?} {filter:?} {layers} layers bias {bias} \
+                             reduceMean {reduce_mean}"
+                        ),
+                        ir,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A depthwise conv2d read only by a 1x1 conv2d, fused into one
+/// `DepthwisePointwise` node: both float types and layouts, every filter
+/// layout on either side, each bias, the input scale and the residual on and
+/// off, a channel multiplier of 2, activations on both convs.
+fn depthwise_pointwise_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    let filters = [
+        Conv2dFilterLayout::Oihw,
+        Conv2dFilterLayout::Hwio,
+        Conv2dFilterLayout::Ohwi,
+        Conv2dFilterLayout::Ihwo,
+    ];
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for flags in 0..16u8 {
+                let [dw_bias, pw_bias, scale, residual] = [1, 2, 4, 8].map(|bit| flags & bit != 0);
+                let (dwl, pwl) = (filters[flags as usize % 4], filters[flags as usize / 4]);
+                let mult = 1 + (flags as usize % 3 == 0) as usize;
+                let ir = graph(ctx, |b| {
+                    let (c, oc) = (3, 5);
+                    let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 7, 6])))?;
+                    let x = if scale {
+                        let gate = b.input("gate", desc(dt, &nchw_shape(layout, [1, c, 1, 1])))?;
+                        b.mul(&x, &gate)?
+                    } else {
+                        x
+                    };
+                    let f = zeros(b, dt, &conv_filter_shape(dwl, [c * mult, 1, 3, 3]));
+                    let bias = dw_bias.then(|| zeros(b, dt, &[c * mult]));
+                    let o = Conv2dOptions {
+                        padding: [1, 1, 0, 1],
+                        strides: [2, 1],
+                        groups: c,
+                        input_layout: layout,
+                        filter_layout: dwl,
+                        ..Conv2dOptions::new()
+                    };
+                    let d = ACTIVATIONS[6](b, &b.conv2d(&x, &f, bias.as_ref(), o)?)?;
+                    let f = zeros(b, dt, &conv_filter_shape(pwl, [oc, c * mult, 1, 1]));
+                    let bias = pw_bias.then(|| zeros(b, dt, &[oc]));
+                    let o = Conv2dOptions {
+                        input_layout: layout,
+                        filter_layout: pwl,
+                        ..Conv2dOptions::new()
+                    };
+                    let mut y = b.conv2d(&d, &f, bias.as_ref(), o)?;
+                    if residual {
+                        let r = b.input("r", y.descriptor().clone())?;
+                        y = b.add(&y, &r)?;
+                    }
+                    ACTIVATIONS[if residual { 12 } else { 0 }](b, &y)
+                });
+                assert_eq!(ir.nodes.len(), 1, "{:?}", ir.nodes);
+                let node = &ir.nodes[0];
+                assert!(matches!(node.op, Op::DepthwisePointwise(_)));
+                assert_eq!((node.input_scale, node.residual), (scale, residual));
+                add(
+                    format!(
+                        "depthwisePointwise {dt} {layout:?} {dwl:?} {pwl:?} bias {dw_bias} {pw_bias} \
+                         scale {scale} residual {residual}"
+                    ),
+                    ir,
+                );
+            }
+        }
+    }
+}
+
 fn reductions_gathers_and_normalizations(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
     let kinds: [(ReduceKind, Reduce); 8] = [
         (ReduceKind::Mean, |b, x, a, k| b.reduce_mean(x, a, k)),

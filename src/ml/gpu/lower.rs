@@ -215,10 +215,42 @@ fn wgsl_type(dt: DataType) -> &'static str {
 
 /// `fn act(v: f32) -> f32`: the fused activations in order, their
 /// constants as `ACT<i>_<NAME>` lines.
-fn activations(mut spec: Specialization, acts: &[Activation]) -> Specialization {
+fn activations(spec: Specialization, acts: &[Activation]) -> Specialization {
+    activation_fn(activation_helpers(spec, acts, &[]), "act", "ACT", acts)
+}
+
+/// The helpers `acts` call that `present` (whose helpers the module already
+/// has) do not.
+pub(crate) fn activation_helpers(
+    mut spec: Specialization,
+    acts: &[Activation],
+    present: &[Activation],
+) -> Specialization {
+    let needs = |f: fn(&Activation) -> bool| acts.iter().any(f) && !present.iter().any(f);
+    if needs(|a| matches!(a, Activation::Log | Activation::Sqrt)) {
+        spec = spec.code(SPECIAL_VALUES);
+    }
+    if needs(|a| *a == Activation::Erf) {
+        spec = spec.code(ERF);
+    }
+    if needs(|a| *a == Activation::Softplus) {
+        spec = spec.code(LOG1P);
+    }
+    spec
+}
+
+/// `fn <name>(v: f32) -> f32` applying `acts` in order, their constants as
+/// `<prefix><i>_<NAME>` lines; the helpers they call come from
+/// [`activation_helpers`].
+pub(crate) fn activation_fn(
+    mut spec: Specialization,
+    name: &str,
+    prefix: &str,
+    acts: &[Activation],
+) -> Specialization {
     let mut body = String::new();
     for (i, a) in acts.iter().enumerate() {
-        let c = |name: &str| format!("ACT{i}_{name}");
+        let c = |name: &str| format!("{prefix}{i}_{name}");
         let line = match *a {
             Activation::Relu => "y = max(y, 0.0);".to_string(),
             Activation::Clamp { min, max } => {
@@ -264,20 +296,8 @@ fn activations(mut spec: Specialization, acts: &[Activation]) -> Specialization 
         };
         let _ = writeln!(body, "    {line}");
     }
-    if acts
-        .iter()
-        .any(|a| matches!(a, Activation::Log | Activation::Sqrt))
-    {
-        spec = spec.code(SPECIAL_VALUES);
-    }
-    if acts.contains(&Activation::Erf) {
-        spec = spec.code(ERF);
-    }
-    if acts.contains(&Activation::Softplus) {
-        spec = spec.code(LOG1P);
-    }
     spec.code(&format!(
-        "fn act(v: f32) -> f32 {{\n    var y = v;\n{body}    return y;\n}}"
+        "fn {name}(v: f32) -> f32 {{\n    var y = v;\n{body}    return y;\n}}"
     ))
 }
 

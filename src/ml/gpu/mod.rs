@@ -4,10 +4,12 @@
 
 mod arg_min_max;
 mod backend;
+mod binary_residual;
 mod broadcast;
 mod compare;
 mod concat;
 mod conv2d;
+mod conv2d_dwpw;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
@@ -23,6 +25,7 @@ mod resample2d;
 mod slice;
 mod softmax;
 mod split;
+mod squeeze_excite;
 mod transpose;
 
 use std::sync::Mutex;
@@ -46,6 +49,7 @@ pub(crate) struct GpuPlan {
 
 fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
     match &node.op {
+        Op::Binary(op) if node.residual => binary_residual::binary_residual(l, node, *op),
         Op::Binary(op) => elementwise::binary(l, node, *op),
         Op::Unary(_) => elementwise::unary(l, node),
         Op::Cast => elementwise::cast(l, node),
@@ -90,6 +94,8 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Gather { axis } => gather::gather(l, node, *axis),
         Op::Expand | Op::Tile { .. } => broadcast::repeat(l, node),
         Op::BatchNormalization { epsilon } => normalization::normalize(l, node, *epsilon),
+        Op::SqueezeExcite(o) => squeeze_excite::squeeze_excite(l, node, o),
+        Op::DepthwisePointwise(o) => conv2d_dwpw::depthwise_pointwise(l, node, o),
     }
 }
 

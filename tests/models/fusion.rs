@@ -1,0 +1,64 @@
+//! What fusion makes of the bundled selfie models, pinned so that a change
+//! that loses a fusion fails here: the kernels each model runs (one per node
+//! after fusion; on a large GPU each costs its dispatch and barrier, about
+//! 8 us on an H100, whatever it computes), and the GPU context's mask
+//! against the CPU context's on the same picture.
+
+use crate::common;
+
+use wgnn::ml::Context;
+use wgnn::models;
+
+/// (file, input height and width, builder nodes, nodes after fusion).
+/// Before squeeze-and-excitation chains, binary residuals and depthwise +
+/// pointwise pairs fused, both ran 81 kernels.
+const SELFIE: [(&str, (usize, usize), usize, usize); 2] = [
+    ("selfie_segmentation.tflite", (256, 256), 136, 60),
+    ("selfie_segmentation_landscape.tflite", (144, 256), 136, 60),
+];
+
+#[test]
+fn selfie_kernel_counts() {
+    let ctx = Context::cpu();
+    for (file, _, written, fused) in SELFIE {
+        let model = models::load(common::root().join("assets/models/selfie").join(file)).unwrap();
+        let g = model.build(&ctx, None).unwrap();
+        assert_eq!(
+            (g.written_node_count(), g.node_count()),
+            (written, fused),
+            "{file}: (nodes written, nodes after fusion)"
+        );
+    }
+}
+
+#[test]
+fn selfie_gpu_matches_cpu() {
+    let (gpu, cpu) = (Context::gpu(&common::gpu()), Context::cpu());
+    for (file, (h, w), _, _) in SELFIE {
+        let model = models::load(common::root().join("assets/models/selfie").join(file)).unwrap();
+        // The astronaut (a person: a mask with both classes), sampled to
+        // the model's size.
+        let img = common::astronaut();
+        let (iw, ih) = (img.width() as usize, img.height() as usize);
+        let input: Vec<f32> = (0..h * w * 3)
+            .map(|k| {
+                let (p, c) = (k / 3, k % 3);
+                let (y, x) = ((p / w) * ih / h, (p % w) * iw / w);
+                img.as_raw()[(y * iw + x) * 3 + c] as f32 / 255.0
+            })
+            .collect();
+        let (_, g) = common::run_image_model(&model, &gpu, None, &input).unwrap();
+        let (_, c) = common::run_image_model(&model, &cpu, None, &input).unwrap();
+        let worst = g
+            .iter()
+            .zip(&c)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        eprintln!("{file}: max |gpu - cpu| = {worst:.2e}");
+        // The mask is a sigmoid in [0, 1]; summation orders differ.
+        assert!(worst <= 1e-3, "{file}: max |gpu - cpu| = {worst}");
+        let spread =
+            c.iter().fold(0.0f32, |m, v| m.max(*v)) - c.iter().fold(1.0f32, |m, v| m.min(*v));
+        assert!(spread > 0.1, "{file}: a flat mask checks little ({spread})");
+    }
+}
