@@ -417,19 +417,30 @@ fn fuse_depthwise_pointwise(mut ir: GraphIr) -> GraphIr {
     without_folded(ir, keep)
 }
 
-/// A 1x1 conv2d with stride 1, no padding, one group and no input scale.
+/// Output channels from which a depthwise + pointwise pair is fused: the
+/// fused kernel's tiles are 64 channels wide, and with fewer most of a tile
+/// idles while every one of its invocations recomputes depthwise values. On
+/// an H100, selfie's two pairs (16 and 24 outputs at 128x128 and 64x64)
+/// took 0.044 and 0.039 ms fused against about 0.022 ms as two kernels.
+pub(crate) const DEPTHWISE_POINTWISE_MIN_OUTPUTS: usize = 64;
+
+/// A 1x1 conv2d with stride 1, no padding, one group, no input scale and
+/// at least [`DEPTHWISE_POINTWISE_MIN_OUTPUTS`] output channels.
 fn pointwise_only(ir: &GraphIr, node: &Node, o: &Conv2dOptions) -> bool {
     let f = ir.desc(node.inputs[1]);
-    f.rank() == 4
-        && !node.input_scale
+    if f.rank() != 4 {
+        return false;
+    }
+    let [oc, _, kh, kw] = conv_filter_ochw(
+        o.filter_layout,
+        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+    );
+    !node.input_scale
         && o.groups == 1
         && o.strides == [1, 1]
         && o.padding == [0; 4]
-        && conv_filter_ochw(
-            o.filter_layout,
-            [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
-        )[2..]
-            == [1, 1]
+        && [kh, kw] == [1, 1]
+        && oc >= DEPTHWISE_POINTWISE_MIN_OUTPUTS
 }
 
 /// A depthwise conv2d (one input channel per group) of a float 4-D tensor

@@ -41,7 +41,8 @@ const BASE: Case = Case {
     strides: [1, 1],
     dilations: [1, 1],
     padding: [1, 1, 1, 1],
-    out_channels: 5,
+    // Pairs are fused from 64 output channels on (one full tile).
+    out_channels: 64,
     layout: InputLayout::Nhwc,
     dw_filter: Conv2dFilterLayout::Ihwo,
     pw_filter: Conv2dFilterLayout::Ohwi,
@@ -228,7 +229,7 @@ fn cases() -> Vec<Case> {
             name: "nhwc, no padding, 1 channel",
             input: [1, 1, 4, 5],
             padding: [0; 4],
-            out_channels: 3,
+            out_channels: 65,
             ..BASE
         },
     ]
@@ -255,6 +256,11 @@ fn depthwise_pointwise_float16_matches_cpu() {
 fn depthwise_pointwise_known_values() {
     let x = [1., 2., -1., 1., 0., -3., 2., 0.];
     let inputs = [floats(DataType::Float32, &[1, 2, 2, 2], &x)];
+    // Output channel o takes (o + 1) * (relu(2 a + 1) - relu(3 b)).
+    let oc = 64;
+    let pw: Vec<f32> = (0..oc)
+        .flat_map(|o| [(o + 1) as f32, -((o + 1) as f32)])
+        .collect();
     let build = |b: &GraphBuilder, ins: &[Operand]| -> wgnn::Result<Vec<Operand>> {
         let f = b.constant_f32(&[1, 1, 1, 2], &[2., 3.])?;
         let bias = b.constant_f32(&[2], &[1., 0.])?;
@@ -265,7 +271,7 @@ fn depthwise_pointwise_known_values() {
             ..Conv2dOptions::new()
         };
         let d = b.relu(&b.conv2d(&ins[0], &f, Some(&bias), o)?)?;
-        let f = b.constant_f32(&[1, 1, 1, 2], &[1., -1.])?;
+        let f = b.constant_f32(&[oc, 1, 1, 2], &pw)?;
         let o = Conv2dOptions {
             input_layout: InputLayout::Nhwc,
             filter_layout: Conv2dFilterLayout::Ohwi,
@@ -274,8 +280,11 @@ fn depthwise_pointwise_known_values() {
         Ok(vec![b.conv2d(&d, &f, None, o)?])
     };
     // Pixels: (1, 2) -> 3 - 6; (-1, 1) -> 0 - 3; (0, -3) -> 1 - 0; (2, 0) -> 5 - 0.
-    let want = [-3.0, -3.0, 1.0, 5.0];
-    Pair::new().known_within("known", &build, &inputs, &[&want], Some(1e-6));
+    let want: Vec<f64> = [-3.0f64, -3.0, 1.0, 5.0]
+        .iter()
+        .flat_map(|v| (0..oc).map(move |o| v * (o + 1) as f64))
+        .collect();
+    Pair::new().known_within("known", &build, &inputs, &[&want[..]], Some(1e-6));
     for (ctx_name, ctx) in Pair::new().both() {
         assert_eq!(
             ops::run(ctx, &build, &inputs).unwrap().nodes,
@@ -285,16 +294,31 @@ fn depthwise_pointwise_known_values() {
     }
 }
 
-/// A depthwise result read twice, a pointwise conv with a stride, and a
-/// grouped first conv stay two nodes; the values agree.
+/// A pointwise conv with fewer outputs than a fused tile, a depthwise result
+/// read twice, a pointwise conv with a stride, and a grouped first conv stay
+/// two nodes; the values agree.
 #[test]
 fn depthwise_pointwise_leaves_other_pairs_alone() {
     let mut rng = StdRng::seed_from_u64(140);
     let x = ops::uniform(&mut rng, 4 * 6 * 6, -1.0, 1.0);
     let inputs = [floats(DataType::Float32, &[1, 4, 6, 6], &x)];
-    let f = ops::uniform(&mut rng, 64, -1.0, 1.0);
+    let f = ops::uniform(&mut rng, 256, -1.0, 1.0);
     type Pair2 = fn(&GraphBuilder, &Operand, &[f32]) -> wgnn::Result<Vec<Operand>>;
-    let pairs: [(&str, Pair2, usize); 3] = [
+    let pairs: [(&str, Pair2, usize); 4] = [
+        (
+            // Fewer output channels than a fused tile pays for.
+            "narrow pointwise",
+            |b, x, f| {
+                let dw = Conv2dOptions {
+                    groups: 4,
+                    ..Conv2dOptions::new()
+                };
+                let d = b.conv2d(x, &b.constant_f32(&[4, 1, 1, 1], &f[..4])?, None, dw)?;
+                let w = b.constant_f32(&[4, 4, 1, 1], &f[..16])?;
+                Ok(vec![b.conv2d(&d, &w, None, Conv2dOptions::new())?])
+            },
+            2,
+        ),
         (
             "depthwise read twice",
             |b, x, f| {
@@ -316,7 +340,7 @@ fn depthwise_pointwise_leaves_other_pairs_alone() {
                     ..Conv2dOptions::new()
                 };
                 let d = b.conv2d(x, &b.constant_f32(&[4, 1, 1, 1], &f[..4])?, None, dw)?;
-                let w = b.constant_f32(&[4, 4, 1, 1], &f[..16])?;
+                let w = b.constant_f32(&[64, 4, 1, 1], &f[..256])?;
                 let o = Conv2dOptions {
                     strides: [2, 2],
                     ..Conv2dOptions::new()
@@ -333,7 +357,7 @@ fn depthwise_pointwise_leaves_other_pairs_alone() {
                     ..Conv2dOptions::new()
                 };
                 let d = b.conv2d(x, &b.constant_f32(&[4, 2, 1, 1], &f[..8])?, None, g)?;
-                let w = b.constant_f32(&[4, 4, 1, 1], &f[..16])?;
+                let w = b.constant_f32(&[64, 4, 1, 1], &f[..256])?;
                 Ok(vec![b.conv2d(&d, &w, None, Conv2dOptions::new())?])
             },
             2,

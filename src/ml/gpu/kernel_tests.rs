@@ -734,7 +734,7 @@ fn depthwise_pointwise_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphI
                 let (dwl, pwl) = (filters[flags as usize % 4], filters[flags as usize / 4]);
                 let mult = 1 + (flags as usize % 3 == 0) as usize;
                 let ir = graph(ctx, |b| {
-                    let (c, oc) = (3, 5);
+                    let (c, oc) = (3, 64);
                     let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 7, 6])))?;
                     let x = if scale {
                         let gate = b.input("gate", desc(dt, &nchw_shape(layout, [1, c, 1, 1])))?;
