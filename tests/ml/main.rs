@@ -13,6 +13,7 @@ mod ops_elementwise;
 mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
+mod precision;
 mod rent;
 mod timeline;
 mod transfer_discipline;
