@@ -378,7 +378,18 @@ impl Model {
         input_hw: Option<(usize, usize)>,
         inputs: &[(&str, HostTensor)],
     ) -> Result<Vec<(String, HostTensor)>> {
-        let graph = self.build(context, input_hw)?;
+        self.run_with(context, input_hw, Precision::F32, inputs)
+    }
+
+    /// [`Model::run`] of the graph [`Model::build_with`] builds in `precision`.
+    pub fn run_with(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+        inputs: &[(&str, HostTensor)],
+    ) -> Result<Vec<(String, HostTensor)>> {
+        let graph = self.build_with(context, input_hw, precision)?;
         self.run_graph(context, &graph, inputs)
     }
 
