@@ -1,6 +1,7 @@
 //! The `precision` property of the model elements, and the INFO line saying
 //! what the model computes in once a graph is built.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use gst::glib;
@@ -54,24 +55,52 @@ pub fn property() -> glib::ParamSpec {
         .build()
 }
 
+/// The read-only `precision-used` property: what the model computed in
+/// and why, once a graph is built (it stays readable after the element
+/// stops, for a CLI's summary).
+pub fn used_property() -> glib::ParamSpec {
+    glib::ParamSpecString::builder("precision-used")
+        .nick("Precision used")
+        .blurb(
+            "What the model computes in and why, e.g. 'f16 (rms rel diff 1.6e-3 <= 1e-2, ...)'; \
+             empty until the first frame",
+        )
+        .read_only()
+        .build()
+}
+
 /// Logs (INFO, under the element's category) what its task's model
-/// computes in, once per choice: tasks build graphs per input size, so a
-/// caps change may choose again.
+/// computes in, once per choice (tasks build graphs per input size, so a
+/// caps change may choose again), and keeps it for `precision-used`.
 #[derive(Default)]
-pub(crate) struct PrecisionLog(Mutex<Option<Chosen>>);
+pub(crate) struct PrecisionLog {
+    last: Mutex<Option<Chosen>>,
+    /// Whether `last` was logged since the element last started.
+    said: AtomicBool,
+}
 
 impl PrecisionLog {
     pub fn note(&self, cat: gst::DebugCategory, element: &gst::Element, now: Option<&Chosen>) {
         let Some(now) = now else { return };
-        let mut logged = self.0.lock().unwrap();
-        if logged.as_ref() != Some(now) {
+        let mut last = self.last.lock().unwrap();
+        if last.as_ref() != Some(now) || !self.said.swap(true, Ordering::AcqRel) {
             gst::info!(cat, obj = element, "precision: {now}");
-            *logged = Some(now.clone());
+            *last = Some(now.clone());
         }
     }
 
-    /// Forgets the last line (the element stopped: say it again on restart).
+    /// The element stopped: say the next choice again, even if the same.
     pub fn reset(&self) {
-        self.0.lock().unwrap().take();
+        self.said.store(false, Ordering::Release);
+    }
+
+    /// `precision-used`'s value.
+    pub fn used(&self) -> glib::Value {
+        self.last
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string)
+            .to_value()
     }
 }

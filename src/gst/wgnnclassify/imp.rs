@@ -226,6 +226,7 @@ impl ObjectImpl for WgnnClassify {
                     .mutable_ready()
                     .build(),
                 precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(results::properties());
             props.extend(Stats::properties());
@@ -280,6 +281,7 @@ impl ObjectImpl for WgnnClassify {
         }
         let s = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => path_value(&s.model),
             "model-proc" => path_value(&s.model_proc),
             "labels" => path_value(&s.labels),

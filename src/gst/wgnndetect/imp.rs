@@ -220,6 +220,7 @@ impl ObjectImpl for WgnnDetect {
                     .mutable_ready()
                     .build(),
                 precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(results::properties());
             props.extend(Stats::properties());
@@ -262,6 +263,7 @@ impl ObjectImpl for WgnnDetect {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => path_to_value(&settings.model),
             "model-proc" => path_to_value(&settings.model_proc),
             "labels" => path_to_value(&settings.labels),

@@ -125,6 +125,7 @@ impl ObjectImpl for WgnnInfer {
                     .mutable_ready()
                     .build(),
                 precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(Stats::properties());
             props
@@ -172,6 +173,7 @@ impl ObjectImpl for WgnnInfer {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()

@@ -241,6 +241,7 @@ impl ObjectImpl for WgnnSegment {
                     .mutable_ready()
                     .build(),
                 precision_choice::property(),
+                precision_choice::used_property(),
                 glib::ParamSpecBoolean::builder("profile")
                     .nick("Profile")
                     .blurb(
@@ -318,6 +319,7 @@ impl ObjectImpl for WgnnSegment {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()

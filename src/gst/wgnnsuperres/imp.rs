@@ -133,6 +133,7 @@ impl ObjectImpl for WgnnSuperres {
                     .mutable_ready()
                     .build(),
                 precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(Stats::properties());
             props
@@ -170,6 +171,7 @@ impl ObjectImpl for WgnnSuperres {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()
