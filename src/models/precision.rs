@@ -185,6 +185,13 @@ impl Model {
         context: &Context,
         input_hw: Option<(usize, usize)>,
     ) -> Result<PrecisionChoice> {
+        let cached = |p| {
+            self.graphs
+                .lock()
+                .unwrap()
+                .contains_key(&(context.id(), input_hw, p))
+        };
+        let had = (cached(Precision::F32), cached(Precision::F16));
         let f32_graph = self.graph(context, input_hw, Precision::F32)?;
         let f16_graph = match self.graph(context, input_hw, Precision::F16) {
             Ok(g) => g,
@@ -195,6 +202,33 @@ impl Model {
                 })
             }
         };
+        let choice = self.compare(context, &f32_graph, &f16_graph)?;
+        // The graph not chosen was built for the probe alone: its weights
+        // go now rather than sit beside the chosen graph's.
+        let (loser, had_loser) = match choice.precision {
+            Precision::F16 => (Precision::F32, had.0),
+            _ => (Precision::F16, had.1),
+        };
+        if !had_loser {
+            if let Some(g) = self
+                .graphs
+                .lock()
+                .unwrap()
+                .remove(&(context.id(), input_hw, loser))
+            {
+                g.destroy();
+            }
+        }
+        Ok(choice)
+    }
+
+    /// Runs both graphs once on a seeded probe input and compares them.
+    fn compare(
+        &self,
+        context: &Context,
+        f32_graph: &crate::ml::Graph,
+        f16_graph: &crate::ml::Graph,
+    ) -> Result<PrecisionChoice> {
         let mut rng = Probe(0x9e37_79b9_7f4a_7c15);
         let inputs: Vec<(String, HostTensor)> = f32_graph
             .inputs()
@@ -214,8 +248,8 @@ impl Model {
             .iter()
             .map(|(n, t)| (n.as_str(), t.clone()))
             .collect();
-        let reference = self.run_graph(context, &f32_graph, &named)?;
-        let halved = self.run_graph(context, &f16_graph, &named)?;
+        let reference = self.run_graph(context, f32_graph, &named)?;
+        let halved = self.run_graph(context, f16_graph, &named)?;
         let diff = relative_difference(&reference, &halved);
         let tol = AUTO_F16_TOLERANCE;
         let (rms, max) = (diff.rms, diff.max);

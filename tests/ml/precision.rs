@@ -208,7 +208,7 @@ fn float16_graphs_are_left_as_written() {
     let build = |b: &GraphBuilder, x: &[Operand]| Ok(vec![b.sigmoid(&b.add(&x[0], &x[0])?)?]);
     let input = random(&mut rng(17), DataType::Float16, &[4, 6], -2.0, 2.0);
     let pair = Pair::new();
-    let a = run_with(&pair.gpu, &build, &[input.clone()], F16).unwrap();
+    let a = run_with(&pair.gpu, &build, std::slice::from_ref(&input), F16).unwrap();
     let b = run_with(&pair.gpu, &build, &[input], F32).unwrap();
     assert_eq!(a.nodes, b.nodes);
     assert_eq!(a.outputs[0].dt, DataType::Float16);

@@ -127,6 +127,15 @@ fn auto_picks_float16_on_this_gpu_and_float32_on_the_cpu() {
     // Asked again: the same graph, not a second probe.
     let again = model.build_with(&ctx, hw, Precision::Auto).unwrap();
     assert_eq!(again.node_count(), graph.node_count());
+    // The probe's other graph was let go; asking for it builds it afresh.
+    let other = match choice.precision {
+        Precision::F16 => Precision::F32,
+        _ => Precision::F16,
+    };
+    assert_eq!(
+        model.build_with(&ctx, hw, other).unwrap().precision(),
+        other
+    );
 
     let cpu = Context::cpu();
     let choice = model.choose_precision(&cpu, hw, Precision::Auto).unwrap();
