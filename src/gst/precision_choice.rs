@@ -83,7 +83,8 @@ impl PrecisionLog {
     pub fn note(&self, cat: gst::DebugCategory, element: &gst::Element, now: Option<&Chosen>) {
         let Some(now) = now else { return };
         let mut last = self.last.lock().unwrap();
-        if last.as_ref() != Some(now) || !self.said.swap(true, Ordering::AcqRel) {
+        let said = self.said.swap(true, Ordering::AcqRel);
+        if !said || last.as_ref() != Some(now) {
             gst::info!(cat, obj = element, "precision: {now}");
             *last = Some(now.clone());
         }
