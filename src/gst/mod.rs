@@ -12,6 +12,7 @@ pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
 mod latency;
+pub mod precision_choice;
 pub mod property;
 pub mod results;
 pub mod roi;

@@ -10,6 +10,7 @@ use super::context::Context;
 use super::graph::Graph;
 use super::graph_ir::{GraphIr, Node, OperandId, OperandInfo, OperandKind};
 use super::ops::*;
+use super::precision::{self, BuildOptions, Precision};
 use super::shape;
 use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
@@ -463,9 +464,20 @@ impl GraphBuilder {
         )
     }
 
-    /// WebNN `build(outputs)`: compiles the graph for this builder's context.
-    /// The builder cannot be used afterwards.
+    /// WebNN `build(outputs)`: compiles the graph for this builder's context,
+    /// computing in the types it was written in. The builder cannot be used
+    /// afterwards.
     pub fn build(&self, outputs: &[(&str, &Operand)]) -> Result<Graph> {
+        self.build_with(outputs, BuildOptions::default())
+    }
+
+    /// [`build`](GraphBuilder::build) with wgnn's options (not in WebNN):
+    /// `precision` [`Precision::F16`] computes a float32 graph in float16
+    /// with the same float32 inputs and outputs (`ml::precision`). It needs
+    /// a GPU with SHADER_F16; the CPU context runs it too (same rounding,
+    /// no speed-up). [`Precision::Auto`] needs a probe input: build through
+    /// [`crate::models::Model::build_with`].
+    pub fn build_with(&self, outputs: &[(&str, &Operand)], options: BuildOptions) -> Result<Graph> {
         let ops: Vec<&Operand> = outputs.iter().map(|(_, o)| *o).collect();
         self.check("build", &ops)?;
         let Some(context) = &self.context else {
@@ -491,8 +503,30 @@ impl GraphBuilder {
             }
             ir.outputs.push((name.to_string(), o.id));
         }
+        let ir = match options.precision {
+            Precision::F32 => ir,
+            Precision::F16 => {
+                if let Some(gpu) = context.gpu_handle() {
+                    if !gpu.has(wgpu::Features::SHADER_F16) {
+                        return Err(Error::invalid(format!(
+                            "build: precision f16 needs the SHADER_F16 feature, which this GPU \
+                             ({}) lacks; use f32 or auto",
+                            gpu.info().name
+                        )));
+                    }
+                }
+                precision::to_float16(&ir)
+            }
+            Precision::Auto => {
+                return Err(Error::invalid(
+                    "build: precision auto compares float16 with float32 on a probe input, \
+                     which a model build does (models::Model::build_with); the builder takes \
+                     f32 or f16",
+                ))
+            }
+        };
         self.built.set(true);
-        Graph::build(context, ir)
+        Graph::build_as(context, ir, options.precision)
     }
 }
 

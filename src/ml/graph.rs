@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::backend::{Plan, Storage, Timing};
 use super::context::Context;
 use super::graph_ir::GraphIr;
+use super::precision::Precision;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
 use super::{fuse, Profile};
@@ -19,6 +20,8 @@ pub(crate) struct GraphInner {
     pub plan: Plan,
     /// Nodes as the builder wrote them, before fusion.
     written_nodes: usize,
+    /// F32 or F16: what the nodes compute in.
+    precision: Precision,
     destroyed: AtomicBool,
     /// Counts the graph in [`crate::gpu::live`] while any handle lives.
     _live: crate::gpu::live::Token,
@@ -31,7 +34,15 @@ pub struct Graph {
 }
 
 impl Graph {
+    /// A graph of `ir` as written (tests that make an IR by hand).
+    #[cfg(test)]
     pub(crate) fn build(context: &Context, ir: GraphIr) -> Result<Graph> {
+        Graph::build_as(context, ir, Precision::F32)
+    }
+
+    /// `ir` as written (float16 already applied by the builder when asked
+    /// for: `precision` only records it), fused and compiled.
+    pub(crate) fn build_as(context: &Context, ir: GraphIr, precision: Precision) -> Result<Graph> {
         context.alive("build")?;
         let written_nodes = ir.nodes.len();
         let ir = Arc::new(fuse::fuse(ir));
@@ -46,6 +57,7 @@ impl Graph {
                 ir,
                 plan,
                 written_nodes,
+                precision,
                 destroyed: AtomicBool::new(false),
                 _live: live,
             }),
@@ -80,6 +92,13 @@ impl Graph {
     /// were fused.
     pub fn written_node_count(&self) -> usize {
         self.inner.written_nodes
+    }
+
+    /// What the graph computes in: [`Precision::F16`] when it was built
+    /// with that option (its float32 inputs and outputs stay float32),
+    /// else [`Precision::F32`] (the types it was written in).
+    pub fn precision(&self) -> Precision {
+        self.inner.precision
     }
 
     /// WebNN `MLGraph.destroy()`: releases weights and intermediates now.

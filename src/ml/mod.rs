@@ -16,6 +16,7 @@ mod graph;
 mod graph_ir;
 mod host;
 pub mod ops;
+mod precision;
 mod resample_taps;
 mod shape;
 mod tensor;
@@ -26,6 +27,7 @@ pub use context::{Context, ReadHandle};
 pub use graph::Graph;
 pub use host::{HostData, HostTensor};
 pub use ops::*;
+pub use precision::{BuildOptions, Precision};
 pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
 pub use types::{DataType, OperandDescriptor};
 

@@ -6,6 +6,7 @@
 //! and a graph's shapes are fixed when it is built.
 
 pub mod onnx;
+mod precision;
 mod tfjs;
 mod tflite;
 
@@ -15,8 +16,10 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::ml::{
-    Context, DataType, Graph, GraphBuilder, HostTensor, Operand, Tensor, TensorDescriptor,
+    BuildOptions, Context, DataType, Graph, GraphBuilder, HostTensor, Operand, Precision, Tensor,
+    TensorDescriptor,
 };
+pub use precision::{PrecisionChoice, AUTO_F16_TOLERANCE};
 
 /// The file formats [`load`] recognises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +64,11 @@ pub(crate) trait Source: Send + Sync {
     fn operator_count(&self) -> usize;
 }
 
-/// (context id, input size) of a cached graph.
-type GraphKey = (u64, Option<(usize, usize)>);
+/// (context id, input size) of a cached graph or precision choice.
+type SizeKey = (u64, Option<(usize, usize)>);
+
+/// (context id, input size, F32 or F16) of a cached graph.
+type GraphKey = (u64, Option<(usize, usize)>, Precision);
 
 /// A loaded model. Graphs are built per context and input size and cached.
 pub struct Model {
@@ -72,6 +78,8 @@ pub struct Model {
     outputs: Vec<TensorInfo>,
     source: Box<dyn Source>,
     graphs: Mutex<HashMap<GraphKey, Graph>>,
+    /// What `Precision::Auto` chose per context and size.
+    choices: Mutex<HashMap<SizeKey, PrecisionChoice>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -227,6 +235,7 @@ fn load_from(
         outputs,
         source,
         graphs: Mutex::default(),
+        choices: Mutex::default(),
     };
     // Writing the graph once (without compiling it, with no context) checks
     // every op's options and that the shapes chain, so a bad file fails here.
@@ -282,9 +291,35 @@ impl Model {
 
     /// The graph for `context` and an input of `input_hw` (height, width);
     /// `None` takes the size the file declares (required where it declares none).
-    /// Built once per (context, size) and then shared.
+    /// Built once per (context, size) and then shared. Computes in float32
+    /// as written: [`Model::build_with`] picks another precision.
     pub fn build(&self, context: &Context, input_hw: Option<(usize, usize)>) -> Result<Graph> {
-        let key = (context.id(), input_hw);
+        self.graph(context, input_hw, Precision::F32)
+    }
+
+    /// [`Model::build`] in `precision`, resolved by
+    /// [`Model::choose_precision`] (`Auto` may build and run both graphs
+    /// once); [`Graph::precision`] says which was built. The graph's inputs
+    /// and outputs are the same in every precision.
+    pub fn build_with(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+    ) -> Result<Graph> {
+        let chosen = self.choose_precision(context, input_hw, precision)?;
+        self.graph(context, input_hw, chosen.precision)
+    }
+
+    /// The graph in `precision` (F32 or F16), built once per (context,
+    /// size, precision).
+    fn graph(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+    ) -> Result<Graph> {
+        let key = (context.id(), input_hw, precision);
         if let Some(g) = self.graphs.lock().unwrap().get(&key) {
             return Ok(g.clone());
         }
@@ -292,7 +327,7 @@ impl Model {
         let outputs = self.source.write(&builder, input_hw)?;
         let named: Vec<(&str, &Operand)> = outputs.iter().map(|(n, o)| (n.as_str(), o)).collect();
         let graph = builder
-            .build(&named)
+            .build_with(&named, BuildOptions { precision })
             .map_err(|e| model_error(&self.path, "build", e))?;
         self.graphs.lock().unwrap().insert(key, graph.clone());
         Ok(graph)
@@ -343,7 +378,28 @@ impl Model {
         input_hw: Option<(usize, usize)>,
         inputs: &[(&str, HostTensor)],
     ) -> Result<Vec<(String, HostTensor)>> {
-        let graph = self.build(context, input_hw)?;
+        self.run_with(context, input_hw, Precision::F32, inputs)
+    }
+
+    /// [`Model::run`] of the graph [`Model::build_with`] builds in `precision`.
+    pub fn run_with(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+        inputs: &[(&str, HostTensor)],
+    ) -> Result<Vec<(String, HostTensor)>> {
+        let graph = self.build_with(context, input_hw, precision)?;
+        self.run_graph(context, &graph, inputs)
+    }
+
+    /// [`Model::run`] of a graph built from this model.
+    fn run_graph(
+        &self,
+        context: &Context,
+        graph: &Graph,
+        inputs: &[(&str, HostTensor)],
+    ) -> Result<Vec<(String, HostTensor)>> {
         let declared = graph.inputs();
         let fail = |message: String| model_error(&self.path, "run", message);
         if let Some((name, _)) = inputs
@@ -389,7 +445,7 @@ impl Model {
             .collect::<Result<_>>()?;
         let ins: Vec<(&str, &Tensor)> = bound.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let outs: Vec<(&str, &Tensor)> = outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        context.dispatch(&graph, &ins, &outs)?;
+        context.dispatch(graph, &ins, &outs)?;
         let values = outputs
             .iter()
             .map(|(name, t)| Ok((name.clone(), context.read_host(t)?)))

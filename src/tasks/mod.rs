@@ -46,7 +46,23 @@ pub use segment::{GpuStages, SegmentEffect, SegmentOptions, Segmenter};
 pub use timing::{GpuRun, ModelTiming, Stage, StageMarks};
 pub use upscale::{UpscaleOptions, Upscaler};
 
+use crate::error::Result;
 use crate::gpu::Gpu;
+use crate::ml::{Context, Graph, Precision};
+use crate::models::{Model, PrecisionChoice};
+
+/// `model`'s graph for `context` at `input_hw` in `precision`, and what
+/// `precision` settled on (`Auto` probes once per context and size).
+pub(crate) fn build_graph(
+    model: &Model,
+    context: &Context,
+    input_hw: Option<(usize, usize)>,
+    precision: Precision,
+) -> Result<(Graph, PrecisionChoice)> {
+    let choice = model.choose_precision(context, input_hw, precision)?;
+    let graph = model.build_with(context, input_hw, choice.precision)?;
+    Ok((graph, choice))
+}
 
 /// Where a task runs its model and its frame processing.
 #[derive(Clone, Debug)]

@@ -361,6 +361,7 @@ impl ModelProc {
                 CoordinatesProc::HalfPixel => Sampling::HalfPixel,
                 CoordinatesProc::Asymmetric => Sampling::Asymmetric,
             },
+            precision: crate::ml::Precision::F32,
         }
     }
 

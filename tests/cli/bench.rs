@@ -44,7 +44,9 @@ fn models_quick_table_and_saved_io() {
         let words = model.split_whitespace().count();
         assert_eq!(gpu[words], "gpu");
         assert_eq!(cpu[words], "cpu");
-        let gpu_ms: f64 = gpu[words + 1].parse().unwrap();
+        // float32 unless asked otherwise.
+        assert_eq!((gpu[words + 1], cpu[words + 1]), ("f32", "f32"));
+        let gpu_ms: f64 = gpu[words + 2].parse().unwrap();
         assert!(gpu_ms > 0.0, "{}", rows[0]);
         // The CPU row's last column: its output against the GPU's.
         let diff: f64 = cpu.last().unwrap().parse().unwrap();
@@ -298,4 +300,72 @@ fn soak_quick_reports_flat_live_counts_and_a_verdict() {
         err.contains("--every 0 must be between 1 and --frames 10"),
         "{err}"
     );
+}
+
+#[test]
+fn precision_shows_in_the_models_and_pipeline_reports() {
+    let v = bench_json(&[
+        "models",
+        "--quick",
+        "--filter",
+        "esrgan-slim x2",
+        "--precision",
+        "f16",
+        "--json",
+    ]);
+    let rows = v["models"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        // f16 on the GPU and on the CPU context alike (it rounds the same).
+        assert_eq!(r["precision"], "f16", "{r}");
+    }
+    let table = bench(&[
+        "models",
+        "--quick",
+        "--filter",
+        "selfie 256",
+        "--precision",
+        "auto",
+    ]);
+    let f16 = common::gpu().has(wgpu::Features::SHADER_F16);
+    let gpu_row = table
+        .lines()
+        .find(|l| l.starts_with("selfie 256x256") && l.contains(" gpu "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cpu_row = table
+        .lines()
+        .find(|l| l.starts_with("selfie 256x256") && l.contains(" cpu "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let want = if f16 { " gpu  f16 " } else { " gpu  f32 " };
+    assert!(gpu_row.contains(want), "{table}");
+    assert!(
+        cpu_row.contains(" cpu  f32 "),
+        "auto is f32 on the CPU\n{table}"
+    );
+
+    let v = bench_json(&[
+        "pipeline",
+        "--quick",
+        "--frames",
+        "1",
+        "--precision",
+        "f16",
+        "--json",
+    ]);
+    assert_eq!(v["precision"], "f16", "{v}");
+    assert!(
+        v["frames"]
+            .as_str()
+            .unwrap()
+            .contains("precision f16 (asked for)"),
+        "{v}"
+    );
+
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &["models", "--precision", "fp8"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'fp8'"));
 }

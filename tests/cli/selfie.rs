@@ -185,3 +185,50 @@ fn auto_prefers_the_cpu_over_a_software_gpu_and_gpu_forces_it() {
     }
     assert_eq!(common::decode_video(&mp4), (2, 32, 24));
 }
+
+#[test]
+fn precision_flag_runs_and_the_summary_says_which() {
+    let f16 = common::gpu().has(wgpu::Features::SHADER_F16);
+    let small = [
+        "--test-pattern",
+        "--frames",
+        "2",
+        "--width",
+        "32",
+        "--height",
+        "24",
+        "--device",
+        "gpu",
+        "--null",
+    ];
+    for (flag, said) in [
+        ("f32", "wgnn-selfie: precision f32 (asked for)"),
+        (
+            "auto",
+            if f16 {
+                "wgnn-selfie: precision f16 (rms rel diff "
+            } else {
+                "wgnn-selfie: precision f32 (this GPU "
+            },
+        ),
+    ] {
+        let mut args = small.to_vec();
+        args.extend(["--precision", flag]);
+        let out = selfie(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flag}: {stderr}");
+        assert!(
+            stderr.lines().any(|l| l.starts_with(said)),
+            "--precision {flag}:\n{stderr}"
+        );
+    }
+    let out = selfie(&["--test-pattern", "--null", "--precision", "f8"]);
+    assert_eq!(out.status.code(), Some(2), "a bad value is a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'f8'")
+            && stderr.contains("--precision")
+            && stderr.contains("auto, f32, f16"),
+        "{stderr}"
+    );
+}

@@ -159,3 +159,47 @@ fn errors_a_user_meets_have_clear_messages_and_exit_codes() {
     assert_ne!(wrong_ext.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&wrong_ext.stderr).contains(".png or .jpg"));
 }
+
+#[test]
+fn precision_flag_runs_and_the_summary_says_which() {
+    let input = face();
+    let up = temp("face_f16.png");
+    let out = superres(&[
+        input.to_str().unwrap(),
+        "--device",
+        "gpu",
+        "--precision",
+        "f16",
+        "-o",
+        up.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("wgnn-superres: precision f16 (asked for)"),
+        "{stderr}"
+    );
+    assert_eq!(image::image_dimensions(&up).unwrap(), (192, 192));
+    // --eval on the CPU: auto stays float32 there, and says why.
+    let out = superres(&[
+        eval_crop().to_str().unwrap(),
+        "--eval",
+        "--device",
+        "cpu",
+        "--precision",
+        "auto",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("model precision: f32 (the CPU context"),
+        "{stdout}"
+    );
+    let bad = superres(&[&sample("astronaut.png"), "--precision", "half"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("'half'") && stderr.contains("--precision"),
+        "{stderr}"
+    );
+}

@@ -6,7 +6,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wgnn::ml::{
-    Context, DataType, Graph, GraphBuilder, Operand, OperandDescriptor, TensorDescriptor,
+    BuildOptions, Context, DataType, Graph, GraphBuilder, Operand, OperandDescriptor,
+    TensorDescriptor,
 };
 
 /// What a test graph is: operands for the inputs in, outputs out.
@@ -133,6 +134,16 @@ pub struct Ran {
 /// writes the inputs, dispatches, reads every output and checks that the GPU
 /// (if it is one) recorded no error.
 pub fn run(ctx: &Context, build: &Build<'_>, inputs: &[In]) -> wgnn::Result<Ran> {
+    run_with(ctx, build, inputs, BuildOptions::default())
+}
+
+/// [`run`], built with `options` (a precision).
+pub fn run_with(
+    ctx: &Context,
+    build: &Build<'_>,
+    inputs: &[In],
+    options: BuildOptions,
+) -> wgnn::Result<Ran> {
     let b = GraphBuilder::new(ctx);
     let operands = inputs
         .iter()
@@ -147,7 +158,7 @@ pub fn run(ctx: &Context, build: &Build<'_>, inputs: &[In]) -> wgnn::Result<Ran>
     let outs = build(&b, &operands)?;
     let names: Vec<String> = (0..outs.len()).map(|i| format!("y{i}")).collect();
     let named: Vec<(&str, &Operand)> = names.iter().map(|n| n.as_str()).zip(&outs).collect();
-    let graph: Graph = b.build(&named)?;
+    let graph: Graph = b.build_with(&named, options)?;
     let mut in_tensors = Vec::new();
     for (i, x) in inputs.iter().enumerate() {
         let t = ctx.create_tensor(TensorDescriptor::new(x.dt, x.shape.clone()).writable())?;

@@ -413,6 +413,7 @@ fn the_classifier_gives_the_same_classes_on_the_gpu_and_the_cpu() {
     let options = ClassifyOptions {
         top_k: 3,
         threshold: 0.0,
+        ..ClassifyOptions::default()
     };
     let make = |device: &Device| {
         Classifier::new(
@@ -472,6 +473,7 @@ fn the_classifier_gives_the_same_classes_on_the_gpu_and_the_cpu() {
         ClassifyOptions {
             top_k: 0,
             threshold: 0.0,
+            ..ClassifyOptions::default()
         },
         ColorSpec::default(),
     )

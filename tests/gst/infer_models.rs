@@ -58,7 +58,9 @@ fn every_output_of_a_two_output_detector_rides_on_the_frame_on_both_devices() {
     let mut results = Vec::new();
     for device in ["gpu", "cpu"] {
         let launch = format!(
-            "wgnninfer name=infer device={device} model={}",
+            // float32 on both devices: this compares the GPU's kernels with
+            // the CPU reference (tests/gst/precision.rs covers float16).
+            "wgnninfer name=infer device={device} precision=f32 model={}",
             model.display()
         );
         let outs = run(&launch, "RGB", w, h, &rgb);
@@ -85,7 +87,9 @@ fn an_onnx_model_with_a_symbolic_size_takes_the_frame_size_in_nchw() {
     let mut results = Vec::new();
     for device in ["gpu", "cpu"] {
         let launch = format!(
-            "wgnninfer name=infer device={device} model={}",
+            // float32 on both devices: this compares the GPU's kernels with
+            // the CPU reference (tests/gst/precision.rs covers float16).
+            "wgnninfer name=infer device={device} precision=f32 model={}",
             model.display()
         );
         let outs = run(&launch, "RGBA", w, h, &frame);

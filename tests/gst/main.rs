@@ -18,6 +18,7 @@ mod detect;
 mod infer;
 mod infer_models;
 mod overlay;
+mod precision;
 mod properties;
 mod segment;
 mod segment_cpu;

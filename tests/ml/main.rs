@@ -14,6 +14,7 @@ mod ops_elementwise;
 mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
+mod precision;
 mod rent;
 mod squeeze_excite;
 mod timeline;

@@ -123,6 +123,7 @@ fn thresholds_from_options_override_the_model_proc() {
         DetectOptions {
             threshold: Some(0.65),
             iou_threshold: Some(0.9),
+            ..DetectOptions::default()
         },
         ColorSpec::default(),
     )

@@ -28,6 +28,7 @@ fn face_detector(device: &Device) -> Detector {
     let options = DetectOptions {
         threshold: None,
         iou_threshold: None,
+        ..DetectOptions::default()
     };
     Detector::new(device, model, &proc, labels, options, ColorSpec::default()).unwrap()
 }
@@ -90,6 +91,7 @@ fn a_higher_threshold_drops_the_weaker_faces() {
     let options = DetectOptions {
         threshold: Some(0.8),
         iou_threshold: None,
+        ..DetectOptions::default()
     };
     let mut detector = Detector::new(
         &Device::Cpu,

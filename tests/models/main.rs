@@ -21,5 +21,6 @@ mod onnx_backend;
 mod onnx_bad_input;
 mod onnx_light;
 mod onnx_torch;
+mod precision;
 mod provenance;
 mod tflite_ops;

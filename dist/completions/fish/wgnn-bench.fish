@@ -54,6 +54,9 @@ both\t''"
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l filter -d 'Only models whose name contains this' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l top -d 'Also list ms per op type and this many of the slowest kernels per model (GPU timestamps; on the CPU context, wall time per node)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l save-io -d 'Write each model\'s input and GPU output (raw float32, NHWC) and a manifest.json into this folder, for benches/anchors/models_torch.py' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l precision -d 'What the models compute in: f32; f16 (float16 between layers, float32 inputs and outputs); auto (f16 where the context is a GPU with SHADER_F16 and the outputs stay within 1% RMS of f32 on a probe input; its build ms includes that probe)' -r -f -a "auto\t''
+f32\t''
+f16\t''"
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l quick -d 'Shrink the super-resolution inputs and the iteration counts'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l json
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -s h -l help -d 'Print help'
@@ -63,6 +66,9 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l heigh
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l blur -d 'Background blur sigma in frame pixels (wgnnsegment\'s default)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l model -d 'Segmentation model (default: the bundled square selfie model)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l precision -d 'What the model computes in: f32; f16; auto (f16 where the GPU has SHADER_F16 and the mask stays within 1% RMS of f32)' -r -f -a "auto\t''
+f32\t''
+f16\t''"
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l quick -d 'A 64x48 frame and a few frames (for software adapters)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l json
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -s h -l help -d 'Print help'

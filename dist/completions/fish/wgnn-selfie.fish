@@ -10,6 +10,9 @@ complete -c wgnn-selfie -l model -d 'Segmentation model file (default: the bundl
 complete -c wgnn-selfie -l device -d 'Where the model runs: auto is a hardware GPU, else the CPU (also where the only GPU is a software one; --device gpu uses it anyway)' -r -f -a "auto\t'A hardware GPU; the CPU when there is none or only a software one'
 gpu\t'The GPU, even a software rasteriser (lavapipe); fail without one'
 cpu\t'The CPU context: system memory only'"
+complete -c wgnn-selfie -l precision -d 'What the model computes in: auto is float16 where the GPU has SHADER_F16 and the mask stays within 1% (RMS) of float32\'s on a probe input, else float32' -r -f -a "auto\t''
+f32\t''
+f16\t''"
 complete -c wgnn-selfie -l smoothing -d 'Temporal smoothing of the mask against flicker (0 = off, up to 0.95)' -r
 complete -c wgnn-selfie -s o -l output -d 'Write the result: FILE.mp4 (H.264), FILE.mkv (H.264), or a PNG sequence like frames/%05d.png' -r -F
 complete -c wgnn-selfie -l width -d 'Scale the input to this size first (both or neither)' -r

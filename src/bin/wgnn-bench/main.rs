@@ -16,6 +16,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 use wgnn::gpu::{Gpu, GpuOptions};
 use wgnn::manual::{Generate, Item, Section};
+use wgnn::ml::Precision;
+
+/// `--precision`: auto, f32 or f16 (clap lists them in the help and the
+/// completions).
+fn precision_parser() -> impl clap::builder::TypedValueParser<Value = Precision> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Precision::NAMES).try_map(|s| s.parse::<Precision>())
+}
 
 #[derive(Parser)]
 #[command(
@@ -127,6 +135,12 @@ enum Command {
         /// manifest.json into this folder, for benches/anchors/models_torch.py.
         #[arg(long)]
         save_io: Option<PathBuf>,
+        /// What the models compute in: f32; f16 (float16 between layers,
+        /// float32 inputs and outputs); auto (f16 where the context is a GPU
+        /// with SHADER_F16 and the outputs stay within 1% RMS of f32 on a
+        /// probe input; its build ms includes that probe).
+        #[arg(long, default_value = "f32", value_parser = precision_parser())]
+        precision: Precision,
         #[arg(long)]
         json: bool,
     },
@@ -151,6 +165,10 @@ enum Command {
         /// Segmentation model (default: the bundled square selfie model).
         #[arg(long)]
         model: Option<PathBuf>,
+        /// What the model computes in: f32; f16; auto (f16 where the GPU
+        /// has SHADER_F16 and the mask stays within 1% RMS of f32).
+        #[arg(long, default_value = "f32", value_parser = precision_parser())]
+        precision: Precision,
         #[arg(long)]
         json: bool,
     },
@@ -270,9 +288,11 @@ fn main() -> ExitCode {
             filter,
             top,
             save_io,
+            precision,
             json,
         } => {
             let settings = models::Settings {
+                precision,
                 gpu_iterations: if quick { iterations.min(3) } else { iterations }.max(1),
                 cpu_iterations: if quick {
                     cpu_iterations.min(1)
@@ -300,6 +320,7 @@ fn main() -> ExitCode {
             format,
             blur,
             model,
+            precision,
             json,
         } => {
             let format = match wgnn::video::VideoFormat::from_name(&format) {
@@ -319,6 +340,7 @@ fn main() -> ExitCode {
                 model: model
                     .unwrap_or_else(|| wgnn::models::bundled("selfie/selfie_segmentation.tflite")),
                 in_flight: 2,
+                precision,
             };
             bench_pipeline(&options, json)
         }
@@ -355,6 +377,7 @@ fn main() -> ExitCode {
                         wgnn::models::bundled("selfie/selfie_segmentation.tflite")
                     }),
                     in_flight: 2,
+                    precision: Precision::F32,
                 },
                 every,
                 warmup: warmup.unwrap_or((frames / 5).max(every)),
@@ -550,9 +573,10 @@ fn bench_models(
             );
         }
         println!(
-            "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>16} {:>8} {:>9} {:>10}",
+            "{:<28} {:<4} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>16} {:>8} {:>9} {:>10}",
             "model",
             "ctx",
+            "prec",
             "GPU ms",
             "GPU min",
             "kernel sum",
@@ -603,9 +627,10 @@ fn bench_models(
         for r in results {
             if !json {
                 println!(
-                    "{:<28} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>16} {:>8} {:>9.0} {:>10}",
+                    "{:<28} {:<4} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>16} {:>8} {:>9.0} {:>10}",
                     r.name,
                     r.context,
+                    r.precision,
                     opt_ms(r.gpu_ms),
                     opt_ms(r.gpu_min_ms),
                     opt_ms(r.kernel_sum_ms),
@@ -737,12 +762,13 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
     }
     let ratio = rows[0].fps / rows[1].fps;
     let what = format!(
-        "{}x{} {} frames, {}, blur sigma {}",
+        "{}x{} {} frames, {}, blur sigma {}, precision {}",
         options.width,
         options.height,
         options.format.name(),
         options.model.display(),
-        options.blur
+        options.blur,
+        bench.precision()
     );
     if json {
         println!(
@@ -750,6 +776,7 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
             json!({
                 "device": gpu.describe(),
                 "frames": what,
+                "precision": bench.precision().precision.name(),
                 "paths": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                 "fps_ratio": ratio,
             })

@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use serde_json::json;
 use wgnn::gpu::Gpu;
-use wgnn::ml::{Context, DataType, Graph, HostTensor, Profile, Tensor, TensorDescriptor};
+use wgnn::ml::{
+    Context, DataType, Graph, HostTensor, Precision, Profile, Tensor, TensorDescriptor,
+};
 use wgnn::tasks::ImageInput;
 use wgnn::video::TensorLayout;
 
@@ -97,6 +99,7 @@ pub fn user_case(path: PathBuf, hw: Option<(usize, usize)>) -> ModelCase {
 }
 
 pub struct Settings {
+    pub precision: Precision,
     pub gpu_iterations: usize,
     pub cpu_iterations: usize,
     pub top: usize,
@@ -106,6 +109,8 @@ pub struct Settings {
 pub struct ModelResult {
     pub name: String,
     pub context: &'static str,
+    /// What the graph computed in ("f32" or "f16").
+    pub precision: &'static str,
     pub input: Vec<usize>,
     pub output: Vec<usize>,
     /// Graph build (compile) time, ms.
@@ -143,6 +148,7 @@ impl ModelResult {
         json!({
             "model": self.name,
             "context": self.context,
+            "precision": self.precision,
             "input": self.input,
             "output": self.output,
             "build_ms": self.build_ms,
@@ -255,9 +261,9 @@ struct Bound {
     build_ms: f64,
 }
 
-fn bind(ctx: &Context, loaded: &Loaded) -> wgnn::Result<Bound> {
+fn bind(ctx: &Context, loaded: &Loaded, precision: Precision) -> wgnn::Result<Bound> {
     let t = Instant::now();
-    let graph = loaded.model.build(ctx, loaded.hw)?;
+    let graph = loaded.model.build_with(ctx, loaded.hw, precision)?;
     let build_ms = t.elapsed().as_secs_f64() * 1e3;
     let mut inputs = Vec::new();
     for (name, desc) in graph.inputs() {
@@ -344,7 +350,7 @@ pub fn run_gpu(
     s: &Settings,
 ) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::gpu(gpu);
-    let b = bind(&ctx, loaded)?;
+    let b = bind(&ctx, loaded, s.precision)?;
     let n = s.gpu_iterations;
     let mut profiles = Vec::with_capacity(n);
     for i in 0..n + 2 {
@@ -385,6 +391,7 @@ pub fn run_gpu(
     let result = ModelResult {
         name: case.name.clone(),
         context: "gpu",
+        precision: b.graph.precision().name(),
         input: b.input.clone(),
         output: b.output.clone(),
         build_ms: b.build_ms,
@@ -436,7 +443,7 @@ pub fn run_cpu(
     s: &Settings,
 ) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::cpu();
-    let b = bind(&ctx, loaded)?;
+    let b = bind(&ctx, loaded, s.precision)?;
     let mut walls = Vec::new();
     let mut output = Vec::new();
     // No warm-up: the CPU context compiles nothing, and a large model can
@@ -462,6 +469,7 @@ pub fn run_cpu(
     let result = ModelResult {
         name: case.name.clone(),
         context: "cpu",
+        precision: b.graph.precision().name(),
         input: b.input.clone(),
         output: b.output.clone(),
         build_ms: b.build_ms,

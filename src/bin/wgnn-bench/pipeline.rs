@@ -46,6 +46,8 @@ pub struct Options {
     pub model: PathBuf,
     /// Zero-copy frames queued before the oldest is waited for.
     pub in_flight: usize,
+    /// What the model computes in (`--precision`).
+    pub precision: wgnn::ml::Precision,
 }
 
 #[derive(Clone, Debug)]
@@ -197,9 +199,17 @@ pub fn frame_bytes(format: VideoFormat, w: u32, h: u32) -> wgnn::Result<Vec<u8>>
 }
 
 impl Bench {
+    /// What the model computes in, and why.
+    pub fn precision(&self) -> &wgnn::models::PrecisionChoice {
+        self.segmenter.precision()
+    }
+
     pub fn new(gpu: &Gpu, o: &Options) -> wgnn::Result<Bench> {
         let model = wgnn::models::load(&o.model)?;
-        let options = SegmentOptions::new(SegmentEffect::Blur { strength: o.blur });
+        let options = SegmentOptions {
+            precision: o.precision,
+            ..SegmentOptions::new(SegmentEffect::Blur { strength: o.blur })
+        };
         let mut segmenter = Segmenter::new(&Device::Gpu(gpu.clone()), &model, &options)?;
         let stages = segmenter.gpu_stages()?;
         let tensor_shape = stages.input().shape().to_vec();

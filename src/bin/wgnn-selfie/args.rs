@@ -58,6 +58,11 @@ pub struct Args {
     /// where the only GPU is a software one; --device gpu uses it anyway).
     #[arg(long, value_enum, default_value = "auto")]
     pub device: app::DeviceArg,
+    /// What the model computes in: auto is float16 where the GPU has
+    /// SHADER_F16 and the mask stays within 1% (RMS) of float32's on a probe
+    /// input, else float32.
+    #[arg(long, default_value = "auto", value_parser = app::precision_parser())]
+    pub precision: wgnn::ml::Precision,
     /// Temporal smoothing of the mask against flicker (0 = off, up to 0.95).
     #[arg(long, value_name = "0..0.95", default_value_t = 0.5, value_parser = app::parse_smoothing)]
     pub smoothing: f64,

@@ -241,6 +241,12 @@ fn run(args: &args::Args) -> Result<u8, Failure> {
         // Which file ran: the bundled default is read from where wgnn is
         // installed (or $WGNN_ASSETS_DIR), worth seeing.
         eprintln!("wgnn-selfie: model {}", model_path.display());
+        let used = seg
+            .property::<Option<String>>("precision-used")
+            .unwrap_or_default();
+        if !used.is_empty() {
+            eprintln!("wgnn-selfie: precision {used}");
+        }
         if gpu.is_none() {
             eprintln!("wgnn-selfie: ran on the CPU");
         }

@@ -168,11 +168,12 @@ pub fn describe(args: &Args, source: &Source, sink: &Sink, s: &Settings) -> Stri
         Effect::None => "none",
     };
     let mut seg = format!(
-        "wgnnsegment name=seg effect={effect} blur-strength={} smoothing={} device={} profile={} \
-         model={}",
+        "wgnnsegment name=seg effect={effect} blur-strength={} smoothing={} device={} \
+         precision={} profile={} model={}",
         args.blur,
         args.smoothing,
         if s.on_cpu { "cpu" } else { "gpu" },
+        args.precision,
         s.profile,
         quoted(s.model)
     );

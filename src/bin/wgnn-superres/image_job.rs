@@ -92,13 +92,13 @@ fn bus_failure(pipeline: &gst::Pipeline, fallback: &str) -> Failure {
     bus_error(pipeline).unwrap_or_else(|| fail(1, fallback))
 }
 
-/// Upscales one RGBA image.
+/// Upscales one RGBA image; also says what the model computed in.
 fn upscale(
     args: &Args,
     job: &Job,
     compare: bool,
     img: &image::RgbaImage,
-) -> Result<image::RgbaImage, Failure> {
+) -> Result<(image::RgbaImage, String), Failure> {
     let (w, h) = img.dimensions();
     let mut line = element_line(args, job.gpu.is_none(), &job.model);
     if compare && !args.compare {
@@ -175,7 +175,11 @@ fn upscale(
         image::RgbaImage::from_raw(ow, oh, out).ok_or_else(|| fail(1, "short picture"))
     })();
     let _ = pipeline.set_state(gst::State::Null);
-    result
+    let used = pipeline
+        .by_name("sr")
+        .map(|sr| crate::precision_used(&sr))
+        .unwrap_or_default();
+    Ok((result?, used))
 }
 
 /// Writes `img` to `temp` in the format `target`'s extension names.
@@ -222,10 +226,13 @@ pub fn run(args: &Args, job: Job, (w, h): (u32, u32)) -> Result<u8, Failure> {
         return run_eval(args, job, &original);
     }
     let began = Instant::now();
-    let out = upscale(args, &job, args.compare, &original)?;
+    let (out, used) = upscale(args, &job, args.compare, &original)?;
     let quiet = args.quiet;
     let written = finish(&out, job)?;
     if !quiet {
+        if !used.is_empty() {
+            eprintln!("wgnn-superres: precision {used}");
+        }
         eprintln!(
             "wgnn-superres: {}x{} -> {}x{} in {:.2} s, wrote {}",
             original.width(),
@@ -260,7 +267,7 @@ fn run_eval(args: &Args, job: Job, original: &image::RgbaImage) -> Result<u8, Fa
         image::imageops::FilterType::CatmullRom,
     );
     let began = Instant::now();
-    let both = upscale(args, &job, true, &small)?;
+    let (both, used) = upscale(args, &job, true, &small)?;
     let took = began.elapsed();
     let bicubic = image::imageops::crop_imm(&both, 0, 0, w, h).to_image();
     let model = image::imageops::crop_imm(&both, w, 0, w, h).to_image();
@@ -291,6 +298,9 @@ fn run_eval(args: &Args, job: Job, original: &image::RgbaImage) -> Result<u8, Fa
     println!("{:<10} {:>9} {:>8}", "method", "PSNR dB", "SSIM");
     println!("{:<10} {:>9.2} {:>8.4}", "bicubic", bp, bs);
     println!("{:<10} {:>9.2} {:>8.4}", "model", mp, ms);
+    if !used.is_empty() {
+        println!("model precision: {used}");
+    }
     if let Some(path) = finish(&both, job)? {
         eprintln!("wgnn-superres: wrote bicubic | model to {}", path.display());
     }

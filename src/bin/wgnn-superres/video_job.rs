@@ -117,6 +117,10 @@ pub fn run(args: &Args, job: Job) -> Result<u8, Failure> {
         .map_err(|e| fail(1, format!("cannot finish the output: {e}")))?;
     let secs = began.elapsed().as_secs_f64().max(1e-9);
     if !args.quiet {
+        let used = crate::precision_used(&sr);
+        if !used.is_empty() {
+            eprintln!("wgnn-superres: precision {used}");
+        }
         eprintln!(
             "wgnn-superres: {frames} frames in {secs:.2} s ({:.1} fps), per frame: up {} B, \
              down {} B; wrote {}",

@@ -17,4 +17,4 @@ pub use encode::{fit_for_encoder, h264_file_tail, Muxer};
 pub use output::{same_file, Output};
 pub use signals::Interrupts;
 pub use stop::stop_after;
-pub use values::{parse_background, parse_blur, parse_frames, parse_smoothing};
+pub use values::{parse_background, parse_blur, parse_frames, parse_smoothing, precision_parser};

@@ -62,6 +62,14 @@ pub fn parse_smoothing(value: &str) -> Result<f64, String> {
     parse_in(value, 0.0, 0.95)
 }
 
+/// `--precision`: auto, f32 or f16, as the elements' `precision` property
+/// takes them (clap lists them in the help and the completions).
+pub fn precision_parser() -> impl clap::builder::TypedValueParser<Value = crate::ml::Precision> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(crate::ml::Precision::NAMES)
+        .try_map(|s| s.parse::<crate::ml::Precision>())
+}
+
 /// `--blur`: the background blur's Gaussian sigma in pixels, 0.5 to 64.
 pub fn parse_blur(value: &str) -> Result<f64, String> {
     parse_in(value, 0.5, 64.0)

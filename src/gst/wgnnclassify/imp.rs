@@ -14,6 +14,7 @@ use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
+use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -51,6 +52,7 @@ struct Settings {
     region: InferenceRegion,
     object_class: String,
     device: DeviceChoice,
+    precision: PrecisionChoice,
     results_location: Option<PathBuf>,
     post_messages: bool,
 }
@@ -66,6 +68,7 @@ impl Default for Settings {
             region: InferenceRegion::default(),
             object_class: String::new(),
             device: DeviceChoice::default(),
+            precision: PrecisionChoice::default(),
             results_location: None,
             post_messages: false,
         }
@@ -84,6 +87,7 @@ impl Settings {
         ClassifyOptions {
             top_k: self.top_k as usize,
             threshold,
+            precision: self.precision.into(),
         }
     }
 
@@ -125,6 +129,7 @@ pub struct WgnnClassify {
     prepared: Mutex<Option<Prepared>>,
     results: Mutex<ResultsOut>,
     state: Mutex<Option<State>>,
+    precision_log: PrecisionLog,
 }
 
 impl Default for WgnnClassify {
@@ -136,6 +141,7 @@ impl Default for WgnnClassify {
             prepared: Mutex::default(),
             results: Mutex::default(),
             state: Mutex::default(),
+            precision_log: PrecisionLog::default(),
         }
     }
 }
@@ -219,6 +225,8 @@ impl ObjectImpl for WgnnClassify {
                     .blurb("Where the model runs. Read when the element starts")
                     .mutable_ready()
                     .build(),
+                precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(results::properties());
             props.extend(Stats::properties());
@@ -261,6 +269,7 @@ impl ObjectImpl for WgnnClassify {
                 }
             }
             "device" => s.device = value.get().unwrap(),
+            "precision" => s.precision = value.get().unwrap(),
             "post-messages" => s.post_messages = value.get().unwrap(),
             _ => unreachable!("no other writable properties are registered"),
         }
@@ -272,6 +281,7 @@ impl ObjectImpl for WgnnClassify {
         }
         let s = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => path_value(&s.model),
             "model-proc" => path_value(&s.model_proc),
             "labels" => path_value(&s.labels),
@@ -280,6 +290,7 @@ impl ObjectImpl for WgnnClassify {
             "inference-region" => s.region.to_value(),
             "object-class" => s.object_class.to_value(),
             "device" => s.device.to_value(),
+            "precision" => s.precision.to_value(),
             "results-location" => path_value(&s.results_location),
             "post-messages" => s.post_messages.to_value(),
             _ => unreachable!("no other properties are registered"),
@@ -446,6 +457,7 @@ impl BaseTransformImpl for WgnnClassify {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
+        self.precision_log.reset();
         self.prepared.lock().unwrap().take();
         *self.results.lock().unwrap() = ResultsOut::default();
         self.core.stop();
@@ -523,6 +535,7 @@ impl BaseTransformImpl for WgnnClassify {
             moved += m;
             classes
         };
+        self.precision_log.note(*CAT, element, task.precision());
         for ((id, _), classes) in regions.iter().zip(&classes) {
             match id {
                 Some(id) => {

@@ -13,6 +13,7 @@ use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
+use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -38,6 +39,7 @@ struct Settings {
     /// Negative: the model-proc's.
     iou_threshold: f64,
     device: DeviceChoice,
+    precision: PrecisionChoice,
     results_location: Option<PathBuf>,
     post_messages: bool,
 }
@@ -51,6 +53,7 @@ impl Default for Settings {
             threshold: -1.0,
             iou_threshold: -1.0,
             device: DeviceChoice::default(),
+            precision: PrecisionChoice::default(),
             results_location: None,
             post_messages: false,
         }
@@ -63,6 +66,7 @@ impl Settings {
         DetectOptions {
             threshold: set(self.threshold),
             iou_threshold: set(self.iou_threshold),
+            precision: self.precision.into(),
         }
     }
 }
@@ -132,6 +136,7 @@ pub struct WgnnDetect {
     core: Processing<Setup>,
     refusals: Refusals,
     run: Mutex<Option<Run>>,
+    precision_log: PrecisionLog,
 }
 
 impl Default for WgnnDetect {
@@ -141,6 +146,7 @@ impl Default for WgnnDetect {
             core: Processing::new(*CAT),
             refusals: Refusals::default(),
             run: Mutex::default(),
+            precision_log: PrecisionLog::default(),
         }
     }
 }
@@ -213,6 +219,8 @@ impl ObjectImpl for WgnnDetect {
                     .blurb("Where the model runs. Read when the element starts")
                     .mutable_ready()
                     .build(),
+                precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(results::properties());
             props.extend(Stats::properties());
@@ -243,6 +251,7 @@ impl ObjectImpl for WgnnDetect {
             "threshold" => settings.threshold = value.get().unwrap_or(-1.0),
             "iou-threshold" => settings.iou_threshold = value.get().unwrap_or(-1.0),
             "device" => settings.device = value.get().unwrap_or_default(),
+            "precision" => settings.precision = value.get().unwrap_or_default(),
             "post-messages" => settings.post_messages = value.get().unwrap_or(false),
             _ => unreachable!("no other writable properties are registered"),
         }
@@ -254,12 +263,14 @@ impl ObjectImpl for WgnnDetect {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => path_to_value(&settings.model),
             "model-proc" => path_to_value(&settings.model_proc),
             "labels" => path_to_value(&settings.labels),
             "threshold" => settings.threshold.to_value(),
             "iou-threshold" => settings.iou_threshold.to_value(),
             "device" => settings.device.to_value(),
+            "precision" => settings.precision.to_value(),
             "results-location" => path_to_value(&settings.results_location),
             "post-messages" => settings.post_messages.to_value(),
             _ => unreachable!("no other properties are registered"),
@@ -373,6 +384,7 @@ impl BaseTransformImpl for WgnnDetect {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.run.lock().unwrap().take();
+        self.precision_log.reset();
         self.core.stop();
         Ok(())
     }
@@ -437,6 +449,8 @@ impl BaseTransformImpl for WgnnDetect {
             moved += read;
             found
         };
+        self.precision_log
+            .note(*CAT, element, run.detector.precision());
         let (width, height) = (info.width(), info.height());
         for d in &detections {
             roi::attach_detection(buf, d, width, height, -1);

@@ -13,6 +13,7 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::WgnnTensorMeta;
@@ -31,6 +32,7 @@ struct Settings {
     resize: InferResize,
     bgr: bool,
     device: DeviceChoice,
+    precision: PrecisionChoice,
 }
 
 impl Settings {
@@ -47,6 +49,7 @@ impl Settings {
             color,
             mean_std: None,
             sampling: crate::video::Sampling::HalfPixel,
+            precision: self.precision.into(),
         }
     }
 }
@@ -63,6 +66,7 @@ pub struct WgnnInfer {
     core: Processing<Settings>,
     refusals: Refusals,
     state: Mutex<Option<State>>,
+    precision_log: PrecisionLog,
 }
 
 impl Default for WgnnInfer {
@@ -72,6 +76,7 @@ impl Default for WgnnInfer {
             core: Processing::new(*CAT),
             refusals: Refusals::default(),
             state: Mutex::default(),
+            precision_log: PrecisionLog::default(),
         }
     }
 }
@@ -119,6 +124,8 @@ impl ObjectImpl for WgnnInfer {
                     .blurb("Where the model runs. Read when the element starts")
                     .mutable_ready()
                     .build(),
+                precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(Stats::properties());
             props
@@ -155,6 +162,7 @@ impl ObjectImpl for WgnnInfer {
             "resize" => settings.resize = value.get().unwrap(),
             "bgr" => settings.bgr = value.get().unwrap(),
             "device" => settings.device = value.get().unwrap(),
+            "precision" => settings.precision = value.get().unwrap(),
             _ => unreachable!("no other writable properties are registered"),
         }
     }
@@ -165,6 +173,7 @@ impl ObjectImpl for WgnnInfer {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()
@@ -177,6 +186,7 @@ impl ObjectImpl for WgnnInfer {
             "resize" => settings.resize.to_value(),
             "bgr" => settings.bgr.to_value(),
             "device" => settings.device.to_value(),
+            "precision" => settings.precision.to_value(),
             _ => unreachable!("no other properties are registered"),
         }
     }
@@ -267,6 +277,7 @@ impl BaseTransformImpl for WgnnInfer {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
+        self.precision_log.reset();
         self.core.stop();
         Ok(())
     }
@@ -328,6 +339,7 @@ impl BaseTransformImpl for WgnnInfer {
             task.run_gpu(&frame)
                 .map_err(|e| fail(element, "inference failed", e))?
         };
+        self.precision_log.note(*CAT, element, task.precision());
         WgnnTensorMeta::add(buf, outputs);
         self.core
             .meter

@@ -13,8 +13,10 @@ use super::SegmentEffect;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
+use crate::ml::Precision;
 use crate::models;
 use crate::tasks::{BackgroundSpec, ModelTiming, SegmentOptions, Segmenter};
 use crate::video::{ColorSpec, EdgeSoftening, TexturePool, MAX_BLUR_STRENGTH};
@@ -68,6 +70,7 @@ struct Settings {
     softness: f64,
     smoothing: f64,
     device: DeviceChoice,
+    precision: PrecisionChoice,
     profile: bool,
 }
 
@@ -82,6 +85,7 @@ impl Default for Settings {
             softness: DEFAULT_SOFTNESS,
             smoothing: 0.0,
             device: DeviceChoice::default(),
+            precision: PrecisionChoice::default(),
             profile: false,
         }
     }
@@ -115,6 +119,7 @@ impl Settings {
             }),
             temporal: self.smoothing as f32,
             color,
+            precision: self.precision.into(),
         }
     }
 }
@@ -133,8 +138,9 @@ pub struct WgnnSegment {
     /// frame makes a new one.
     settings_changed: AtomicBool,
     // The properties are read live (most may change while playing), so
-    // `start` keeps none of them.
-    core: Processing<()>,
+    // `start` keeps only the one that may not: the precision.
+    core: Processing<Precision>,
+    precision_log: PrecisionLog,
     refusals: Refusals,
     state: Mutex<Option<State>>,
     /// The model's GPU time from the last profiled frame, and when it was taken.
@@ -147,6 +153,7 @@ impl Default for WgnnSegment {
             settings: Mutex::default(),
             settings_changed: AtomicBool::default(),
             core: Processing::new(*CAT),
+            precision_log: PrecisionLog::default(),
             refusals: Refusals::default(),
             state: Mutex::default(),
             gpu_ms: Mutex::default(),
@@ -233,6 +240,8 @@ impl ObjectImpl for WgnnSegment {
                     .blurb("Where the model and the frame processing run. Read when the element starts")
                     .mutable_ready()
                     .build(),
+                precision_choice::property(),
+                precision_choice::used_property(),
                 glib::ParamSpecBoolean::builder("profile")
                     .nick("Profile")
                     .blurb(
@@ -292,6 +301,7 @@ impl ObjectImpl for WgnnSegment {
             "softness" => settings.softness = value.get().unwrap(),
             "smoothing" => settings.smoothing = value.get().unwrap(),
             "device" => settings.device = value.get().unwrap(),
+            "precision" => settings.precision = value.get().unwrap(),
             "profile" => {
                 settings.profile = value.get().unwrap();
                 // Timing does not change what the segmenter computes.
@@ -309,6 +319,7 @@ impl ObjectImpl for WgnnSegment {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()
@@ -321,6 +332,7 @@ impl ObjectImpl for WgnnSegment {
             "softness" => settings.softness.to_value(),
             "smoothing" => settings.smoothing.to_value(),
             "device" => settings.device.to_value(),
+            "precision" => settings.precision.to_value(),
             "profile" => settings.profile.to_value(),
             "gpu-ms" => match *self.gpu_ms.lock().unwrap() {
                 (ms, Some(_)) => ms.to_value(),
@@ -371,12 +383,16 @@ impl WgnnSegment {
     }
 
     fn make_task(&self, color: ColorSpec) -> Result<Segmenter, crate::Error> {
-        let options = self.settings.lock().unwrap().options(color);
+        let mut options = self.settings.lock().unwrap().options(color);
         let started = self
             .core
             .started()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        Segmenter::new(&started.device, &started.model, &options)
+        options.precision = started.settings;
+        let task = Segmenter::new(&started.device, &started.model, &options)?;
+        self.precision_log
+            .note(*CAT, self.obj().upcast_ref(), Some(task.precision()));
+        Ok(task)
     }
 
     /// Whether this frame's model run is timed: `profile` is on and a
@@ -420,16 +436,17 @@ impl BaseTransformImpl for WgnnSegment {
         let obj = self.obj();
         self.core.start(
             obj.upcast_ref(),
-            (),
+            settings.precision.into(),
             &settings.model_path(),
             settings.device,
-            |model, ()| Segmenter::check(model, &settings.options(ColorSpec::default())),
+            |model, _| Segmenter::check(model, &settings.options(ColorSpec::default())),
         )?;
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
+        self.precision_log.reset();
         self.core.stop();
         Ok(())
     }

@@ -12,6 +12,7 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::models;
@@ -30,6 +31,7 @@ struct Settings {
     scale: u32,
     compare: bool,
     device: DeviceChoice,
+    precision: PrecisionChoice,
 }
 
 impl Default for Settings {
@@ -39,6 +41,7 @@ impl Default for Settings {
             scale: DEFAULT_SCALE,
             compare: false,
             device: DeviceChoice::default(),
+            precision: PrecisionChoice::default(),
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct WgnnSuperres {
     core: Processing<Settings>,
     refusals: Refusals,
     state: Mutex<Option<State>>,
+    precision_log: PrecisionLog,
 }
 
 impl Default for WgnnSuperres {
@@ -81,6 +85,7 @@ impl Default for WgnnSuperres {
             core: Processing::new(*CAT),
             refusals: Refusals::default(),
             state: Mutex::default(),
+            precision_log: PrecisionLog::default(),
         }
     }
 }
@@ -127,6 +132,8 @@ impl ObjectImpl for WgnnSuperres {
                     .blurb("Where the model runs. Read when the element starts")
                     .mutable_ready()
                     .build(),
+                precision_choice::property(),
+                precision_choice::used_property(),
             ];
             props.extend(Stats::properties());
             props
@@ -152,6 +159,7 @@ impl ObjectImpl for WgnnSuperres {
             "scale" => settings.scale = value.get().unwrap(),
             "compare" => settings.compare = value.get().unwrap(),
             "device" => settings.device = value.get().unwrap(),
+            "precision" => settings.precision = value.get().unwrap(),
             _ => unreachable!("no other writable properties are registered"),
         }
         gst::debug!(CAT, imp = self, "{} set to {:?}", pspec.name(), value);
@@ -163,6 +171,7 @@ impl ObjectImpl for WgnnSuperres {
         }
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
+            "precision-used" => self.precision_log.used(),
             "model" => settings
                 .model
                 .as_ref()
@@ -171,6 +180,7 @@ impl ObjectImpl for WgnnSuperres {
             "scale" => settings.scale.to_value(),
             "compare" => settings.compare.to_value(),
             "device" => settings.device.to_value(),
+            "precision" => settings.precision.to_value(),
             _ => unreachable!("no other properties are registered"),
         }
     }
@@ -230,6 +240,7 @@ impl WgnnSuperres {
         let options = UpscaleOptions {
             compare: s.settings.compare,
             color,
+            precision: s.settings.precision.into(),
             ..UpscaleOptions::new(s.settings.scale)
         };
         Upscaler::new(&s.device, s.model.clone(), options)
@@ -258,6 +269,7 @@ impl BaseTransformImpl for WgnnSuperres {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
+        self.precision_log.reset();
         self.core.stop();
         Ok(())
     }
@@ -344,14 +356,16 @@ impl BaseTransformImpl for WgnnSuperres {
         let mut moved = TransferStats::default();
         let mut out = if task.is_cpu() {
             // System memory in and out: `negotiate` refused texture caps.
-            process_on_cpu(
+            let out = process_on_cpu(
                 element,
                 &state.in_info,
                 &state.out_info,
                 inbuf,
                 "super-resolution failed",
                 |frame, out, stride| task.run_cpu(frame, out, stride),
-            )?
+            )?;
+            self.precision_log.note(*CAT, element, task.precision());
+            out
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(
@@ -365,6 +379,7 @@ impl BaseTransformImpl for WgnnSuperres {
             let upscaled = task
                 .run_gpu(&frame)
                 .map_err(|e| fail(element, "super-resolution failed", e))?;
+            self.precision_log.note(*CAT, element, task.precision());
             gpu_frame_out(
                 element,
                 &gpu,

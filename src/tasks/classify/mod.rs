@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, TransferStats};
-use crate::ml::DataType;
-use crate::models::Model;
+use crate::ml::{DataType, Precision};
+use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, GpuFrame, Tensorizer};
 
@@ -32,6 +32,8 @@ pub struct ClassifyOptions {
     pub top_k: usize,
     /// Classes scoring below this (after softmax, where applied) are dropped.
     pub threshold: f32,
+    /// What the model computes in ([`Model::build_with`]).
+    pub precision: Precision,
 }
 
 impl Default for ClassifyOptions {
@@ -39,6 +41,7 @@ impl Default for ClassifyOptions {
         ClassifyOptions {
             top_k: 1,
             threshold: 0.0,
+            precision: Precision::F32,
         }
     }
 }
@@ -113,6 +116,10 @@ impl Classifier {
             },
             |p| p.infer_options(color),
         );
+        let infer = InferOptions {
+            precision: options.precision,
+            ..infer
+        };
         let inference = ImageInference::new(device, model.clone(), infer)?;
         let output = ScoresOutput::find(&model, inference.input(), named.as_deref())?;
         labels.check(output.classes)?;
@@ -129,6 +136,12 @@ impl Classifier {
 
     pub fn is_cpu(&self) -> bool {
         self.inference.is_cpu()
+    }
+
+    /// What the model computes in for the last region size, and why;
+    /// `None` before the first region.
+    pub fn precision(&self) -> Option<&PrecisionChoice> {
+        self.inference.precision()
     }
 
     /// Classes the model scores.

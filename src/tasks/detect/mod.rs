@@ -30,14 +30,14 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, TransferStats};
-use crate::ml::DataType;
-use crate::models::Model;
+use crate::ml::{DataType, Precision};
+use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, GpuFrame, Resize};
 
 use super::model_proc::{Decoder, ModelProc, YoloLayout};
 use super::objects::{Detection, Labels};
-use super::{wrong_device, Device, ImageInference, ImageInput, InferenceOutputs};
+use super::{wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs};
 use gpu::GpuDecoder;
 use post::ToFrame;
 pub use post::MAX_CANDIDATES;
@@ -51,6 +51,8 @@ pub struct DetectOptions {
     /// IoU above which NMS merges or drops boxes; `None`: the model-proc's,
     /// else 0.45.
     pub iou_threshold: Option<f32>,
+    /// What the model computes in ([`Model::build_with`]).
+    pub precision: Precision,
 }
 
 /// What is built for one model input size: the checked decoder and, on
@@ -124,7 +126,10 @@ impl Detector {
                 )));
             }
         }
-        let infer = proc.infer_options(color);
+        let infer = InferOptions {
+            precision: options.precision,
+            ..proc.infer_options(color)
+        };
         let inference = ImageInference::new(device, model.clone(), infer)?;
         let mut detector = Detector {
             inference,
@@ -145,6 +150,12 @@ impl Detector {
 
     pub fn is_cpu(&self) -> bool {
         self.inference.is_cpu()
+    }
+
+    /// What the model computes in for the last frame size, and why; `None`
+    /// before the first frame.
+    pub fn precision(&self) -> Option<&PrecisionChoice> {
+        self.inference.precision()
     }
 
     pub fn input(&self) -> &ImageInput {

@@ -351,6 +351,7 @@ fn detector_errors_name_the_cause() {
         DetectOptions {
             threshold: Some(1.5),
             iou_threshold: None,
+            ..DetectOptions::default()
         },
     );
     assert!(

@@ -9,8 +9,8 @@ mod tests;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
-use crate::models::Model;
+use crate::ml::{Context, DataType, Graph, Precision, Tensor, TensorDescriptor};
+use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Sampling, Tensorizer};
 
@@ -35,6 +35,8 @@ pub struct InferOptions {
     pub sampling: Sampling,
     /// How YUV frames convert to RGB.
     pub color: ColorSpec,
+    /// What the model computes in ([`Model::build_with`]), per input size.
+    pub precision: Precision,
 }
 
 /// How a runner fills the model input from a frame.
@@ -56,6 +58,8 @@ enum CpuValues {
 /// handed out keep it alive), the graph, the input tensor and its filler.
 struct Runner {
     size: (u32, u32),
+    /// What the graph computes in, and why.
+    precision: PrecisionChoice,
     ctx: Context,
     graph: Graph,
     input_name: String,
@@ -78,7 +82,8 @@ impl Runner {
             Device::Gpu(gpu) => Context::gpu(gpu),
             Device::Cpu => Context::cpu(),
         };
-        let graph = model.build(&ctx, input.build_size(frame))?;
+        let (graph, precision) =
+            super::build_graph(model, &ctx, input.build_size(frame), options.precision)?;
         let (input_name, desc) = graph.inputs().remove(0);
         let shape = input.shape_for(frame);
         if desc.shape != shape || desc.data_type != input.data_type {
@@ -110,6 +115,7 @@ impl Runner {
         let input = ctx.create_tensor(tensor)?;
         Ok(Runner {
             size: input_size(&desc.shape, frame),
+            precision,
             ctx,
             graph,
             input_name,
@@ -210,6 +216,12 @@ impl ImageInference {
 
     pub fn is_cpu(&self) -> bool {
         self.device.is_cpu()
+    }
+
+    /// What the model computes in for the last frame size, and why; `None`
+    /// before the first frame (graphs are built per input size).
+    pub fn precision(&self) -> Option<&PrecisionChoice> {
+        self.runner.as_ref().map(|r| &r.precision)
     }
 
     fn runner(&mut self, frame: (u32, u32)) -> Result<&mut Runner> {

@@ -16,6 +16,8 @@ use crate::video::Resize;
 use super::{SegmentEffect, SegmentModel, SegmentOptions};
 
 pub(super) struct CpuSegmenter {
+    /// What the model computes in, and why.
+    pub precision: crate::models::PrecisionChoice,
     ctx: OwnedContext,
     graph: Graph,
     names: (String, String),
@@ -37,7 +39,7 @@ impl CpuSegmenter {
         options: &SegmentOptions,
     ) -> Result<CpuSegmenter> {
         let ctx = OwnedContext(Context::cpu());
-        let graph = model.build(&ctx, None)?;
+        let (graph, precision) = crate::tasks::build_graph(model, &ctx, None, options.precision)?;
         let (in_name, in_desc) = graph.inputs().remove(0);
         let (out_name, out_desc) = graph.outputs().remove(0);
         let input = ctx.create_tensor(
@@ -74,6 +76,7 @@ impl CpuSegmenter {
         let input_values = vec![0.0; tensorizer.output_len()];
         let (mw, mh) = shape.mask;
         Ok(CpuSegmenter {
+            precision,
             ctx,
             graph,
             names: (in_name, out_name),

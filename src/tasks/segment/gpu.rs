@@ -19,6 +19,8 @@ use crate::video::{
 use super::{SegmentEffect, SegmentModel, SegmentOptions};
 
 pub(super) struct GpuSegmenter {
+    /// What the model computes in, and why.
+    pub precision: crate::models::PrecisionChoice,
     gpu: Gpu,
     ctx: OwnedContext,
     graph: Graph,
@@ -41,7 +43,7 @@ impl GpuSegmenter {
         options: &SegmentOptions,
     ) -> Result<GpuSegmenter> {
         let ctx = OwnedContext(Context::gpu(gpu));
-        let graph = model.build(&ctx, None)?;
+        let (graph, precision) = crate::tasks::build_graph(model, &ctx, None, options.precision)?;
         let (in_name, in_desc) = graph.inputs().remove(0);
         let (out_name, out_desc) = graph.outputs().remove(0);
         // Readable and writable too, for callers of `stages` that move the
@@ -91,6 +93,7 @@ impl GpuSegmenter {
             },
         )?;
         Ok(GpuSegmenter {
+            precision,
             gpu: gpu.clone(),
             ctx,
             graph,

@@ -9,8 +9,8 @@ mod tests;
 
 use crate::error::{Error, Result};
 use crate::gpu::TransferStats;
-use crate::ml::DataType;
-use crate::models::Model;
+use crate::ml::{DataType, Precision};
+use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, EdgeSoftening, GpuFrame, MaskOptions};
 
@@ -41,16 +41,20 @@ pub struct SegmentOptions {
     pub temporal: f32,
     /// How YUV frames convert to RGB.
     pub color: ColorSpec,
+    /// What the model computes in ([`Model::build_with`]).
+    pub precision: Precision,
 }
 
 impl SegmentOptions {
-    /// `effect` with the model's own mask, no smoothing, BT.601 limited range.
+    /// `effect` with the model's own mask, no smoothing, BT.601 limited
+    /// range, the model in float32.
     pub fn new(effect: SegmentEffect) -> SegmentOptions {
         SegmentOptions {
             effect,
             edge: None,
             temporal: 0.0,
             color: ColorSpec::default(),
+            precision: Precision::F32,
         }
     }
 }
@@ -143,6 +147,14 @@ impl Segmenter {
             BackgroundSpec::load_image(path)?;
         }
         Ok(())
+    }
+
+    /// What the model computes in, and why (`options.precision` resolved).
+    pub fn precision(&self) -> &PrecisionChoice {
+        match &self.imp {
+            Imp::Gpu(g) => &g.precision,
+            Imp::Cpu(c) => &c.precision,
+        }
     }
 
     pub fn is_cpu(&self) -> bool {

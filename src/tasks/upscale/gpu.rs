@@ -26,6 +26,8 @@ struct Plain {
 /// The parts that depend on the input size: graph, tensors, tensorizers.
 struct Sized {
     size: (u32, u32),
+    /// What this size's graph computes in, and why.
+    precision: crate::models::PrecisionChoice,
     graph: Graph,
     names: (String, String),
     input: Tensor,
@@ -64,13 +66,22 @@ impl GpuUpscaler {
         })
     }
 
+    pub fn precision(&self) -> Option<&crate::models::PrecisionChoice> {
+        self.sized.as_ref().map(|s| &s.precision)
+    }
+
     /// Makes the per-size parts for a `w` x `h` input, unless they exist.
     fn sized(&mut self, w: u32, h: u32) -> Result<&Sized> {
         if self.sized.as_ref().is_some_and(|s| s.size == (w, h)) {
             return Ok(self.sized.as_ref().expect("checked just now"));
         }
         self.sized = None;
-        let graph = self.model.build(&self.ctx, self.input.build_size((w, h)))?;
+        let (graph, precision) = crate::tasks::build_graph(
+            &self.model,
+            &self.ctx,
+            self.input.build_size((w, h)),
+            self.options.precision,
+        )?;
         let (in_name, in_desc) = graph.inputs().remove(0);
         let (out_name, out_desc) = graph.outputs().remove(0);
         check_output(&self.model, &out_desc, w, h, self.options.scale)?;
@@ -105,6 +116,7 @@ impl GpuUpscaler {
         };
         Ok(self.sized.insert(Sized {
             size: (w, h),
+            precision,
             graph,
             names: (in_name, out_name),
             input,

@@ -10,8 +10,8 @@ mod tests;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ml::{DataType, OperandDescriptor};
-use crate::models::Model;
+use crate::ml::{DataType, OperandDescriptor, Precision};
+use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, GpuFrame, ImageRegion, Normalize, TensorizeOptions};
 
@@ -26,14 +26,18 @@ pub struct UpscaleOptions {
     pub compare: bool,
     /// How YUV frames convert to RGB.
     pub color: ColorSpec,
+    /// What the model computes in ([`Model::build_with`]), per input size.
+    pub precision: Precision,
 }
 
 impl UpscaleOptions {
+    /// `scale`, the model alone, BT.601 limited range, float32.
     pub fn new(scale: u32) -> UpscaleOptions {
         UpscaleOptions {
             scale,
             compare: false,
             color: ColorSpec::default(),
+            precision: Precision::F32,
         }
     }
 
@@ -153,6 +157,15 @@ impl Upscaler {
 
     pub fn is_cpu(&self) -> bool {
         matches!(self.imp, Imp::Cpu(_))
+    }
+
+    /// What the model computes in for the last input size, and why; `None`
+    /// before the first frame (graphs are built per input size).
+    pub fn precision(&self) -> Option<&PrecisionChoice> {
+        match &self.imp {
+            Imp::Gpu(g) => g.precision(),
+            Imp::Cpu(c) => c.precision(),
+        }
     }
 
     /// The output (width, height) for a `w` x `h` input.
