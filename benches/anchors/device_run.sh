@@ -39,8 +39,15 @@ WGNN_SHADER_CHECKS=1 $B ops --iterations 20 --filter "64->64" 2>&1 | tee -a "$OU
 WGNN_SHADER_CHECKS=1 $B models --context gpu --filter selfie 2>&1 | tee -a "$OUT/models.txt"
 $B models --context gpu --top 6 --save-io /tmp/wgnn-io 2>&1 | tee "$OUT/models.txt"
 $B models --context both --filter selfie --iterations 20 --cpu-iterations 5 2>&1 | tee -a "$OUT/models.txt"
+# Every bundled model again computed in float16 (precision f16), with its
+# outputs' PSNR against the float32 graph's on the same input.
+$B models --context gpu --precision f16 --top 6 2>&1 | tee -a "$OUT/models.txt"
 $B pipeline 2>&1 | tee "$OUT/pipeline.txt"
 $B pipeline --format NV12 2>&1 | tee -a "$OUT/pipeline.txt"
+$B pipeline --precision f16 2>&1 | tee -a "$OUT/pipeline.txt"
+# The upload ring against wgpu's write_texture, as A/B.
+echo "WGNN_UPLOAD_RING=0:" | tee -a "$OUT/pipeline.txt"
+WGNN_UPLOAD_RING=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
 $B interop 2>&1 | tee "$OUT/interop.txt"
 python3 benches/anchors/models_torch.py --io /tmp/wgnn-io --pipeline --json "$OUT/torch.json" 2>&1 |
     tee "$OUT/torch.txt"

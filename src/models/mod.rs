@@ -80,6 +80,9 @@ pub struct Model {
     graphs: Mutex<HashMap<GraphKey, Graph>>,
     /// What `Precision::Auto` chose per context and size.
     choices: Mutex<HashMap<SizeKey, PrecisionChoice>>,
+    /// SHA-256 of the model file, so that `auto`'s choice outlives this
+    /// `Model` (an element loads its model again at every start).
+    digest: [u8; 32],
 }
 
 impl std::fmt::Debug for Model {
@@ -223,6 +226,10 @@ fn load_from(
                  model (no ir_version field first)",
             )),
         };
+    let digest = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&bytes).into()
+    };
     let (inputs, outputs, source) = match format {
         Format::Tflite => tflite::parse(path, bytes)?,
         Format::TfjsLayers => tfjs::parse(path, &bytes, files)?,
@@ -236,6 +243,7 @@ fn load_from(
         source,
         graphs: Mutex::default(),
         choices: Mutex::default(),
+        digest,
     };
     // Writing the graph once (without compiling it, with no context) checks
     // every op's options and that the shapes chain, so a bad file fails here.

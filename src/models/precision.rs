@@ -122,6 +122,58 @@ fn relative_difference(
     }
 }
 
+/// What a probe's outcome depends on: the model file's contents, the
+/// input ranges the probe draws from, the adapter and the input size.
+/// Files a model names beside itself (TF.js shards, ONNX external data) are
+/// not in it: a process that rewrites those under a loaded model keeps the
+/// first choice.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ProbeKey {
+    digest: [u8; 32],
+    ranges: String,
+    adapter: String,
+    input_hw: Option<(usize, usize)>,
+}
+
+impl ProbeKey {
+    fn new(model: &Model, context: &Context, input_hw: Option<(usize, usize)>) -> ProbeKey {
+        let ranges = format!(
+            "{:?}",
+            model.inputs.iter().map(|i| i.range).collect::<Vec<_>>()
+        );
+        let adapter = context.gpu_handle().map_or_else(String::new, |gpu| {
+            let i = gpu.info();
+            format!(
+                "{:?}",
+                (
+                    &i.name,
+                    i.vendor,
+                    i.device,
+                    &i.driver,
+                    &i.driver_info,
+                    i.backend
+                )
+            )
+        });
+        ProbeKey {
+            digest: model.digest,
+            ranges,
+            adapter,
+            input_hw,
+        }
+    }
+}
+
+/// `auto`'s probes in this process: an element that is stopped and started
+/// again (a new `Model`, a new context on the same adapter) takes the
+/// earlier outcome instead of building and running both graphs again.
+fn probed() -> &'static std::sync::Mutex<std::collections::HashMap<ProbeKey, PrecisionChoice>> {
+    static PROBED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<ProbeKey, PrecisionChoice>>,
+    > = std::sync::OnceLock::new();
+    PROBED.get_or_init(Default::default)
+}
+
 impl Model {
     /// What [`Model::build_with`] builds for `precision` on `context` at
     /// `input_hw`. `F32` is itself. `F16` is itself on a GPU with
@@ -132,7 +184,8 @@ impl Model {
     /// range ([`TensorInfo::range`](super::TensorInfo::range), else 0..1),
     /// and F16 is chosen when its outputs are within
     /// [`AUTO_F16_TOLERANCE`] of F32's. `Auto`'s choice is logged (INFO)
-    /// and remembered per context and size.
+    /// and remembered per context and size, and the probe's outcome for the
+    /// process (per model contents, input ranges, adapter and size).
     pub fn choose_precision(
         &self,
         context: &Context,
@@ -167,7 +220,18 @@ impl Model {
         }
         let choice = match no_native_f16(context) {
             Some(why) => chosen(Precision::F32, &why),
-            None => self.probe(context, input_hw)?,
+            None => {
+                let seen = ProbeKey::new(self, context, input_hw);
+                let earlier = probed().lock().unwrap().get(&seen).cloned();
+                match earlier {
+                    Some(c) => c,
+                    None => {
+                        let c = self.probe(context, input_hw)?;
+                        probed().lock().unwrap().insert(seen, c.clone());
+                        c
+                    }
+                }
+            }
         };
         log::info!(
             "{}: precision auto: {} ({})",

@@ -641,6 +641,9 @@ fn bench_models(
                     r.build_ms,
                     r.diff.map_or("-".into(), |d| format!("{:.2e}", d.0)),
                 );
+                if let Some(db) = r.psnr_vs_f32 {
+                    println!("    float16 vs float32 outputs: PSNR {db:.1} dB");
+                }
                 if settings.top > 0 {
                     let ops: Vec<String> = r
                         .by_op

@@ -141,6 +141,10 @@ pub struct ModelResult {
     /// Largest |ours - reference| where a reference was computed (the CPU
     /// result against the GPU one), and the reference's largest magnitude.
     pub diff: Option<(f32, f32)>,
+    /// A float16 graph's outputs against the float32 graph's on the same
+    /// input and context: PSNR in dB against the float32 outputs' largest
+    /// magnitude (the bar `auto` holds float16 to is 40 dB).
+    pub psnr_vs_f32: Option<f64>,
 }
 
 impl ModelResult {
@@ -164,6 +168,7 @@ impl ModelResult {
             "ms_by_op": self.by_op.iter().map(|(op, ms)| json!({"op": op, "ms": ms})).collect::<Vec<_>>(),
             "slowest_kernels": self.slowest.iter().map(|(i, op, ms)| json!({"index": i, "op": op, "ms": ms})).collect::<Vec<_>>(),
             "max_abs_diff_vs_gpu": self.diff.map(|d| d.0),
+            "psnr_vs_f32_db": self.psnr_vs_f32,
             "reference_max_abs": self.diff.map(|d| d.1),
         })
     }
@@ -386,6 +391,15 @@ pub fn run_gpu(
     gpu.wait_idle()?;
     let fps = n as f64 / t.elapsed().as_secs_f64();
     let output = b.read(&ctx)?;
+    let psnr_vs_f32 = if b.graph.precision() == Precision::F16 {
+        let reference = bind(&ctx, loaded, Precision::F32)?;
+        reference.dispatch(&ctx)?;
+        let r = reference.read(&ctx)?;
+        reference.graph.destroy();
+        Some(psnr(&r.concat(), &output.concat()))
+    } else {
+        None
+    };
     let (file_ops, written, fused) = b.counts(loaded);
     let (wall_ms, _) = median_min(&walls);
     let result = ModelResult {
@@ -407,9 +421,23 @@ pub fn run_gpu(
         by_op,
         slowest,
         diff: None,
+        psnr_vs_f32,
     };
     b.graph.destroy();
     Ok((result, output))
+}
+
+/// PSNR of `other` against `reference` in dB, the peak being the largest
+/// magnitude of `reference`; infinite where they are equal.
+fn psnr(reference: &[f32], other: &[f32]) -> f64 {
+    let peak = reference.iter().fold(0f64, |m, v| m.max((*v as f64).abs()));
+    let mse = reference
+        .iter()
+        .zip(other)
+        .map(|(a, b)| (*a as f64 - *b as f64).powi(2))
+        .sum::<f64>()
+        / reference.len().max(1) as f64;
+    10.0 * (peak * peak / mse).log10()
 }
 
 /// Per op type, largest first, and the slowest single kernels (at least 3)
@@ -485,6 +513,7 @@ pub fn run_cpu(
         by_op,
         slowest,
         diff: None,
+        psnr_vs_f32: None,
     };
     ctx.destroy();
     Ok((result, output))
