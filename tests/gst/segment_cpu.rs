@@ -54,7 +54,9 @@ fn mask_of_the_sample_photo_agrees_with_the_gpu_element_and_mediapipe() {
     );
     let cpu_ms = started.elapsed().as_secs_f64() * 1e3;
     let (gpu, _gpu_h) = run(
-        "wgnnsegment device=gpu effect=mask",
+        // float32 on the GPU too: this compares the two back ends'
+        // kernels, not precisions (auto would take float16 on lavapipe).
+        "wgnnsegment device=gpu precision=f32 effect=mask",
         &caps("RGB", w, h),
         &frame,
     );
@@ -156,7 +158,12 @@ fn every_effect_agrees_with_the_gpu_element() {
             &frames,
         );
         let cpu_ms = started.elapsed().as_secs_f64() * 1e3 / frames.len() as f64;
-        let (gpu, _) = run(&format!("wgnnsegment device=gpu {props}"), &c, &frames);
+        // float32 on the GPU too, as above.
+        let (gpu, _) = run(
+            &format!("wgnnsegment device=gpu precision=f32 {props}"),
+            &c,
+            &frames,
+        );
         for (i, (a, b)) in cpu.iter().zip(&gpu).enumerate() {
             let (mean, max) = diff(a, b);
             eprintln!(
