@@ -1,6 +1,7 @@
 // Element-wise binary op with numpy broadcasting. The helper functions
-// `binop` (in the computation type C) and `finish` (C -> T, applying the fused
-// activations for floats) are generated per op and type.
+// `binop` (in the computation type C) and `finish` (C -> T, adding the fused
+// residual and applying the fused activations for floats) are generated per
+// op and type, with the residual's and output's bindings.
 
 // Mirrored by `BinaryParams` in elementwise.rs.
 struct Params {
@@ -13,7 +14,6 @@ struct Params {
 
 @group(0) @binding(1) var<storage, read> a: array<TI>;
 @group(0) @binding(2) var<storage, read> b: array<TI>;
-@group(0) @binding(3) var<storage, read_write> y: array<T>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -32,5 +32,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ia += c * axis.y;
         ib += c * axis.z;
     }
-    y[i] = finish(binop(C(a[ia]), C(b[ib])));
+    y[i] = finish(binop(C(a[ia]), C(b[ib])), i);
 }

@@ -82,7 +82,8 @@ pub(super) fn activation_strides(layout: InputLayout, shape: [usize; 4]) -> [u32
     }
 }
 
-fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
+/// Element strides of a conv2d filter, in (o, i, h, w) order.
+pub(super) fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
     let s = strides(&shape)
         .into_iter()
         .map(|v| v as u32)

@@ -3,14 +3,13 @@
 //! the depthwise values: one kernel where there were two, and the depthwise
 //! result is neither written nor read back.
 
-use super::conv2d::{activation_strides, shape4, u32s};
+use super::conv2d::{activation_strides, filter_strides, shape4, u32s};
 use super::lower::{activation_fn, activation_helpers, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
-use crate::ml::ops::{Conv2dFilterLayout, DepthwisePointwiseOptions, InputLayout};
+use crate::ml::ops::{DepthwisePointwiseOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, nchw};
-use crate::ml::types::strides;
 
 const TILE_PIXELS: usize = 64;
 const TILE_CHANNELS: usize = 64;
@@ -38,18 +37,6 @@ kernel_params! {
         pw_so: u32,
         pw_si: u32,
         channel_tiles: u32,
-    }
-}
-
-/// Element strides of a conv2d filter in (o, i, h, w) order.
-fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [u32; 4] {
-    let s = strides(&shape);
-    let s = [s[0], s[1], s[2], s[3]].map(|v| v as u32);
-    match layout {
-        Conv2dFilterLayout::Oihw => s,
-        Conv2dFilterLayout::Hwio => [s[3], s[2], s[0], s[1]],
-        Conv2dFilterLayout::Ohwi => [s[0], s[3], s[1], s[2]],
-        Conv2dFilterLayout::Ihwo => [s[3], s[0], s[1], s[2]],
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK, SPECIAL_VALUES};
 use super::matmul::broadcast_strides;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Activation, BinaryOp, Op};
@@ -75,7 +75,7 @@ kernel_params! {
 }
 
 /// `op` of `x` and `y` as a WGSL expression, in i32 (`int`) or f32.
-pub(super) fn binop_expr(op: BinaryOp, int: bool) -> &'static str {
+fn binop_expr(op: BinaryOp, int: bool) -> &'static str {
     match (op, int) {
         (BinaryOp::Add, _) => "x + y",
         (BinaryOp::Sub, _) => "x - y",
@@ -103,18 +103,40 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         axes,
     };
     let int = dt == DataType::Int32;
+    if node.residual && int {
+        return Err(Error::invalid(format!(
+            "a fused residual after {} of {dt} is not supported",
+            op.name()
+        )));
+    }
     let expr = binop_expr(op, int);
     let mut spec = Specialization::new();
     if op == BinaryOp::Pow {
         spec = spec.code(SPECIAL_VALUES).code(POW);
     }
+    // A fused residual (`ml::fuse`: an `add` of the result and a tensor of
+    // the output's shape) is added before the activations; element i of
+    // the residual is the output's.
+    let (residual, y_binding) = if node.residual {
+        (
+            "@group(0) @binding(3) var<storage, read> r: array<T>;\n\
+             fn residual(i: u32) -> f32 { return f32(r[i]); }",
+            4,
+        )
+    } else {
+        ("fn residual(i: u32) -> f32 { return 0.0; }", 3)
+    };
     let spec = spec
         .alias("C", if int { "i32" } else { "f32" })
         .code(&format!("fn binop(x: C, y: C) -> C {{ return {expr}; }}"))
+        .code(residual)
+        .code(&format!(
+            "@group(0) @binding({y_binding}) var<storage, read_write> y: array<T>;"
+        ))
         .code(if int {
-            "fn finish(v: C) -> T { return v; }"
+            "fn finish(v: C, i: u32) -> T { return v; }"
         } else {
-            "fn finish(v: C) -> T { return T(act(v)); }"
+            "fn finish(v: C, i: u32) -> T { return T(act(v + residual(i))); }"
         });
     l.kernel(Kernel {
         label: op.name().into(),
@@ -125,7 +147,7 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         activations: &node.activations,
         params: Kernel::params(&params),
         table: None,
-        inputs: vec![a, b],
+        inputs: node.inputs.clone(),
         outputs: vec![y],
         workgroups: grid(out.element_count(), WG),
         workgroup_size: WG,

@@ -4,7 +4,6 @@
 
 mod arg_min_max;
 mod backend;
-mod binary_residual;
 mod broadcast;
 mod compare;
 mod concat;
@@ -49,7 +48,6 @@ pub(crate) struct GpuPlan {
 
 fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
     match &node.op {
-        Op::Binary(op) if node.residual => binary_residual::binary_residual(l, node, *op),
         Op::Binary(op) => elementwise::binary(l, node, *op),
         Op::Unary(_) => elementwise::unary(l, node),
         Op::Cast => elementwise::cast(l, node),
