@@ -61,7 +61,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let base = select(0u, kept_offset(o), live);
     var s = init(base);
     if live {
-        for (var r = lane; r < count; r += rt) {
+        // Four loads issued before their combines: a GPU runs a subgroup's
+        // instructions in order, so one load per iteration waited out the
+        // memory latency for every element (a global pool of 128 x 128 x 16
+        // took 30 us on an H100 with only 16 workgroups in flight). The
+        // combine order is unchanged.
+        var r = lane;
+        for (; r + 3u * rt < count; r += 4u * rt) {
+            let v0 = load(base + reduced_offset(r));
+            let v1 = load(base + reduced_offset(r + rt));
+            let v2 = load(base + reduced_offset(r + 2u * rt));
+            let v3 = load(base + reduced_offset(r + 3u * rt));
+            s = combine(s, element(v0));
+            s = combine(s, element(v1));
+            s = combine(s, element(v2));
+            s = combine(s, element(v3));
+        }
+        for (; r < count; r += rt) {
             s = combine(s, element(load(base + reduced_offset(r))));
         }
     }
