@@ -369,3 +369,22 @@ fn precision_shows_in_the_models_and_pipeline_reports() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("'fp8'"));
 }
+
+/// CI's software adapter has no cooperative matrices: the ceilings refuse
+/// with one line naming what is missing (and exit 1), not a wgpu panic.
+#[test]
+fn tensor_cores_without_cooperative_matrices_says_so() {
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &["tensor-cores", "--iterations", "1"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("no 16x16x16 float16 cooperative matrices"),
+        "{err}"
+    );
+}

@@ -8,6 +8,7 @@ mod ops;
 mod pipeline;
 mod soak;
 mod stamps;
+mod tensor_cores;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +68,10 @@ const SECTIONS: [&Section; 2] = [
                 "GPU time of the conv2d cases.",
             ),
             Item::Entry(
+                "wgnn-bench tensor-cores",
+                "What the tensor cores reach through wgpu, as ceilings for conv2d.",
+            ),
+            Item::Entry(
                 "wgnn-bench soak --frames 20000 --every 2000",
                 "Memory and live GPU objects over many frames; fails if they grow.",
             ),
@@ -87,6 +92,14 @@ const SECTIONS: [&Section; 2] = [
 enum Command {
     /// List the GPU adapters found and the one wgnn would use.
     Adapters,
+    /// Ceilings of the tensor cores (cooperative matrices, 16x16x16 float16
+    /// into float32) through wgpu: products alone, and with operands loaded
+    /// contiguously or with an NHWC tensor's row stride (GPU timestamps).
+    TensorCores {
+        /// Timed dispatches per variant, after two warm-ups.
+        #[arg(long, default_value_t = 10)]
+        iterations: u32,
+    },
     /// GPU time per operator (median of timestamped dispatches).
     Ops {
         /// Shrink every shape (for software adapters and smoke tests).
@@ -272,6 +285,7 @@ fn main() -> ExitCode {
     };
     match command {
         Command::Adapters => adapters(),
+        Command::TensorCores { iterations } => bench_tensor_cores(iterations.max(1)),
         Command::Ops {
             quick,
             iterations,
@@ -431,6 +445,20 @@ fn open_gpu() -> Result<Gpu, ExitCode> {
         eprintln!("error: {e}");
         ExitCode::from(EXIT_NO_GPU)
     })
+}
+
+fn bench_tensor_cores(iterations: u32) -> ExitCode {
+    let gpu = match open_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    match tensor_cores::run(&gpu, iterations) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }
 
 fn bench_ops(quick: bool, iterations: usize, json: bool, filter: Option<&str>) -> ExitCode {
