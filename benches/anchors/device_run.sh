@@ -30,6 +30,8 @@ fi
     $B adapters
 } 2>&1 | tee "$OUT/env.txt"
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
+# What the tensor cores reach through wgpu: the tensor-core conv2d's ceilings.
+$B tensor-cores 2>&1 | tee "$OUT/tensor_cores.txt"
 # The float16 rows again without cooperative matrices (tensor cores), as A/B.
 echo "WGNN_COOPERATIVE_MATRIX=0:" | tee -a "$OUT/ops.txt"
 WGNN_COOPERATIVE_MATRIX=0 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"
