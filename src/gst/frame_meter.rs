@@ -46,9 +46,11 @@ impl FrameMeter {
         gst::debug!(
             cat,
             obj = element,
-            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
+            "frame {n} pts {}: uploaded {} bytes, imported {} bytes, downloaded {} bytes, \
+             {:.2} ms",
             pts.display(),
             moved.upload_bytes,
+            moved.bytes_imported,
             moved.download_bytes,
             took.as_secs_f64() * 1e3
         );

@@ -1,27 +1,82 @@
 //! Frames in and out of the elements: a buffer's GPU frame (its
-//! [`WgpuFrameMeta`](super::frame_meta::WgpuFrameMeta), or one counted upload
-//! of its system memory) and the way back to system memory (one counted
-//! download per plane). Every element moves pixels through these two
-//! functions, so the counters they return are the whole story.
+//! [`WgpuFrameMeta`](super::frame_meta::WgpuFrameMeta), an import of its
+//! DMA-BUFs, or one counted upload of its system memory) and the way back
+//! to system memory (one counted download per plane). Every element moves
+//! pixels through these two functions, so the counters they return are the
+//! whole story.
 
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use gst::glib;
 
 use crate::error::{Error, Result};
 use crate::gpu::transfer::TextureRegion;
 use crate::gpu::{Gpu, TransferStats};
-use crate::video::{upload_frame, GpuFrame, TexturePool};
+use crate::video::dmabuf::{self, DmabufFrame, DmabufImport};
+use crate::video::{upload_frame, FrameLayout, GpuFrame, TexturePool};
 
 use super::caps;
+use super::drm_format::MODIFIER_LINEAR;
 use super::frame_meta::frame_of;
+use super::memory_cache;
 
-/// The GPU frame of `buffer`, negotiated as `info`: the frame it carries
-/// (no copy) or an upload of its pixels.
+/// A negotiated input stream, as [`frame_in`] takes its frames: the video
+/// info, the DRM modifier of its DMA-BUFs, and whether the element has
+/// said (once, at INFO) why its DMA-BUFs are uploaded rather than imported.
+pub struct Intake {
+    pub info: gst_video::VideoInfo,
+    pub modifier: u64,
+    cat: gst::DebugCategory,
+    fallback_noted: AtomicBool,
+}
+
+impl Intake {
+    /// The input `input` of an element logging under `cat`.
+    pub fn new(cat: gst::DebugCategory, input: caps::Input) -> Intake {
+        Intake {
+            info: input.info,
+            modifier: input.modifier,
+            cat,
+            fallback_noted: AtomicBool::new(false),
+        }
+    }
+
+    /// The input `set_caps` settled in `n`.
+    pub fn negotiated(cat: gst::DebugCategory, n: &caps::Negotiated) -> Intake {
+        Intake::new(
+            cat,
+            caps::Input {
+                info: n.in_info.clone(),
+                modifier: n.in_modifier,
+            },
+        )
+    }
+
+    /// Logs `reason` at INFO the first time DMA-BUF frames take the upload
+    /// path, not for every frame.
+    fn note_fallback(&self, element: &gst::Element, reason: &str) {
+        if !self.fallback_noted.swap(true, Ordering::Relaxed) {
+            gst::info!(
+                self.cat,
+                obj = element,
+                "DMA-BUF frames are uploaded (one copy each), not imported: {reason}"
+            );
+        }
+    }
+}
+
+/// The GPU frame of `buffer`: the frame it carries (no copy), an import of
+/// its DMA-BUF memory (no copy), or an upload of its pixels.
 pub fn frame_in(
+    element: &gst::Element,
     gpu: &Gpu,
     pool: &TexturePool,
-    info: &gst_video::VideoInfo,
+    input: &Intake,
     buffer: &gst::BufferRef,
 ) -> Result<(Arc<GpuFrame>, TransferStats)> {
+    let info = &input.info;
     if let Some(frame) = frame_of(buffer) {
         if frame.width() != info.width() || frame.height() != info.height() {
             return Err(Error::invalid(format!(
@@ -35,10 +90,39 @@ pub fn frame_in(
         return Ok((frame, TransferStats::default()));
     }
     let layout = caps::frame_layout(info, buffer.meta::<gst_video::VideoMeta>().as_deref())?;
+    let reason = match dmabuf_planes(buffer, &layout)? {
+        Source::Dmabuf(planes) => match import(gpu, pool, input, &layout, &planes)? {
+            Imported::Frame(frame, moved) => return Ok((Arc::new(frame), moved)),
+            Imported::Unsupported(why) => Some(why),
+        },
+        Source::Unimportable(why) => Some(why),
+        Source::System => None,
+    };
+    if input.modifier != MODIFIER_LINEAR {
+        // A tiled or compressed layout read as rows would be garbage.
+        return Err(Error::invalid(format!(
+            "DRM modifier {:#018x} is not linear and the frame cannot be imported: {}",
+            input.modifier,
+            reason.as_deref().unwrap_or("it is not in DMA-BUF memory")
+        )));
+    }
+    if let Some(reason) = reason {
+        input.note_fallback(element, &reason);
+    }
+    upload(gpu, pool, &layout, buffer)
+}
+
+/// One counted upload of `buffer`'s pixels laid out as `layout`.
+fn upload(
+    gpu: &Gpu,
+    pool: &TexturePool,
+    layout: &FrameLayout,
+    buffer: &gst::BufferRef,
+) -> Result<(Arc<GpuFrame>, TransferStats)> {
     let map = buffer
         .map_readable()
         .map_err(|_| Error::invalid("cannot map the input buffer for reading"))?;
-    let frame = upload_frame(gpu, pool, &layout, map.as_slice())?;
+    let frame = upload_frame(gpu, pool, layout, map.as_slice())?;
     let bytes: usize = layout
         .planes
         .iter()
@@ -55,6 +139,174 @@ pub fn frame_in(
             ..Default::default()
         },
     ))
+}
+
+/// Where one plane of a DMA-BUF-backed buffer lives.
+struct DmabufPlane<'a> {
+    /// The buffer's memory holding the plane.
+    memory: &'a gst::MemoryRef,
+    fd: BorrowedFd<'a>,
+    /// The plane's first byte, from the start of the fd.
+    offset: u64,
+    stride: u32,
+}
+
+/// What a buffer's memory allows.
+enum Source<'a> {
+    /// Every plane lies within one DMA-BUF memory.
+    Dmabuf(Vec<DmabufPlane<'a>>),
+    /// DMA-BUF memory that cannot be imported as it is laid out (why).
+    Unimportable(String),
+    /// Plain memory: the upload path, nothing to say.
+    System,
+}
+
+/// Finds the DMA-BUF memory and the fd offset of each plane of `buffer`
+/// (planes may share one memory, as NV12 from one allocation does, or have
+/// one each). Errors when the buffer is smaller than `layout` needs: that is
+/// bad input, whichever path would read it.
+fn dmabuf_planes<'a>(buffer: &'a gst::BufferRef, layout: &FrameLayout) -> Result<Source<'a>> {
+    let memories = buffer.n_memory();
+    let dmabufs = buffer
+        .iter_memories()
+        .filter(|m| m.is_memory_type::<gst_allocators::DmaBufMemory>())
+        .count();
+    if dmabufs == 0 {
+        return Ok(Source::System);
+    }
+    let f = layout.format;
+    let mut planes = Vec::with_capacity(layout.planes.len());
+    for (p, plane) in layout.planes.iter().enumerate() {
+        let rows = f.plane_size(p, layout.width, layout.height).1 as usize;
+        let row = f.row_bytes(p, layout.width);
+        if plane.stride < row {
+            return Err(Error::invalid(format!(
+                "{f} plane {p}: stride {} is shorter than a row of {} pixels ({row} bytes)",
+                plane.stride, layout.width
+            )));
+        }
+        // The last row needs only its pixels, not its padding.
+        let end = plane.offset + plane.stride * (rows - 1) + row;
+        if buffer.size() < end {
+            return Err(Error::invalid(format!(
+                "{f} {}x{} frame: plane {p} needs bytes up to {end} ({rows} rows of stride {} \
+                 from offset {}), the buffer's {memories} DMA-BUF memor{} hold {}",
+                layout.width,
+                layout.height,
+                plane.stride,
+                plane.offset,
+                if memories == 1 { "y" } else { "ies" },
+                buffer.size()
+            )));
+        }
+        if dmabufs != memories {
+            return Ok(Source::Unimportable(format!(
+                "the buffer mixes {dmabufs} DMA-BUF memories with {} of other kinds",
+                memories - dmabufs
+            )));
+        }
+        let Some((idx, skip)) = buffer.find_memory(plane.offset..end) else {
+            return Ok(Source::Unimportable(format!(
+                "plane {p} (bytes {}..{end}) is not found in the buffer's memories",
+                plane.offset
+            )));
+        };
+        if idx.len() != 1 {
+            return Ok(Source::Unimportable(format!(
+                "plane {p} spans {} memories; an import needs it in one",
+                idx.len()
+            )));
+        }
+        let memory = buffer.peek_memory(idx.start);
+        let dmabuf = memory
+            .downcast_memory_ref::<gst_allocators::DmaBufMemory>()
+            .expect("every memory was counted as DMA-BUF");
+        let raw = dmabuf.fd();
+        if raw < 0 {
+            return Err(Error::invalid(format!(
+                "plane {p}: the DMA-BUF memory has no file descriptor"
+            )));
+        }
+        // SAFETY: the fd belongs to the memory, which the buffer we borrow
+        // for 'a keeps open.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let stride = u32::try_from(plane.stride).map_err(|_| {
+            Error::invalid(format!(
+                "{f} plane {p}: stride {} does not fit in 32 bits",
+                plane.stride
+            ))
+        })?;
+        planes.push(DmabufPlane {
+            memory,
+            fd,
+            offset: (memory.offset() + skip) as u64,
+            stride,
+        });
+    }
+    Ok(Source::Dmabuf(planes))
+}
+
+/// What [`import`] made of a DMA-BUF frame.
+enum Imported {
+    Frame(GpuFrame, TransferStats),
+    Unsupported(String),
+}
+
+/// Imports `planes` (the buffer's DMA-BUFs, laid out as `layout`) into
+/// `gpu`: each memory's [`DmabufImport`] is made once and kept on the
+/// memory, so a pool recycling its buffers reuses the GPU objects made from
+/// them, and they are freed with the memory.
+fn import(
+    gpu: &Gpu,
+    pool: &TexturePool,
+    input: &Intake,
+    layout: &FrameLayout,
+    planes: &[DmabufPlane<'_>],
+) -> Result<Imported> {
+    let imports = planes
+        .iter()
+        .map(|p| {
+            memory_cache::get_or_make(p.memory, |_| true, || DmabufImport::new(p.fd).map(Arc::new))
+        })
+        .collect::<Result<Vec<Arc<DmabufImport>>>>()?;
+    let frame = DmabufFrame {
+        format: layout.format,
+        width: layout.width,
+        height: layout.height,
+        modifier: input.modifier,
+        planes: planes
+            .iter()
+            .zip(&imports)
+            .map(|(p, import)| dmabuf::DmabufPlane {
+                memory: import,
+                offset: p.offset,
+                stride: p.stride,
+            })
+            .collect(),
+    };
+    Ok(match dmabuf::import_frame(gpu, pool, &frame)? {
+        dmabuf::Imported::Frame(f) => {
+            let bytes = layout
+                .planes
+                .iter()
+                .enumerate()
+                .map(|(p, plane)| {
+                    (plane.stride
+                        * layout.format.plane_size(p, layout.width, layout.height).1 as usize)
+                        as u64
+                })
+                .sum();
+            Imported::Frame(
+                f,
+                TransferStats {
+                    frames_imported: 1,
+                    bytes_imported: bytes,
+                    ..Default::default()
+                },
+            )
+        }
+        dmabuf::Imported::Unsupported(why) => Imported::Unsupported(why),
+    })
 }
 
 /// `frame` read back into a new system-memory buffer laid out as `info`.
@@ -110,6 +362,22 @@ pub fn download(
         }
     }
     Ok((out, moved))
+}
+
+/// Keeps `input` alive as long as `out` when its frame was imported
+/// (`moved` counts an import): the GPU reads an imported frame where it
+/// lies, so the producer must not get the DMA-BUF back (a pool reusing the
+/// buffer, a camera queueing it for the next capture) while work reading it
+/// may still be queued or the frame passed on. A parent-buffer meta holds
+/// a reference on the input for the output's lifetime.
+pub fn hold_imported(input: &gst::BufferRef, out: &mut gst::Buffer, moved: &TransferStats) {
+    if moved.frames_imported == 0 {
+        return;
+    }
+    // SAFETY: `input` is a valid buffer for the duration of the call;
+    // from_glib_none takes a new reference on it.
+    let input: gst::Buffer = unsafe { glib::translate::from_glib_none(input.as_ptr()) };
+    gst::ParentBufferMeta::add(out.make_mut(), &input);
 }
 
 /// Gives a new output buffer its input's timestamps, duration and flags.
