@@ -15,6 +15,7 @@ mod face_refs;
 
 mod classify;
 mod detect;
+mod dmabuf;
 mod infer;
 mod infer_models;
 mod overlay;
