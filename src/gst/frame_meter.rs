@@ -46,12 +46,12 @@ impl FrameMeter {
         gst::debug!(
             cat,
             obj = element,
-            "frame {n} pts {}: uploaded {} bytes, imported {} bytes, downloaded {} bytes, \
+            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, imported {} bytes, \
              {:.2} ms",
             pts.display(),
             moved.upload_bytes,
-            moved.bytes_imported,
             moved.download_bytes,
+            moved.bytes_imported,
             took.as_secs_f64() * 1e3
         );
         if self.latency.record(took) {

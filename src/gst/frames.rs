@@ -390,3 +390,145 @@ pub fn copy_timing(input: &gst::BufferRef, out: &mut gst::Buffer) -> Result<(), 
         )
         .map_err(|_| gst::FlowError::Error)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use gst_allocators::prelude::*;
+
+    use super::*;
+    use crate::video::{PlaneLayout, VideoFormat};
+
+    /// A DMA-BUF memory over a new memfd of `size` bytes.
+    fn dmabuf(size: usize) -> gst::Memory {
+        // SAFETY: memfd_create with a valid C string; the fd is ours.
+        let fd = unsafe { libc::memfd_create(c"wgnn-frames-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh fd nobody else owns.
+        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.write_all(&vec![7; size]).unwrap();
+        let allocator = gst_allocators::DmaBufAllocator::new();
+        // SAFETY: the allocator takes the fd.
+        unsafe { allocator.alloc_dmabuf(OwnedFd::from(file), size) }.unwrap()
+    }
+
+    fn nv12(width: u32, height: u32, offsets: [usize; 2], stride: usize) -> FrameLayout {
+        FrameLayout {
+            format: VideoFormat::Nv12,
+            width,
+            height,
+            planes: offsets
+                .iter()
+                .map(|&offset| PlaneLayout { offset, stride })
+                .collect(),
+        }
+    }
+
+    fn planes(source: Source<'_>) -> Vec<(i32, u64, u32)> {
+        match source {
+            Source::Dmabuf(p) => p
+                .iter()
+                .map(|p| (p.fd.as_raw_fd(), p.offset, p.stride))
+                .collect(),
+            Source::Unimportable(why) => panic!("unimportable: {why}"),
+            Source::System => panic!("taken for system memory"),
+        }
+    }
+
+    fn fd_of(m: &gst::MemoryRef) -> i32 {
+        m.downcast_memory_ref::<gst_allocators::DmaBufMemory>()
+            .unwrap()
+            .fd()
+    }
+
+    #[test]
+    fn planes_are_found_in_their_memories_at_their_fd_offsets() {
+        gst::init().unwrap();
+        // NV12 8x4, stride 10: luma 40 bytes, chroma 20.
+        let mut one = gst::Buffer::new();
+        one.get_mut().unwrap().append_memory(dmabuf(100));
+        let fd = fd_of(one.peek_memory(0));
+        assert_eq!(
+            planes(dmabuf_planes(&one, &nv12(8, 4, [16, 60], 10)).unwrap()),
+            [(fd, 16, 10), (fd, 60, 10)]
+        );
+
+        // One memory per plane, each a share 24 bytes into its fd: the
+        // buffer offsets 0 and 40 are fd offsets 24 and 24.
+        let (luma, chroma) = (dmabuf(64), dmabuf(44));
+        let mut two = gst::Buffer::new();
+        two.get_mut().unwrap().append_memory(luma.share(24..));
+        two.get_mut().unwrap().append_memory(chroma.share(24..));
+        assert_eq!(
+            planes(dmabuf_planes(&two, &nv12(8, 4, [0, 40], 10)).unwrap()),
+            [(fd_of(&luma), 24, 10), (fd_of(&chroma), 24, 10)]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_imported_says_why_and_bad_layouts_are_errors() {
+        gst::init().unwrap();
+        let system = gst::Buffer::with_size(100).unwrap();
+        assert!(matches!(
+            dmabuf_planes(&system, &nv12(8, 4, [0, 40], 10)).unwrap(),
+            Source::System
+        ));
+
+        // A luma plane straddling two memories cannot be one import.
+        let mut split = gst::Buffer::new();
+        split.get_mut().unwrap().append_memory(dmabuf(30));
+        split.get_mut().unwrap().append_memory(dmabuf(30));
+        match dmabuf_planes(&split, &nv12(8, 4, [0, 40], 10)).unwrap() {
+            Source::Unimportable(why) => assert!(why.contains("spans 2 memories"), "{why}"),
+            _ => panic!("a split plane was taken"),
+        }
+
+        let mut mixed = gst::Buffer::new();
+        mixed.get_mut().unwrap().append_memory(dmabuf(40));
+        mixed
+            .get_mut()
+            .unwrap()
+            .append_memory(gst::Memory::with_size(20));
+        match dmabuf_planes(&mixed, &nv12(8, 4, [0, 40], 10)).unwrap() {
+            Source::Unimportable(why) => assert!(why.contains("mixes"), "{why}"),
+            _ => panic!("a mixed buffer was taken"),
+        }
+
+        let mut short = gst::Buffer::new();
+        short.get_mut().unwrap().append_memory(dmabuf(50));
+        let e = dmabuf_planes(&short, &nv12(8, 4, [0, 40], 10))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("plane 1 needs bytes up to 58"), "{e}");
+
+        let e = dmabuf_planes(&short, &nv12(8, 4, [0, 40], 6))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("stride 6 is shorter than a row"), "{e}");
+    }
+
+    #[test]
+    fn an_import_is_made_once_per_memory_and_freed_with_it() {
+        gst::init().unwrap();
+        let memory = dmabuf(64);
+        // SAFETY: the memory owns the fd and outlives every use below.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd_of(&memory)) };
+        let make = || DmabufImport::new(fd).map(Arc::new);
+        let a = memory_cache::get_or_make(&memory, |_| true, make).unwrap();
+        let b = memory_cache::get_or_make(&memory, |_| true, make).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.size(), 64);
+        let weak = Arc::downgrade(&a);
+        drop((a, b));
+        assert!(weak.upgrade().is_some(), "the memory keeps its import");
+        drop(memory);
+        assert!(
+            weak.upgrade().is_none(),
+            "freeing the memory frees the import"
+        );
+    }
+}

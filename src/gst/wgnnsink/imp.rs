@@ -621,8 +621,8 @@ impl VideoSinkImpl for WgnnSink {
         gst::debug!(
             CAT,
             imp = self,
-            "frame {n}: {width}x{height} {format} {drawn}, uploaded {} bytes, imported {} \
-             bytes, downloaded 0 bytes",
+            "frame {n}: {width}x{height} {format} {drawn}, uploaded {} bytes, downloaded 0 \
+             bytes, imported {} bytes",
             moved.upload_bytes,
             moved.bytes_imported
         );

@@ -192,7 +192,7 @@ impl BaseTransformImpl for WgnnUpload {
         gst::debug!(
             CAT,
             imp = self,
-            "frame {n}: uploaded {} bytes, imported {} bytes, downloaded 0 bytes",
+            "frame {n}: uploaded {} bytes, downloaded 0 bytes, imported {} bytes",
             moved.upload_bytes,
             moved.bytes_imported
         );
