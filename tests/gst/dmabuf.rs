@@ -525,3 +525,52 @@ fn an_unknown_drm_fourcc_is_refused_by_name() {
         "{said:?}"
     );
 }
+
+/// The memories a pad's caps offer, in order, repeats dropped.
+fn memory_order(caps: &gst::Caps) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for (s, f) in caps.iter_with_features() {
+        let kind = if f.contains("memory:WgpuTexture") {
+            "texture"
+        } else if f.contains("memory:DMABuf") {
+            if s.get::<&str>("format").is_ok_and(|f| f == "DMA_DRM") {
+                "dma-drm"
+            } else {
+                "dmabuf"
+            }
+        } else {
+            "system"
+        };
+        if out.last() != Some(&kind) {
+            out.push(kind);
+        }
+    }
+    out
+}
+
+/// Where upstream lets the element choose, it asks for texture memory
+/// first, then DMA-BUFs (1.22's form, then 1.24's), then system memory.
+#[test]
+fn sink_pads_prefer_textures_then_dmabufs_then_system_memory() {
+    init();
+    let query = |factory: &str| {
+        let e = gst::ElementFactory::make(factory).build().unwrap();
+        memory_order(&e.static_pad("sink").unwrap().query_caps(None))
+    };
+    assert_eq!(query("wgnnupload"), ["dmabuf", "dma-drm", "system"]);
+    for factory in [
+        "wgnnsegment",
+        "wgnnsuperres",
+        "wgnnoverlay",
+        "wgnninfer",
+        "wgnndetect",
+        "wgnnclassify",
+        "wgnnsink",
+    ] {
+        assert_eq!(
+            query(factory),
+            ["texture", "dmabuf", "dma-drm", "system"],
+            "{factory}"
+        );
+    }
+}
