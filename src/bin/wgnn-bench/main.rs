@@ -911,6 +911,10 @@ fn adapters() -> ExitCode {
                 "subgroup size: {}..{}",
                 info.subgroup_min_size, info.subgroup_max_size
             );
+            // Zero-copy input: the external-memory features are in the
+            // feature list above; this says what they make possible.
+            #[cfg(target_os = "linux")]
+            println!("DMA-BUF import: {}", wgnn::video::dmabuf::support(&gpu));
             // Tensor-core kernels are only worth writing for shapes the driver offers.
             for p in gpu.adapter().cooperative_matrix_properties() {
                 println!(
