@@ -16,6 +16,7 @@
 mod common;
 
 mod bad_input;
+mod bench;
 mod import;
 
 use std::io::Write;
