@@ -318,6 +318,10 @@ impl Memory {
                 gpu.info().name
             ));
         }
+        // wgpu-hal creates the image without asking whether the driver can:
+        // asked here, so an unsupported format or modifier is a reason, not
+        // undefined behaviour.
+        image_supported(gpu, plane)?;
         let fd = self
             .fd
             .try_clone()
@@ -391,6 +395,96 @@ impl Memory {
         };
         Ok(texture)
     }
+}
+
+/// The Vulkan format of a plane texture format (the five `VideoFormat`
+/// planes use).
+fn vk_format(format: wgpu::TextureFormat) -> Option<vk::Format> {
+    use wgpu::TextureFormat as F;
+    Some(match format {
+        F::R8Unorm => vk::Format::R8_UNORM,
+        F::R8Uint => vk::Format::R8_UINT,
+        F::Rg8Unorm => vk::Format::R8G8_UNORM,
+        F::Rgba8Unorm => vk::Format::R8G8B8A8_UNORM,
+        F::Bgra8Unorm => vk::Format::B8G8R8A8_UNORM,
+        _ => return None,
+    })
+}
+
+/// Whether the driver can sample and copy from a single-plane image of
+/// `plane`'s format, modifier and size over an imported DMA-BUF: the
+/// modifier is among the format's (`VkDrmFormatModifierPropertiesListEXT`)
+/// with one memory plane and the features wgpu's usage needs, and the image
+/// with that modifier is importable at that size
+/// (`vkGetPhysicalDeviceImageFormatProperties2`).
+fn image_supported(gpu: &Gpu, plane: PlaneImage) -> std::result::Result<(), String> {
+    let format = vk_format(plane.format)
+        .ok_or_else(|| format!("no Vulkan format for {:?}", plane.format))?;
+    // SAFETY: queries only, on the device's own physical device.
+    let hal =
+        unsafe { gpu.device().as_hal::<Vulkan>() }.ok_or("the device is not a Vulkan device")?;
+    let instance = hal.shared_instance().raw_instance().clone();
+    let physical = hal.raw_physical_device();
+    drop(hal);
+    let mut list = vk::DrmFormatModifierPropertiesListEXT::default();
+    let mut props = vk::FormatProperties2::default().push_next(&mut list);
+    // SAFETY: a valid physical device and output chain (count query).
+    unsafe { instance.get_physical_device_format_properties2(physical, format, &mut props) };
+    let count = list.drm_format_modifier_count as usize;
+    let mut modifiers = vec![vk::DrmFormatModifierPropertiesEXT::default(); count];
+    let mut list = vk::DrmFormatModifierPropertiesListEXT::default()
+        .drm_format_modifier_properties(&mut modifiers);
+    let mut props = vk::FormatProperties2::default().push_next(&mut list);
+    // SAFETY: as above, with room for `count` entries.
+    unsafe { instance.get_physical_device_format_properties2(physical, format, &mut props) };
+    let needed = vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::TRANSFER_SRC;
+    let what = format!("{:?} with DRM modifier {:#x}", plane.format, plane.modifier);
+    let listed = modifiers
+        .iter()
+        .find(|m| m.drm_format_modifier == plane.modifier)
+        .ok_or_else(|| format!("{} does not offer {what}", gpu.info().name))?;
+    if listed.drm_format_modifier_plane_count != 1 {
+        return Err(format!(
+            "{what} has {} memory planes; one per image is imported",
+            listed.drm_format_modifier_plane_count
+        ));
+    }
+    if !listed.drm_format_modifier_tiling_features.contains(needed) {
+        return Err(format!("{what} cannot be sampled and copied from"));
+    }
+    let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default()
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT);
+    let mut modifier = vk::PhysicalDeviceImageDrmFormatModifierInfoEXT::default()
+        .drm_format_modifier(plane.modifier)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE);
+    let info = vk::PhysicalDeviceImageFormatInfo2::default()
+        .format(format)
+        .ty(vk::ImageType::TYPE_2D)
+        .tiling(vk::ImageTiling::DRM_FORMAT_MODIFIER_EXT)
+        .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_SRC)
+        .push_next(&mut external)
+        .push_next(&mut modifier);
+    let mut external_props = vk::ExternalImageFormatProperties::default();
+    let mut image_props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
+    // SAFETY: valid input and output chains.
+    unsafe {
+        instance.get_physical_device_image_format_properties2(physical, &info, &mut image_props)
+    }
+    .map_err(|e| format!("{what} images cannot be imported ({e})"))?;
+    let max = image_props.image_format_properties.max_extent;
+    let features = external_props
+        .external_memory_properties
+        .external_memory_features;
+    if !features.contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE) {
+        return Err(format!("{what} images cannot be imported from DMA-BUFs"));
+    }
+    if plane.width > max.width || plane.height > max.height {
+        return Err(format!(
+            "{what} images are at most {}x{}, the plane is {}x{}",
+            max.width, max.height, plane.width, plane.height
+        ));
+    }
+    Ok(())
 }
 
 /// Creates a buffer of `size` bytes over the fd's memory: a Vulkan buffer
