@@ -6,8 +6,8 @@
 //!
 //! The DMA-BUF comes from the first source that works: a DMA heap
 //! (`/dev/dma_heap/system`), udmabuf (`/dev/udmabuf` over a sealed memfd),
-//! or a plain memfd (which only lenient drivers such as lavapipe take for a
-//! DMA-BUF). The frame's bytes are written into it before timing; a camera
+//! host-visible memory the GPU exports as a DMA-BUF, or a plain memfd
+//! (which only lenient drivers such as lavapipe take for a DMA-BUF). The frame's bytes are written into it before timing; a camera
 //! or decoder would have written them there.
 
 use std::fs::File;
@@ -28,19 +28,192 @@ pub struct Options {
     pub frames: usize,
 }
 
-/// A DMA-BUF (or memfd) holding `bytes`, and where it came from.
-fn dmabuf_with(bytes: &[u8]) -> std::io::Result<(OwnedFd, &'static str)> {
+/// Where a frame's DMA-BUF came from, and why the sources before it did
+/// not work (printed, so a run on a new machine says what it lacks).
+struct Source {
+    fd: OwnedFd,
+    name: &'static str,
+    tried: Vec<String>,
+    /// Frees what backs the fd on the device that exported it (after the run).
+    release: Option<Box<dyn FnOnce()>>,
+}
+
+/// A DMA-BUF (or memfd) holding `bytes`: a DMA heap, udmabuf, memory the
+/// GPU itself exports as a DMA-BUF, or a memfd.
+fn dmabuf_with(gpu: &Gpu, bytes: &[u8]) -> std::io::Result<Source> {
     let size = bytes.len().div_ceil(4096) * 4096;
-    if let Ok(fd) = dma_heap(size) {
-        write_mapped(&fd, bytes)?;
-        return Ok((fd, "dma-heap"));
+    let mut tried = Vec::new();
+    match dma_heap(size).and_then(|fd| write_mapped(&fd, bytes).map(|()| fd)) {
+        Ok(fd) => {
+            return Ok(Source {
+                fd,
+                name: "dma-heap",
+                tried,
+                release: None,
+            })
+        }
+        Err(e) => tried.push(format!("dma-heap: {e}")),
     }
     let memfd = memfd(size)?;
     std::os::unix::fs::FileExt::write_all_at(&File::from(memfd.try_clone()?), bytes, 0)?;
-    if let Ok(fd) = udmabuf(&memfd, size) {
-        return Ok((fd, "udmabuf"));
+    match udmabuf(&memfd, size) {
+        Ok(fd) => {
+            return Ok(Source {
+                fd,
+                name: "udmabuf",
+                tried,
+                release: None,
+            })
+        }
+        Err(e) => tried.push(format!("udmabuf: {e}")),
     }
-    Ok((memfd, "memfd"))
+    match vulkan_export(gpu, bytes, size as u64) {
+        Ok((fd, release)) => {
+            return Ok(Source {
+                fd,
+                name: "vulkan-export",
+                tried,
+                release: Some(release),
+            })
+        }
+        Err(e) => tried.push(format!("vulkan-export: {e}")),
+    }
+    Ok(Source {
+        fd: memfd,
+        name: "memfd",
+        tried,
+        release: None,
+    })
+}
+
+/// Host-visible memory of the device itself, exported as a DMA-BUF
+/// (`VK_EXT_external_memory_dma_buf`), holding `bytes`: a real DMA-BUF on
+/// drivers that export them, where no DMA heap or udmabuf is at hand.
+fn vulkan_export(
+    gpu: &Gpu,
+    bytes: &[u8],
+    size: u64,
+) -> Result<(OwnedFd, Box<dyn FnOnce()>), String> {
+    use ash::vk;
+    let handle = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT;
+    // SAFETY: raw handles of the live device, for one allocation that the
+    // returned function frees while `gpu` (which the caller holds) lives.
+    let hal =
+        unsafe { gpu.device().as_hal::<wgpu::hal::api::Vulkan>() }.ok_or("not a Vulkan device")?;
+    if !hal
+        .enabled_device_extensions()
+        .contains(&ash::ext::external_memory_dma_buf::NAME)
+    {
+        return Err("no VK_EXT_external_memory_dma_buf".into());
+    }
+    let device = hal.raw_device().clone();
+    let instance = hal.shared_instance().raw_instance().clone();
+    let physical = hal.raw_physical_device();
+    drop(hal);
+    let mut external = vk::ExternalBufferProperties::default();
+    // SAFETY: a query on the device's physical device.
+    unsafe {
+        instance.get_physical_device_external_buffer_properties(
+            physical,
+            &vk::PhysicalDeviceExternalBufferInfo::default()
+                .usage(vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC)
+                .handle_type(handle),
+            &mut external,
+        )
+    };
+    let features = external.external_memory_properties.external_memory_features;
+    if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
+        return Err("the driver does not export buffers as DMA-BUFs".into());
+    }
+    let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY);
+    // SAFETY: as above.
+    let props = unsafe { instance.get_physical_device_memory_properties(physical) };
+    let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    let mut ext_info = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
+    let info = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC)
+        .push_next(&mut ext_info);
+    // SAFETY: valid create info.
+    let buffer = unsafe { device.create_buffer(&info, None) }.map_err(|e| e.to_string())?;
+    // SAFETY: our buffer.
+    let req = unsafe { device.get_buffer_memory_requirements(buffer) };
+    let index = (0..props.memory_type_count).find(|&i| {
+        req.memory_type_bits & (1 << i) != 0
+            && props.memory_types[i as usize].property_flags.contains(host)
+    });
+    let Some(index) = index else {
+        // SAFETY: our unused buffer.
+        unsafe { device.destroy_buffer(buffer, None) };
+        return Err("no host-visible memory type for an exportable buffer".into());
+    };
+    let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle);
+    let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(index)
+        .push_next(&mut export);
+    if dedicated {
+        alloc = alloc.push_next(&mut dedicated_info);
+    }
+    let free = {
+        let device = device.clone();
+        move |memory: vk::DeviceMemory| {
+            // SAFETY: our buffer and memory, no longer used by us (the
+            // importer holds the DMA-BUF's own reference).
+            unsafe {
+                device.destroy_buffer(buffer, None);
+                if memory != vk::DeviceMemory::null() {
+                    device.free_memory(memory, None);
+                }
+            }
+        }
+    };
+    // SAFETY: valid allocate info.
+    let memory = match unsafe { device.allocate_memory(&alloc, None) } {
+        Ok(m) => m,
+        Err(e) => {
+            free(vk::DeviceMemory::null());
+            return Err(format!("exportable allocation failed ({e})"));
+        }
+    };
+    // SAFETY: host-visible memory of at least `bytes.len()` bytes, bound
+    // to our buffer, mapped and unmapped here.
+    let written = unsafe {
+        device
+            .bind_buffer_memory(buffer, memory, 0)
+            .and_then(|()| {
+                device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+            })
+            .map(|ptr| {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr as *mut u8, bytes.len());
+                device.unmap_memory(memory);
+            })
+    };
+    if let Err(e) = written {
+        free(memory);
+        return Err(format!("cannot write the exportable memory ({e})"));
+    }
+    let fd_ext = ash::khr::external_memory_fd::Device::new(&instance, &device);
+    // SAFETY: exportable memory of this device.
+    let raw = unsafe {
+        fd_ext.get_memory_fd(
+            &vk::MemoryGetFdInfoKHR::default()
+                .memory(memory)
+                .handle_type(handle),
+        )
+    };
+    match raw {
+        // SAFETY: vkGetMemoryFdKHR hands the caller a new fd.
+        Ok(raw) => Ok((
+            unsafe { OwnedFd::from_raw_fd(raw) },
+            Box::new(move || free(memory)),
+        )),
+        Err(e) => {
+            free(memory);
+            Err(format!("export failed ({e})"))
+        }
+    }
 }
 
 fn memfd(size: usize) -> std::io::Result<OwnedFd> {
@@ -177,9 +350,11 @@ pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
             seed as u8
         })
         .collect();
-    let (fd, source) =
-        dmabuf_with(&bytes).map_err(|e| wgnn::Error::Invalid(format!("no DMA-BUF: {e}")))?;
-    let memory = DmabufImport::new(fd.as_fd())?;
+    let src =
+        dmabuf_with(gpu, &bytes).map_err(|e| wgnn::Error::Invalid(format!("no DMA-BUF: {e}")))?;
+    let source = src.name;
+    let tried = src.tried.join("; ");
+    let memory = DmabufImport::new(src.fd.as_fd())?;
     let frame = DmabufFrame {
         format: o.format,
         width: o.width,
@@ -213,11 +388,11 @@ pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
         Imported::Frame(f) => f,
         Imported::Unsupported(why) => {
             if json_out {
-                let v = json!({"source": source, "support": support.to_string(),
-                    "imported": false, "reason": why});
+                let v = json!({"source": source, "tried": tried,
+                    "support": support.to_string(), "imported": false, "reason": why});
                 println!("{v}");
             } else {
-                println!("source: {source}; import path: {support}");
+                println!("source: {source} (before it: {tried}); import path: {support}");
                 println!("not imported: {why}");
             }
             return Ok(false);
@@ -266,7 +441,8 @@ pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
                     "frames_imported": moved.frames_imported})
             })
             .collect();
-        let v = json!({"source": source, "support": support.to_string(), "imported": true,
+        let v = json!({"source": source, "tried": tried,
+            "support": support.to_string(), "imported": true,
             "format": o.format.name(), "width": o.width, "height": o.height,
             "frames": o.frames, "identical": identical, "results": rows});
         println!("{v}");
@@ -275,6 +451,9 @@ pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
             "{} {}x{}, DMA-BUF from {source}; import path: {support}",
             o.format, o.width, o.height
         );
+        if !tried.is_empty() {
+            println!("(sources tried before it: {tried})");
+        }
         println!(
             "{:<8} {:>10} {:>12} {:>16}",
             "path", "call ms", "wall ms", "uploaded B/frame"
@@ -289,6 +468,12 @@ pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
             "tensors from the import and the upload: {}",
             if identical { "identical" } else { "DIFFERENT" }
         );
+    }
+    drop(frame);
+    drop(memory);
+    gpu.wait_idle()?;
+    if let Some(release) = src.release {
+        release();
     }
     Ok(identical)
 }
