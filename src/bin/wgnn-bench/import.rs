@@ -35,8 +35,10 @@ struct Source {
     name: &'static str,
     tried: Vec<String>,
     /// Frees what backs the fd on the device that exported it (after the run).
-    release: Option<Box<dyn FnOnce()>>,
+    release: Option<Release>,
 }
+
+type Release = Box<dyn FnOnce()>;
 
 /// A DMA-BUF (or memfd) holding `bytes`: a DMA heap, udmabuf, memory the
 /// GPU itself exports as a DMA-BUF, or a memfd.
@@ -89,11 +91,7 @@ fn dmabuf_with(gpu: &Gpu, bytes: &[u8]) -> std::io::Result<Source> {
 /// Host-visible memory of the device itself, exported as a DMA-BUF
 /// (`VK_EXT_external_memory_dma_buf`), holding `bytes`: a real DMA-BUF on
 /// drivers that export them, where no DMA heap or udmabuf is at hand.
-fn vulkan_export(
-    gpu: &Gpu,
-    bytes: &[u8],
-    size: u64,
-) -> Result<(OwnedFd, Box<dyn FnOnce()>), String> {
+fn vulkan_export(gpu: &Gpu, bytes: &[u8], size: u64) -> Result<(OwnedFd, Release), String> {
     use ash::vk;
     let handle = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT;
     // SAFETY: raw handles of the live device, for one allocation that the
