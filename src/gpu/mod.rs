@@ -7,7 +7,7 @@
 
 mod adapter;
 #[cfg(target_os = "linux")]
-pub(crate) mod dmabuf;
+pub mod dmabuf;
 pub mod live;
 pub mod shader;
 pub mod transfer;

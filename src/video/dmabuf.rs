@@ -68,14 +68,17 @@
 //! The GPU objects themselves are kept alive by wgpu while queued work uses
 //! them, so dropping a [`DmabufImport`] early is safe.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::gpu::dmabuf as gpu_import;
+use crate::gpu::dmabuf::{self as gpu_import, HandleKind, Memory, PlaneImage};
 use crate::gpu::Gpu;
 
-use super::frame::{GpuFrame, VideoFormat};
+pub use crate::gpu::dmabuf::Support;
+
+use super::dmabuf_unpack::{self, PlaneSource};
+use super::frame::{GpuFrame, Plane, VideoFormat};
 use super::pool::TexturePool;
 
 /// `DRM_FORMAT_MOD_LINEAR`: rows one after another, what caps without a
@@ -89,57 +92,46 @@ pub const DRM_FORMAT_MOD_INVALID: u64 = 0x00ff_ffff_ffff_ffff;
 /// How long [`import_frame`] waits for a DMA-BUF's writers to finish.
 pub const FENCE_TIMEOUT_MS: u16 = 1000;
 
-/// One DMA-BUF (or any fd of importable memory) as the GPU will see it:
+/// One DMA-BUF (or other fd of importable memory) as the GPU will see it:
 /// a dup of the fd, its size, and the GPU objects made from it (per device),
 /// created on first use and reused by later frames. Cheap to clone; Send +
-/// Sync; dropping the last clone frees the GPU objects (once no queued work
-/// uses them) and closes the dup.
-#[derive(Clone)]
+/// Sync; dropping the last clone (and the frames made from it) frees the
+/// GPU objects once no queued work uses them, and closes the dup.
+#[derive(Clone, Debug)]
 pub struct DmabufImport {
-    inner: Arc<gpu_import::Memory>,
-}
-
-impl std::fmt::Debug for DmabufImport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DmabufImport")
-            .field("fd", &self.inner.fd())
-            .field("size", &self.size())
-            .finish_non_exhaustive()
-    }
+    memory: Arc<Memory>,
 }
 
 impl DmabufImport {
-    /// Keeps a dup of `fd` (the caller's stays theirs) and reads its size
-    /// (`lseek(SEEK_END)`, which DMA-BUFs and memfds answer). No GPU work:
-    /// that happens on the first [`import_frame`]. Err for a closed fd or one
-    /// whose size cannot be read.
+    /// Keeps a dup of the DMA-BUF `fd` (the caller's stays theirs) and reads
+    /// its size (`lseek(SEEK_END)`). No GPU work: that happens on the first
+    /// [`import_frame`]. Err for a closed fd or one whose size cannot be read.
     pub fn new(fd: BorrowedFd<'_>) -> Result<DmabufImport> {
-        let owned: OwnedFd = fd.try_clone_to_owned().map_err(|e| {
-            Error::invalid(format!(
-                "DMA-BUF fd {}: cannot duplicate it ({e}); is it open?",
-                raw(fd)
-            ))
-        })?;
-        let memory = gpu_import::Memory::new(owned)?;
         Ok(DmabufImport {
-            inner: Arc::new(memory),
+            memory: Arc::new(Memory::new(fd, HandleKind::DmaBuf, None)?),
         })
     }
 
-    /// The fd's size in bytes.
+    /// Memory another Vulkan device on the same driver exported as an
+    /// opaque fd (`VK_KHR_external_memory_fd`), `size` bytes as allocated
+    /// there: imported as a buffer (linear frames only). For sharing frames
+    /// between two wgpu devices in one process, and for testing the import
+    /// path on drivers without DMA-BUF support.
+    pub fn opaque_fd(fd: BorrowedFd<'_>, size: u64) -> Result<DmabufImport> {
+        Ok(DmabufImport {
+            memory: Arc::new(Memory::new(fd, HandleKind::OpaqueFd, Some(size))?),
+        })
+    }
+
+    /// The memory's size in bytes.
     pub fn size(&self) -> u64 {
-        self.inner.size()
+        self.memory.size()
     }
 
     /// The dup this import holds.
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.inner.fd().as_fd()
+        self.memory.fd()
     }
-}
-
-fn raw(fd: BorrowedFd<'_>) -> i32 {
-    use std::os::fd::AsRawFd;
-    fd.as_raw_fd()
 }
 
 /// One plane of a frame in a DMA-BUF: the import holding its bytes, where
@@ -174,28 +166,6 @@ pub enum Imported {
     Unsupported(String),
 }
 
-/// How a device can import DMA-BUFs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Support {
-    /// Per-plane Vulkan images with DRM format modifiers: no copy at all.
-    Texture,
-    /// Linear DMA-BUFs as Vulkan buffers, unpacked into plane textures on
-    /// the GPU.
-    Buffer,
-    /// Neither; the reason in one line.
-    None(String),
-}
-
-impl std::fmt::Display for Support {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Support::Texture => f.write_str("texture import (DRM format modifiers)"),
-            Support::Buffer => f.write_str("buffer import (linear DMA-BUFs, unpacked on the GPU)"),
-            Support::None(why) => write!(f, "none: {why}"),
-        }
-    }
-}
-
 /// Which import path `gpu` would take.
 pub fn support(gpu: &Gpu) -> Support {
     gpu_import::support(gpu)
@@ -207,11 +177,115 @@ pub fn support(gpu: &Gpu) -> Support {
 /// DMA-BUFs' writers first. See the module documentation for the paths.
 pub fn import_frame(gpu: &Gpu, pool: &TexturePool, frame: &DmabufFrame<'_>) -> Result<Imported> {
     let bytes = validate(frame)?;
-    let imported = gpu_import::import(gpu, pool, frame)?;
-    if let Imported::Frame(_) = &imported {
-        gpu.count_import(bytes);
+    let opaque = frame
+        .planes
+        .iter()
+        .all(|p| p.memory.memory.kind() == HandleKind::OpaqueFd);
+    let support = support(gpu);
+    if let Support::None(why) = &support {
+        // An opaque fd needs only VK_KHR_external_memory_fd, which the
+        // buffer import checks itself.
+        if !opaque {
+            return Ok(Imported::Unsupported(why.clone()));
+        }
     }
-    Ok(imported)
+    if frame.modifier == DRM_FORMAT_MOD_INVALID {
+        return Ok(Imported::Unsupported(
+            "the DMA-BUF's DRM modifier is not known (DRM_FORMAT_MOD_INVALID)".into(),
+        ));
+    }
+    let mut waited: Vec<i32> = Vec::new();
+    for plane in &frame.planes {
+        let fd = plane.memory.fd();
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+        if !waited.contains(&raw) {
+            gpu_import::wait_readable(fd, FENCE_TIMEOUT_MS)?;
+            waited.push(raw);
+        }
+    }
+    let mut planes = None;
+    if support == Support::Texture {
+        match import_images(gpu, frame) {
+            Ok(p) => planes = Some(p),
+            Err(why) if frame.modifier != DRM_FORMAT_MOD_LINEAR => {
+                return Ok(Imported::Unsupported(why))
+            }
+            // A linear buffer the driver will not take as an image (a
+            // stride or offset it cannot describe) may still be a buffer.
+            Err(why) => log::debug!("image import failed, importing a buffer: {why}"),
+        }
+    }
+    let planes = match planes {
+        Some(p) => p,
+        None => {
+            if frame.modifier != DRM_FORMAT_MOD_LINEAR {
+                return Ok(Imported::Unsupported(format!(
+                    "DRM modifier {:#x} is not linear, and {} cannot import images with \
+                     modifiers",
+                    frame.modifier,
+                    gpu.info().name
+                )));
+            }
+            let mut sources = Vec::with_capacity(frame.planes.len());
+            for plane in &frame.planes {
+                match plane.memory.memory.buffer(gpu) {
+                    Ok(buffer) => sources.push(PlaneSource {
+                        buffer,
+                        offset: plane.offset,
+                        stride: plane.stride,
+                    }),
+                    Err(why) => return Ok(Imported::Unsupported(why)),
+                }
+            }
+            match dmabuf_unpack::unpack(
+                gpu,
+                pool,
+                frame.format,
+                frame.width,
+                frame.height,
+                &sources,
+            )? {
+                Ok(p) => p,
+                Err(why) => return Ok(Imported::Unsupported(why)),
+            }
+        }
+    };
+    gpu.count_import(bytes);
+    Ok(Imported::Frame(GpuFrame::from_planes(
+        frame.format,
+        frame.width,
+        frame.height,
+        planes,
+    )))
+}
+
+/// Every plane as an image over its DMA-BUF (cached per layout), each
+/// holding its import; Err(why) where the device will not.
+fn import_images(gpu: &Gpu, frame: &DmabufFrame<'_>) -> std::result::Result<Vec<Plane>, String> {
+    let f = frame.format;
+    frame
+        .planes
+        .iter()
+        .enumerate()
+        .map(|(p, plane)| {
+            let (width, height) = f.plane_size(p, frame.width, frame.height);
+            let texture = plane.memory.memory.texture(
+                gpu,
+                PlaneImage {
+                    format: f.plane_format(p),
+                    width,
+                    height,
+                    offset: plane.offset,
+                    stride: plane.stride,
+                    modifier: frame.modifier,
+                },
+            )?;
+            Ok(Plane::Imported {
+                texture,
+                _memory: plane.memory.memory.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Checks the layout against the format and the fds' sizes; returns the

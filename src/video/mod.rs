@@ -19,6 +19,8 @@ mod composite;
 pub mod cpu;
 #[cfg(target_os = "linux")]
 pub mod dmabuf;
+#[cfg(target_os = "linux")]
+mod dmabuf_unpack;
 mod frame;
 mod frame_read;
 mod image_out;
