@@ -17,7 +17,19 @@ mod common;
 
 mod bad_input;
 mod bench;
+#[cfg(feature = "gst")]
+#[path = "../gst/dmabuf.rs"]
+mod elements;
 mod import;
+
+/// `elements` (tests/gst/dmabuf.rs, the GStreamer elements fed DMA-BUFs)
+/// here on Mesa 25 lavapipe: every frame must be imported.
+#[cfg(feature = "gst")]
+const DMABUF_IMPORT_EXPECTED: bool = true;
+#[cfg(feature = "gst")]
+fn select_dmabuf_device() {
+    select_lavapipe25();
+}
 
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};

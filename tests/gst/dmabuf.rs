@@ -11,6 +11,12 @@
 //! frames take the counted upload and the element says why once, at INFO.
 //! A memfd is not a real DMA-BUF: drivers that check (not lavapipe) may
 //! refuse to import one.
+//!
+//! Two binaries run this module: `tests/gst` on the system's device (Mesa
+//! 22.3 lavapipe in CI: no import, the counted fallback), and `tests/dmabuf`
+//! on Mesa 25 lavapipe, which imports (relying on its leniency: it takes a
+//! memfd for a DMA-BUF). Each binary's root says which through
+//! `DMABUF_IMPORT_EXPECTED` and picks the device in `select_dmabuf_device`.
 
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -22,7 +28,13 @@ use rand::{Rng, SeedableRng};
 
 use wgnn::video::dmabuf::{self, Support};
 
-use crate::common::harness::{init, LogCapture};
+use crate::common::harness::LogCapture;
+use crate::{select_dmabuf_device, DMABUF_IMPORT_EXPECTED};
+
+fn init() {
+    select_dmabuf_device();
+    crate::common::harness::init();
+}
 
 /// One test frame: its pixels (random, padding included) laid out plane by
 /// plane with the given strides, and where each plane starts.
@@ -295,7 +307,14 @@ fn run(caps: gst::Caps, middle: &str, counted: &str, buffers: Vec<gst::Buffer>) 
 impl Run {
     /// Whether the element's device imports DMA-BUFs (linear ones at least).
     fn imports(&self) -> bool {
-        !matches!(self.support, Support::None(_))
+        let imports = !matches!(self.support, Support::None(_));
+        assert!(
+            imports || !DMABUF_IMPORT_EXPECTED,
+            "this binary runs on a device that imports DMA-BUFs, but the element's \
+             cannot: {}",
+            self.support
+        );
+        imports
     }
 }
 
