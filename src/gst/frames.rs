@@ -90,7 +90,13 @@ pub fn frame_in(
         return Ok((frame, TransferStats::default()));
     }
     let layout = caps::frame_layout(info, buffer.meta::<gst_video::VideoMeta>().as_deref())?;
-    let reason = match dmabuf_planes(buffer, &layout)? {
+    let source = dmabuf_planes(buffer, &layout)?;
+    if !matches!(source, Source::System) {
+        // Before anything maps it: reading a mapping past the end of its
+        // fd kills the process (SIGBUS), it does not fail.
+        check_fd_sizes(buffer)?;
+    }
+    let reason = match source {
         Source::Dmabuf(planes) => match import(gpu, pool, input, &layout, &planes)? {
             Imported::Frame(frame, moved) => return Ok((Arc::new(frame), moved)),
             Imported::Unsupported(why) => Some(why),
@@ -246,6 +252,42 @@ fn dmabuf_planes<'a>(buffer: &'a gst::BufferRef, layout: &FrameLayout) -> Result
     Ok(Source::Dmabuf(planes))
 }
 
+/// The [`DmabufImport`] of a DMA-BUF memory whose fd is `fd`: made once (a
+/// dup of the fd and its size, no GPU work until a frame is imported) and
+/// kept on the memory, so a pool recycling its buffers reuses it and it is
+/// freed with the memory.
+fn import_of(memory: &gst::MemoryRef, fd: BorrowedFd<'_>) -> Result<Arc<DmabufImport>> {
+    memory_cache::get_or_make(memory, |_| true, || DmabufImport::new(fd).map(Arc::new))
+}
+
+/// Checks that every DMA-BUF memory of `buffer` lies within its fd: a
+/// memory that says it is larger than its fd (a wrong size from the
+/// producer) is bad input whichever path reads it.
+fn check_fd_sizes(buffer: &gst::BufferRef) -> Result<()> {
+    for (i, memory) in buffer.iter_memories().enumerate() {
+        let Some(dmabuf) = memory.downcast_memory_ref::<gst_allocators::DmaBufMemory>() else {
+            continue;
+        };
+        let raw = dmabuf.fd();
+        if raw < 0 {
+            return Err(Error::invalid(format!(
+                "DMA-BUF memory {i} has no file descriptor"
+            )));
+        }
+        // SAFETY: the memory owns the fd and outlives this call.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let have = import_of(memory, fd)?.size();
+        let end = (memory.offset() + memory.size()) as u64;
+        if end > have {
+            return Err(Error::invalid(format!(
+                "DMA-BUF memory {i} says it holds bytes {}..{end} of its fd, but the fd has {have}",
+                memory.offset()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What [`import`] made of a DMA-BUF frame.
 enum Imported {
     Frame(GpuFrame, TransferStats),
@@ -253,9 +295,8 @@ enum Imported {
 }
 
 /// Imports `planes` (the buffer's DMA-BUFs, laid out as `layout`) into
-/// `gpu`: each memory's [`DmabufImport`] is made once and kept on the
-/// memory, so a pool recycling its buffers reuses the GPU objects made from
-/// them, and they are freed with the memory.
+/// `gpu` through each memory's cached [`DmabufImport`] (see [`import_of`]),
+/// so the GPU objects made from an fd are reused frame after frame.
 fn import(
     gpu: &Gpu,
     pool: &TexturePool,
@@ -265,9 +306,7 @@ fn import(
 ) -> Result<Imported> {
     let imports = planes
         .iter()
-        .map(|p| {
-            memory_cache::get_or_make(p.memory, |_| true, || DmabufImport::new(p.fd).map(Arc::new))
-        })
+        .map(|p| import_of(p.memory, p.fd))
         .collect::<Result<Vec<Arc<DmabufImport>>>>()?;
     let frame = DmabufFrame {
         format: layout.format,

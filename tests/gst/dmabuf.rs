@@ -177,6 +177,12 @@ enum Layout {
 /// `data` in a new memfd of `size` bytes, wrapped by GStreamer's DMA-BUF
 /// allocator (which takes the fd).
 fn dmabuf_memory(data: &[u8], size: usize) -> gst::Memory {
+    dmabuf_memory_claiming(data, size, size)
+}
+
+/// `data` in a new memfd of `size` bytes, wrapped as a DMA-BUF memory of
+/// `claimed` bytes (more than the fd has: a producer's wrong size).
+fn dmabuf_memory_claiming(data: &[u8], size: usize, claimed: usize) -> gst::Memory {
     // SAFETY: memfd_create with a valid C string; the fd it returns is ours.
     let fd = unsafe { libc::memfd_create(c"wgnn-dmabuf-test".as_ptr(), libc::MFD_CLOEXEC) };
     assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
@@ -186,7 +192,7 @@ fn dmabuf_memory(data: &[u8], size: usize) -> gst::Memory {
     file.write_all(&data[..data.len().min(size)]).unwrap();
     let allocator = gst_allocators::DmaBufAllocator::new();
     // SAFETY: the allocator takes the fd, which nothing else uses.
-    let memory = unsafe { allocator.alloc_dmabuf(OwnedFd::from(file), size) }.unwrap();
+    let memory = unsafe { allocator.alloc_dmabuf(OwnedFd::from(file), claimed) }.unwrap();
     assert!(memory.is_memory_type::<gst_allocators::DmaBufMemory>());
     memory
 }
@@ -479,6 +485,26 @@ fn a_dmabuf_smaller_than_the_caps_say_is_an_error() {
         let e = upload_error(caps_for(&frame, form), b, name);
         assert!(e.contains("needs bytes up to 512"), "{e}");
         assert!(e.contains("DMA-BUF"), "{e}");
+    }
+}
+
+/// A memory that says it is larger than its fd would kill the process
+/// when mapped and read (SIGBUS): it is refused before anything maps it.
+#[test]
+fn a_dmabuf_memory_larger_than_its_fd_is_an_error_not_a_crash() {
+    init();
+    let frame = Frame::random("RGBA", 16, 8, 0, 11);
+    let (data, _) = frame.packed(0);
+    for (form, name) in [(Caps::Dmabuf, "dmalie1"), (Caps::Plain, "dmalie2")] {
+        let mut b = gst::Buffer::new();
+        b.get_mut()
+            .unwrap()
+            .append_memory(dmabuf_memory_claiming(&data, 100, data.len()));
+        let e = upload_error(caps_for(&frame, form), b, name);
+        assert!(
+            e.contains("DMA-BUF memory 0 says it holds bytes 0..512 of its fd, but the fd has 100"),
+            "{e}"
+        );
     }
 }
 

@@ -173,7 +173,10 @@ impl BaseTransformImpl for WgnnUpload {
             gst::element_imp_error!(
                 self,
                 gst::StreamError::Failed,
-                ("upload failed: {}", crate::gst::element::first_line(&e)),
+                (
+                    "cannot take the input frame: {}",
+                    crate::gst::element::first_line(&e)
+                ),
                 ["{}", e]
             );
             gst::FlowError::Error
