@@ -619,3 +619,55 @@ fn sink_pads_prefer_textures_then_dmabufs_then_system_memory() {
         );
     }
 }
+
+/// The model outputs `wgnninfer` (on `device`) attaches to `buffer` under
+/// `caps`, and its counters.
+fn infer(device: &str, caps: gst::Caps, buffer: gst::Buffer) -> (Vec<f32>, u64, u64) {
+    let model = crate::common::root().join("assets/models/esrgan-slim/x2/model.json");
+    let mut h = gst_check::Harness::new_parse(&format!(
+        "wgnninfer device={device} name=dmainfer model={}",
+        model.display()
+    ));
+    h.set_src_caps(caps);
+    let out = h.push_and_pull(buffer).unwrap();
+    let outputs = wgnn::gst::tensor_meta::outputs_of(&out).unwrap();
+    let e = crate::common::harness::element(&h, "dmainfer");
+    (
+        outputs.read_f32(0).unwrap(),
+        e.property("bytes-uploaded"),
+        e.property("frames-imported"),
+    )
+}
+
+/// A pass-through element reads a DMA-BUF frame as it reads the same frame
+/// in system memory, on the GPU (imported or uploaded) and on the CPU
+/// (mapped: a linear DMA-BUF is plain memory there).
+#[test]
+fn inference_on_dmabuf_frames_matches_system_memory_on_gpu_and_cpu() {
+    init();
+    let frame = Frame::random("NV12", 13, 9, 3, 12);
+    for device in ["gpu", "cpu"] {
+        let (want, ..) = infer(device, caps_for(&frame, Caps::Plain), frame.system_buffer());
+        for (layout, form) in [
+            (Layout::OneMemory { gap: 16 }, Caps::Dmabuf),
+            (Layout::MemoryPerPlane { skip: 8 }, Caps::DmaDrm("NV12")),
+        ] {
+            let what = format!("device={device} {layout:?} {form:?}");
+            let (got, uploaded, imported) =
+                infer(device, caps_for(&frame, form), frame.dmabuf_buffer(layout));
+            assert!(got == want, "{what}: outputs differ from system memory");
+            if device == "cpu" {
+                assert_eq!((uploaded, imported), (0, 0), "{what}: the CPU maps");
+            } else {
+                let path = (uploaded, imported);
+                if DMABUF_IMPORT_EXPECTED {
+                    assert_eq!(path, (0, 1), "{what}: imported, nothing uploaded");
+                }
+                assert!(
+                    path == (frame.upload_bytes(), 0) || path == (0, 1),
+                    "{what}: one upload or one import, got {path:?}"
+                );
+            }
+        }
+    }
+}
