@@ -332,6 +332,8 @@ pub fn with_cpu_frame<R>(
 ) -> Result<R, gst::FlowError> {
     let bad = |e: &dyn std::fmt::Display| fail(element, "cannot take the input frame", e);
     let format = caps::video_format(info).map_err(|e| fail(element, "bad input caps", e))?;
+    // A DMA-BUF memory is mapped here too; one larger than its fd must not be.
+    frames::check_fd_sizes(inbuf).map_err(|e| bad(&e))?;
     let mapped = gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf, info).map_err(|e| {
         bad(&format!(
             "a buffer of {} bytes cannot be mapped as a {format} {}x{} frame: {e}",

@@ -262,8 +262,10 @@ fn import_of(memory: &gst::MemoryRef, fd: BorrowedFd<'_>) -> Result<Arc<DmabufIm
 
 /// Checks that every DMA-BUF memory of `buffer` lies within its fd: a
 /// memory that says it is larger than its fd (a wrong size from the
-/// producer) is bad input whichever path reads it.
-fn check_fd_sizes(buffer: &gst::BufferRef) -> Result<()> {
+/// producer) is bad input whichever path reads it, and mapping it would
+/// end in a SIGBUS at the first read past the fd's end. Plain memories
+/// pass untouched.
+pub fn check_fd_sizes(buffer: &gst::BufferRef) -> Result<()> {
     for (i, memory) in buffer.iter_memories().enumerate() {
         let Some(dmabuf) = memory.downcast_memory_ref::<gst_allocators::DmaBufMemory>() else {
             continue;

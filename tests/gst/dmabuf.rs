@@ -293,12 +293,13 @@ fn run(caps: gst::Caps, middle: &str, counted: &str, buffers: Vec<gst::Buffer>) 
             _ => unreachable!(),
         });
     let e = pipeline.by_name(counted).unwrap();
-    let gpu = e
+    let support = e
         .context(wgnn::gst::device::CONTEXT_TYPE)
         .and_then(|c| wgnn::gst::device::gpu_from(&c))
-        .expect("the element holds a wgnn device context");
+        .map(|gpu| dmabuf::support(&gpu))
+        .unwrap_or_else(|| Support::None(format!("{counted} holds no wgnn device")));
     let run = Run {
-        support: dmabuf::support(&gpu),
+        support,
         pixels,
         frames: e.property("frames"),
         uploaded: e.property("bytes-uploaded"),
@@ -506,6 +507,31 @@ fn a_dmabuf_memory_larger_than_its_fd_is_an_error_not_a_crash() {
             "{e}"
         );
     }
+}
+
+/// The same on the CPU, which maps DMA-BUFs as plain memory.
+#[test]
+fn the_cpu_refuses_a_dmabuf_memory_larger_than_its_fd_too() {
+    init();
+    let frame = Frame::random("RGBA", 16, 8, 0, 13);
+    let (data, _) = frame.packed(0);
+    let mut b = gst::Buffer::new();
+    b.get_mut()
+        .unwrap()
+        .append_memory(dmabuf_memory_claiming(&data, 64, data.len()));
+    let model = crate::common::root().join("assets/models/esrgan-slim/x2/model.json");
+    let out = run(
+        caps_for(&frame, Caps::Dmabuf),
+        &format!(
+            "wgnninfer device=cpu name=dmacpulie model={}",
+            model.display()
+        ),
+        "dmacpulie",
+        vec![b],
+    );
+    assert!(out.pixels.is_empty());
+    let e = out.error.expect("an error on the bus");
+    assert!(e.contains("but the fd has 64"), "{e}");
 }
 
 #[test]
