@@ -6,6 +6,8 @@
 //! every transfer, so a broken shader or a lost device is an `Err`, not an abort.
 
 mod adapter;
+#[cfg(target_os = "linux")]
+pub mod dmabuf;
 pub mod live;
 pub mod shader;
 pub mod transfer;
@@ -25,7 +27,15 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(EXTERNAL_MEMORY_FEATURES);
+
+/// Importing memory other processes or devices made (DMA-BUF frames from
+/// cameras and decoders, `crate::video::dmabuf`): wgpu-hal enables the
+/// Vulkan extensions whenever the adapter has them, but imports it does
+/// itself (`texture_from_dmabuf_fd`) check that these were requested.
+pub const EXTERNAL_MEMORY_FEATURES: wgpu::Features =
+    wgpu::Features::VULKAN_EXTERNAL_MEMORY_FD.union(wgpu::Features::VULKAN_EXTERNAL_MEMORY_DMA_BUF);
 
 /// Set to 0, float16 convolutions do not use the cooperative-matrix (tensor
 /// core) kernel even where the adapter offers its shape (for A/B runs and
@@ -211,6 +221,11 @@ impl Gpu {
     /// Bytes and transfer counts in each direction since the device was opened.
     pub fn transfers(&self) -> TransferStats {
         self.inner.transfers.snapshot()
+    }
+
+    /// Counts a frame read from imported memory (see [`TransferStats`]).
+    pub(crate) fn count_import(&self, bytes: u64) {
+        self.inner.transfers.import(bytes);
     }
 
     /// Fails if the device was lost or raised an error outside any error scope.
@@ -401,6 +416,14 @@ fn feature_names(features: wgpu::Features) -> String {
         (
             wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
             "cooperative-matrix",
+        ),
+        (
+            wgpu::Features::VULKAN_EXTERNAL_MEMORY_FD,
+            "external-memory-fd",
+        ),
+        (
+            wgpu::Features::VULKAN_EXTERNAL_MEMORY_DMA_BUF,
+            "external-memory-dma-buf",
         ),
     ]
     .into_iter()

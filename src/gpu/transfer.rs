@@ -15,13 +15,20 @@ use std::task::{Context, Poll, Waker};
 use super::Gpu;
 use crate::error::{Error, Result};
 
-/// Transfers and bytes in each direction.
+/// Transfers and bytes in each direction, and frames the GPU reads where
+/// they already were (DMA-BUF imports, `crate::video::dmabuf`): an imported
+/// frame moves no bytes, so it is counted apart, and a zero-copy pipeline
+/// shows `upload_bytes == 0` with `frames_imported` growing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TransferStats {
     pub uploads: u64,
     pub upload_bytes: u64,
     pub downloads: u64,
     pub download_bytes: u64,
+    /// Frames read from imported memory instead of being uploaded.
+    pub frames_imported: u64,
+    /// The bytes of those frames' planes (stride x rows), which did not move.
+    pub bytes_imported: u64,
 }
 
 impl TransferStats {
@@ -32,6 +39,8 @@ impl TransferStats {
             upload_bytes: self.upload_bytes - earlier.upload_bytes,
             downloads: self.downloads - earlier.downloads,
             download_bytes: self.download_bytes - earlier.download_bytes,
+            frames_imported: self.frames_imported - earlier.frames_imported,
+            bytes_imported: self.bytes_imported - earlier.bytes_imported,
         }
     }
 }
@@ -42,6 +51,8 @@ impl std::ops::AddAssign for TransferStats {
         self.upload_bytes += other.upload_bytes;
         self.downloads += other.downloads;
         self.download_bytes += other.download_bytes;
+        self.frames_imported += other.frames_imported;
+        self.bytes_imported += other.bytes_imported;
     }
 }
 
@@ -51,7 +62,15 @@ impl std::fmt::Display for TransferStats {
             f,
             "{} uploads ({} B), {} downloads ({} B)",
             self.uploads, self.upload_bytes, self.downloads, self.download_bytes
-        )
+        )?;
+        if self.frames_imported > 0 {
+            write!(
+                f,
+                ", {} frames imported ({} B not copied)",
+                self.frames_imported, self.bytes_imported
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -61,6 +80,8 @@ pub(super) struct Counters {
     upload_bytes: AtomicU64,
     downloads: AtomicU64,
     download_bytes: AtomicU64,
+    frames_imported: AtomicU64,
+    bytes_imported: AtomicU64,
 }
 
 impl Counters {
@@ -74,12 +95,19 @@ impl Counters {
         self.download_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    pub(super) fn import(&self, bytes: u64) {
+        self.frames_imported.fetch_add(1, Ordering::Relaxed);
+        self.bytes_imported.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     pub(super) fn snapshot(&self) -> TransferStats {
         TransferStats {
             uploads: self.uploads.load(Ordering::Relaxed),
             upload_bytes: self.upload_bytes.load(Ordering::Relaxed),
             downloads: self.downloads.load(Ordering::Relaxed),
             download_bytes: self.download_bytes.load(Ordering::Relaxed),
+            frames_imported: self.frames_imported.load(Ordering::Relaxed),
+            bytes_imported: self.bytes_imported.load(Ordering::Relaxed),
         }
     }
 }

@@ -124,7 +124,8 @@ impl<S> Processing<S> {
         self.meter.query(&self.slot, direction, query, parent)
     }
 
-    /// Gives `out` its input's timing and flags and counts the frame.
+    /// Gives `out` its input's timing and flags (and a hold on the input
+    /// when its frame was imported) and counts the frame.
     pub fn frame_done(
         &self,
         element: &gst::Element,
@@ -134,6 +135,7 @@ impl<S> Processing<S> {
         began: Instant,
     ) -> Result<(), gst::FlowError> {
         frames::copy_timing(inbuf, out)?;
+        frames::hold_imported(inbuf, out, moved);
         self.meter
             .frame_done(self.cat, element, inbuf.pts(), moved, began);
         Ok(())
@@ -283,17 +285,18 @@ pub fn fail(element: &gst::Element, what: &str, e: impl std::fmt::Display) -> gs
     gst::FlowError::Error
 }
 
-/// The GPU frame of `inbuf` (negotiated as `info`): its texture frame, or
-/// one counted upload of its system memory, added to `moved`.
+/// The GPU frame of `inbuf` (negotiated as `input`): its texture frame, an
+/// import of its DMA-BUFs, or one counted upload of its system memory,
+/// added to `moved`.
 pub fn gpu_frame_in(
     element: &gst::Element,
     gpu: &Gpu,
     uploads: &TexturePool,
-    info: &gst_video::VideoInfo,
+    input: &frames::Intake,
     inbuf: &gst::BufferRef,
     moved: &mut TransferStats,
 ) -> Result<Arc<GpuFrame>, gst::FlowError> {
-    let (frame, m) = frames::frame_in(gpu, uploads, info, inbuf)
+    let (frame, m) = frames::frame_in(element, gpu, uploads, input, inbuf)
         .map_err(|e| fail(element, "cannot take the input frame", e))?;
     *moved += m;
     Ok(frame)
@@ -329,6 +332,8 @@ pub fn with_cpu_frame<R>(
 ) -> Result<R, gst::FlowError> {
     let bad = |e: &dyn std::fmt::Display| fail(element, "cannot take the input frame", e);
     let format = caps::video_format(info).map_err(|e| fail(element, "bad input caps", e))?;
+    // A DMA-BUF memory is mapped here too; one larger than its fd must not be.
+    frames::check_fd_sizes(inbuf).map_err(|e| bad(&e))?;
     let mapped = gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf, info).map_err(|e| {
         bad(&format!(
             "a buffer of {} bytes cannot be mapped as a {format} {}x{} frame: {e}",

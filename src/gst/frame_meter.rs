@@ -46,10 +46,12 @@ impl FrameMeter {
         gst::debug!(
             cat,
             obj = element,
-            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, {:.2} ms",
+            "frame {n} pts {}: uploaded {} bytes, downloaded {} bytes, imported {} bytes, \
+             {:.2} ms",
             pts.display(),
             moved.upload_bytes,
             moved.download_bytes,
+            moved.bytes_imported,
             took.as_secs_f64() * 1e3
         );
         if self.latency.record(took) {

@@ -233,13 +233,53 @@ impl FrameLayout {
     }
 }
 
+/// What an uploaded plane texture allows; COPY_SRC lets a frame be
+/// inspected or copied onward (tests, debugging).
+pub(crate) const PLANE_USAGE: wgpu::TextureUsages = wgpu::TextureUsages::TEXTURE_BINDING
+    .union(wgpu::TextureUsages::COPY_DST)
+    .union(wgpu::TextureUsages::COPY_SRC);
+
 /// A frame whose planes live in GPU textures.
 #[derive(Debug)]
 pub struct GpuFrame {
     format: VideoFormat,
     width: u32,
     height: u32,
-    planes: Vec<PooledTexture>,
+    planes: Vec<Plane>,
+}
+
+/// A plane's texture: one of the pool's (uploaded, unpacked or written by
+/// a shader) or an image over imported memory, with what keeps that memory.
+pub(crate) enum Plane {
+    Pooled(PooledTexture),
+    Imported {
+        texture: wgpu::Texture,
+        _memory: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    },
+}
+
+impl std::ops::Deref for Plane {
+    type Target = wgpu::Texture;
+
+    fn deref(&self) -> &wgpu::Texture {
+        match self {
+            Plane::Pooled(t) => t,
+            Plane::Imported { texture, .. } => texture,
+        }
+    }
+}
+
+impl std::fmt::Debug for Plane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Plane::Pooled(t) => t.fmt(f),
+            Plane::Imported { texture, .. } => f
+                .debug_struct("Imported")
+                .field("size", &texture.size())
+                .field("format", &texture.format())
+                .finish(),
+        }
+    }
 }
 
 impl GpuFrame {
@@ -264,6 +304,23 @@ impl GpuFrame {
         self.planes.get(index).map(|p| &**p)
     }
 
+    /// A frame of `format` from its plane textures (in format order, each
+    /// of the size and format `format` gives it).
+    pub(crate) fn from_planes(
+        format: VideoFormat,
+        width: u32,
+        height: u32,
+        planes: Vec<Plane>,
+    ) -> GpuFrame {
+        debug_assert_eq!(planes.len(), format.plane_count());
+        GpuFrame {
+            format,
+            width,
+            height,
+            planes,
+        }
+    }
+
     /// A pooled RGBA frame for shaders to write (the composite and image
     /// writers' output), which can then travel like any uploaded frame.
     pub fn rgba_target(gpu: &Gpu, pool: &TexturePool, width: u32, height: u32) -> Result<GpuFrame> {
@@ -285,7 +342,7 @@ impl GpuFrame {
             format: VideoFormat::Rgba,
             width,
             height,
-            planes: vec![texture],
+            planes: vec![Plane::Pooled(texture)],
         })
     }
 }
@@ -327,10 +384,7 @@ pub fn upload_frame(
                 width: w,
                 height: h,
                 format: f.plane_format(p),
-                // COPY_SRC lets a frame be inspected or copied onward (tests, debugging).
-                usage: wgpu::TextureUsages::TEXTURE_BINDING
-                    | wgpu::TextureUsages::COPY_DST
-                    | wgpu::TextureUsages::COPY_SRC,
+                usage: PLANE_USAGE,
             },
         )?);
     }
@@ -351,6 +405,6 @@ pub fn upload_frame(
         format: f,
         width: layout.width,
         height: layout.height,
-        planes,
+        planes: planes.into_iter().map(Plane::Pooled).collect(),
     })
 }

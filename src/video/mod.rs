@@ -17,6 +17,10 @@
 
 mod composite;
 pub mod cpu;
+#[cfg(target_os = "linux")]
+pub mod dmabuf;
+#[cfg(target_os = "linux")]
+mod dmabuf_unpack;
 mod frame;
 mod frame_read;
 mod image_out;
@@ -28,6 +32,10 @@ mod tensorize;
 
 pub use composite::{
     Background, CompositeOptions, Compositor, EdgeSoftening, Effect, MaskOptions, MAX_BLUR_STRENGTH,
+};
+#[cfg(target_os = "linux")]
+pub use dmabuf::{
+    import_frame, DmabufFrame, DmabufImport, DmabufPlane, Imported, DRM_FORMAT_MOD_LINEAR,
 };
 pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
 #[cfg(feature = "gst")]

@@ -44,6 +44,11 @@ struct State {
 pub struct TexturePool {
     state: Arc<Mutex<State>>,
     staging: Arc<UploadRing>,
+    /// The render pipelines imported frames are unpacked with (the
+    /// buffer-import path of `video::dmabuf`), kept with the stream's
+    /// textures as the staging ring is.
+    #[cfg(target_os = "linux")]
+    unpack: Arc<super::dmabuf_unpack::Pipelines>,
 }
 
 impl std::fmt::Debug for TexturePool {
@@ -118,6 +123,11 @@ impl TexturePool {
     /// through.
     pub fn upload_ring(&self) -> &UploadRing {
         &self.staging
+    }
+
+    #[cfg(target_os = "linux")]
+    pub(crate) fn unpack_pipelines(&self) -> &super::dmabuf_unpack::Pipelines {
+        &self.unpack
     }
 
     fn give_back(&self, key: TextureKey, texture: live::Texture) {

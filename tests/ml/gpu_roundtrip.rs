@@ -72,7 +72,8 @@ fn compute_shader_round_trip_is_counted_exactly() {
             uploads: 1,
             upload_bytes: 4000,
             downloads: 1,
-            download_bytes: 4000
+            download_bytes: 4000,
+            ..Default::default()
         }
     );
 }

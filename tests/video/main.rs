@@ -10,6 +10,7 @@ mod common;
 
 mod composite;
 mod cpu;
+mod dmabuf_opaque;
 mod frames;
 mod selfie_pipeline;
 mod tensorize;

@@ -2,6 +2,8 @@
 //! (or JSON with `--json`); GPU times come from timestamp queries.
 
 mod detect;
+#[cfg(target_os = "linux")]
+mod import;
 mod interop;
 mod models;
 mod ops;
@@ -246,6 +248,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A frame in a DMA-BUF imported (no upload) against the same frame
+    /// uploaded, then tensorized: host ms, bytes uploaded, tensors compared.
+    /// The DMA-BUF comes from /dev/dma_heap/system, /dev/udmabuf or a memfd
+    /// (which only lavapipe takes). Exits 1 when the device cannot import
+    /// it (the line says why) or the tensors differ.
+    #[cfg(target_os = "linux")]
+    Import {
+        /// A 64x48 frame and a few frames (for software adapters).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 100)]
+        frames: usize,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 1080)]
+        height: u32,
+        /// Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...
+        #[arg(long, default_value = "NV12")]
+        format: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Seed 002's interop experiment: conv2d [1,100,100,100], 3x3 100->100,
     /// then add + relu, in custom WGSL, through the CPU, through a rented
     /// buffer, and all in the graph.
@@ -427,6 +451,41 @@ fn main() -> ExitCode {
                 }),
             };
             bench_detect(&options, json)
+        }
+        #[cfg(target_os = "linux")]
+        Command::Import {
+            quick,
+            frames,
+            width,
+            height,
+            format,
+            json,
+        } => {
+            let format = match wgnn::video::VideoFormat::from_name(&format) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let gpu = match open_gpu() {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let options = import::Options {
+                width: if quick { 64 } else { width },
+                height: if quick { 48 } else { height },
+                format,
+                frames: if quick { frames.min(3) } else { frames }.max(1),
+            };
+            match import::run(&gpu, &options, json) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(EXIT_FAILED),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(EXIT_FAILED)
+                }
+            }
         }
         Command::Interop {
             quick,
@@ -939,6 +998,10 @@ fn adapters() -> ExitCode {
                 "subgroup size: {}..{}",
                 info.subgroup_min_size, info.subgroup_max_size
             );
+            // Zero-copy input: the external-memory features are in the
+            // feature list above; this says what they make possible.
+            #[cfg(target_os = "linux")]
+            println!("DMA-BUF import: {}", wgnn::video::dmabuf::support(&gpu));
             // Tensor-core kernels are only worth writing for shapes the driver offers.
             for p in gpu.adapter().cooperative_matrix_properties() {
                 println!(

@@ -14,6 +14,7 @@ use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
+use crate::gst::frames::Intake;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
@@ -116,7 +117,7 @@ struct Prepared {
 }
 
 struct State {
-    info: gst_video::VideoInfo,
+    input: Intake,
     uploads: TexturePool,
     task: Option<Classifier>,
 }
@@ -317,8 +318,7 @@ impl ElementImpl for WgnnClassify {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut any = caps::texture_caps();
-            any.merge(caps::system_caps());
+            let any = caps::any_memory_caps();
             ["sink", "src"]
                 .into_iter()
                 .zip([gst::PadDirection::Sink, gst::PadDirection::Src])
@@ -482,7 +482,7 @@ impl BaseTransformImpl for WgnnClassify {
             .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         gst::debug!(CAT, imp = self, "classifying {incaps}");
         *self.state.lock().unwrap() = Some(State {
-            info: n.in_info,
+            input: Intake::negotiated(*CAT, &n),
             uploads: TexturePool::new(),
             task: None,
         });
@@ -507,10 +507,10 @@ impl BaseTransformImpl for WgnnClassify {
             .clone();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let (width, height) = (state.info.width(), state.info.height());
+        let (width, height) = (state.input.info.width(), state.input.info.height());
         if state.task.is_none() {
             state.task = Some(
-                self.make_task(caps::color_spec(&state.info))
+                self.make_task(caps::color_spec(&state.input.info))
                     .map_err(|e| fail(element, "cannot set up the model", e))?,
             );
         }
@@ -522,13 +522,13 @@ impl BaseTransformImpl for WgnnClassify {
             Vec::new()
         } else if task.is_cpu() {
             // System memory: `negotiate` refused texture caps.
-            with_cpu_frame(element, &state.info, buf, |frame| {
+            with_cpu_frame(element, &state.input.info, buf, |frame| {
                 task.classify_cpu(frame, &rects)
                     .map_err(|e| fail(element, "classification failed", e))
             })?
         } else {
             let gpu = self.core.gpu()?;
-            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.info, buf, &mut moved)?;
+            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
             let (classes, m) = task
                 .classify_gpu(&frame, &rects)
                 .map_err(|e| fail(element, "classification failed", e))?;

@@ -13,6 +13,7 @@ use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
+use crate::gst::frames::Intake;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
@@ -127,7 +128,7 @@ struct Run {
     color: ColorSpec,
     results: ResultsOut,
     /// The negotiated frames, once caps are set.
-    info: Option<gst_video::VideoInfo>,
+    input: Option<Arc<Intake>>,
     uploads: TexturePool,
 }
 
@@ -297,8 +298,7 @@ impl ElementImpl for WgnnDetect {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut any = caps::texture_caps();
-            any.merge(caps::system_caps());
+            let any = caps::any_memory_caps();
             ["sink", "src"]
                 .into_iter()
                 .zip([gst::PadDirection::Sink, gst::PadDirection::Src])
@@ -376,7 +376,7 @@ impl BaseTransformImpl for WgnnDetect {
             detector,
             color,
             results,
-            info: None,
+            input: None,
             uploads: TexturePool::new(),
         });
         Ok(())
@@ -410,7 +410,7 @@ impl BaseTransformImpl for WgnnDetect {
         let run = run
             .as_mut()
             .ok_or_else(|| gst::loggable_error!(CAT, "caps set before the element started"))?;
-        run.info = Some(n.in_info);
+        run.input = Some(Arc::new(Intake::negotiated(*CAT, &n)));
         // A new resolution keeps the detector but not the frames' textures.
         run.uploads = TexturePool::new();
         Ok(())
@@ -428,20 +428,21 @@ impl BaseTransformImpl for WgnnDetect {
         let element: &gst::Element = obj.upcast_ref();
         let mut run = self.run.lock().unwrap();
         let run = run.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let info = run.info.clone().ok_or(gst::FlowError::NotNegotiated)?;
-        self.refresh(run, caps::color_spec(&info))
+        let input = run.input.clone().ok_or(gst::FlowError::NotNegotiated)?;
+        let info = &input.info;
+        self.refresh(run, caps::color_spec(info))
             .map_err(|e| fail(element, "cannot set up the model", e))?;
         let mut moved = TransferStats::default();
         let detections = if run.detector.is_cpu() {
             // System memory: `negotiate` refused texture caps.
-            with_cpu_frame(element, &info, buf, |frame| {
+            with_cpu_frame(element, info, buf, |frame| {
                 run.detector
                     .detect_cpu(frame)
                     .map_err(|e| fail(element, "detection failed", e))
             })?
         } else {
             let gpu = self.core.gpu()?;
-            let frame = gpu_frame_in(element, &gpu, &run.uploads, &info, buf, &mut moved)?;
+            let frame = gpu_frame_in(element, &gpu, &run.uploads, &input, buf, &mut moved)?;
             let (found, read) = run
                 .detector
                 .detect_gpu(&frame)

@@ -13,6 +13,7 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
+use crate::gst::frames::Intake;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
@@ -55,7 +56,7 @@ impl Settings {
 }
 
 struct State {
-    info: gst_video::VideoInfo,
+    input: Intake,
     uploads: TexturePool,
     task: Option<ImageInference>,
 }
@@ -210,8 +211,7 @@ impl ElementImpl for WgnnInfer {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut any = caps::texture_caps();
-            any.merge(caps::system_caps());
+            let any = caps::any_memory_caps();
             ["sink", "src"]
                 .into_iter()
                 .zip([gst::PadDirection::Sink, gst::PadDirection::Src])
@@ -300,7 +300,7 @@ impl BaseTransformImpl for WgnnInfer {
             .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         gst::debug!(CAT, imp = self, "analysing {incaps}");
         *self.state.lock().unwrap() = Some(State {
-            info: n.in_info,
+            input: Intake::negotiated(*CAT, &n),
             uploads: TexturePool::new(),
             task: None,
         });
@@ -321,7 +321,7 @@ impl BaseTransformImpl for WgnnInfer {
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
         if state.task.is_none() {
             state.task = Some(
-                self.make_task(&state.info)
+                self.make_task(&state.input.info)
                     .map_err(|e| fail(element, "cannot set up the model", e))?,
             );
         }
@@ -329,13 +329,13 @@ impl BaseTransformImpl for WgnnInfer {
         let mut moved = TransferStats::default();
         let outputs = if task.is_cpu() {
             // System memory: `negotiate` refused texture caps.
-            with_cpu_frame(element, &state.info, buf, |frame| {
+            with_cpu_frame(element, &state.input.info, buf, |frame| {
                 task.run_cpu(frame)
                     .map_err(|e| fail(element, "inference failed", e))
             })?
         } else {
             let gpu = self.core.gpu()?;
-            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.info, buf, &mut moved)?;
+            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
             task.run_gpu(&frame)
                 .map_err(|e| fail(element, "inference failed", e))?
         };

@@ -14,6 +14,7 @@ use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out};
 use crate::gst::frame_meter::FrameMeter;
+use crate::gst::frames::Intake;
 use crate::gst::property::Refusals;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames, roi};
@@ -69,7 +70,7 @@ impl Settings {
 }
 
 struct State {
-    in_info: gst_video::VideoInfo,
+    input: Intake,
     out_info: gst_video::VideoInfo,
     out_texture: bool,
     /// Uploaded input frames and drawn output frames.
@@ -281,7 +282,7 @@ impl BaseTransformImpl for WgnnOverlay {
                 .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         }
         *state = Some(State {
-            in_info: n.in_info,
+            input: Intake::negotiated(*CAT, &n),
             out_info: n.out_info,
             out_texture: n.out_texture,
             pool: TexturePool::new(),
@@ -316,22 +317,15 @@ impl BaseTransformImpl for WgnnOverlay {
             let mut overlay = Overlay::new(&gpu, style)
                 .map_err(|e| fail(element, "cannot set up the overlay", e))?;
             overlay
-                .set_color(caps::color_spec(&state.in_info))
+                .set_color(caps::color_spec(&state.input.info))
                 .map_err(|e| fail(element, "cannot set up the overlay", e))?;
             state.overlay = Some(overlay);
         }
         let overlay = state.overlay.as_mut().expect("made just now");
-        let (w, h) = (state.in_info.width(), state.in_info.height());
+        let (w, h) = (state.input.info.width(), state.input.info.height());
         let items = self.items(inbuf, w, h);
         let mut moved = TransferStats::default();
-        let frame = gpu_frame_in(
-            element,
-            &gpu,
-            &state.pool,
-            &state.in_info,
-            inbuf,
-            &mut moved,
-        )?;
+        let frame = gpu_frame_in(element, &gpu, &state.pool, &state.input, inbuf, &mut moved)?;
         let drawn = overlay
             .draw(&frame, &items, &state.pool)
             .map_err(|e| fail(element, "drawing the overlay failed", e))?;
@@ -352,6 +346,7 @@ impl BaseTransformImpl for WgnnOverlay {
         )?;
         items::copy_rois(inbuf, out.make_mut());
         frames::copy_timing(inbuf, &mut out)?;
+        frames::hold_imported(inbuf, &mut out, &moved);
         self.meter
             .frame_done(*CAT, element, inbuf.pts(), &moved, began);
         Ok(PrepareOutputBufferSuccess::Buffer(out))

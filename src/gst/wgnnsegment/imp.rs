@@ -13,6 +13,7 @@ use super::SegmentEffect;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::frames::Intake;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
@@ -125,7 +126,7 @@ impl Settings {
 }
 
 struct State {
-    in_info: gst_video::VideoInfo,
+    input: Intake,
     out_info: gst_video::VideoInfo,
     out_texture: bool,
     uploads: TexturePool,
@@ -475,7 +476,7 @@ impl BaseTransformImpl for WgnnSegment {
         // A new resolution keeps the segmenter but not the frames' textures.
         let task = state.take().and_then(|s| s.task);
         *state = Some(State {
-            in_info: n.in_info,
+            input: Intake::negotiated(*CAT, &n),
             out_info: n.out_info,
             out_texture: n.out_texture,
             uploads: TexturePool::new(),
@@ -519,7 +520,7 @@ impl BaseTransformImpl for WgnnSegment {
         let element: &gst::Element = obj.upcast_ref();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let color = caps::color_spec(&state.in_info);
+        let color = caps::color_spec(&state.input.info);
         if self.settings_changed.swap(false, Ordering::AcqRel) || state.task.is_none() {
             state.task = None;
             state.task = Some(
@@ -534,7 +535,7 @@ impl BaseTransformImpl for WgnnSegment {
             // System memory in and out: `negotiate` refused texture caps.
             process_on_cpu(
                 element,
-                &state.in_info,
+                &state.input.info,
                 &state.out_info,
                 inbuf,
                 "segmentation failed",
@@ -546,7 +547,7 @@ impl BaseTransformImpl for WgnnSegment {
                 element,
                 &gpu,
                 &state.uploads,
-                &state.in_info,
+                &state.input,
                 inbuf,
                 &mut moved,
             )?;

@@ -14,6 +14,7 @@ use super::window::{self, WindowSpec};
 use super::window_target::WindowTarget;
 use crate::gpu::Gpu;
 use crate::gst::device::DeviceSlot;
+use crate::gst::frames::Intake;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames};
 use crate::video::{ColorSpec, GpuFrame, TexturePool};
@@ -48,7 +49,7 @@ impl Default for Settings {
 
 /// What the caps say about the frames to come.
 struct Negotiated {
-    info: gst_video::VideoInfo,
+    input: Intake,
     color: ColorSpec,
     /// Display aspect ratio (width / height), pixel aspect ratio included.
     aspect: f64,
@@ -299,7 +300,7 @@ impl WgnnSink {
 
     fn open_window(&self, state: &mut State, negotiated: &Negotiated) -> Result<(), String> {
         let settings = self.settings.lock().unwrap().clone();
-        let (w, h) = display_size(&negotiated.info);
+        let (w, h) = display_size(&negotiated.input.info);
         let spec = WindowSpec {
             title: settings.title,
             size: PhysicalSize::new(
@@ -468,8 +469,7 @@ impl ElementImpl for WgnnSink {
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             // Texture memory first: it is what the sink is for.
-            let mut caps = caps::texture_caps();
-            caps.merge(caps::system_caps());
+            let caps = caps::any_memory_caps();
             vec![gst::PadTemplate::new(
                 "sink",
                 gst::PadDirection::Sink,
@@ -524,8 +524,8 @@ impl BaseSinkImpl for WgnnSink {
     }
 
     fn set_caps(&self, caps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let info = gst_video::VideoInfo::from_caps(caps)
-            .map_err(|_| gst::loggable_error!(CAT, "cannot parse caps {caps}"))?;
+        let input = caps::input(caps).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let info = input.info.clone();
         caps::video_format(&info).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
         if info.width() == 0 || info.height() == 0 {
             return Err(gst::loggable_error!(CAT, "zero-size frames in {caps}"));
@@ -534,7 +534,7 @@ impl BaseSinkImpl for WgnnSink {
         let negotiated = Negotiated {
             color: caps::color_spec(&info),
             aspect: f64::from(w) / f64::from(h),
-            info,
+            input: Intake::new(*CAT, input),
         };
         let offscreen = self.settings.lock().unwrap().offscreen;
         let mut state = self.state.lock().unwrap();
@@ -589,15 +589,22 @@ impl VideoSinkImpl for WgnnSink {
             .negotiated
             .as_ref()
             .ok_or(gst::FlowError::NotNegotiated)?;
-        let (frame, moved) = frames::frame_in(&state.gpu, &state.pool, &negotiated.info, buffer)
-            .map_err(|e| {
-                gst::element_imp_error!(
-                    self,
-                    gst::StreamError::Failed,
-                    ("cannot take the frame: {}", e)
-                );
-                gst::FlowError::Error
-            })?;
+        let obj = self.obj();
+        let (frame, moved) = frames::frame_in(
+            obj.upcast_ref(),
+            &state.gpu,
+            &state.pool,
+            &negotiated.input,
+            buffer,
+        )
+        .map_err(|e| {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Failed,
+                ("cannot take the frame: {}", e)
+            );
+            gst::FlowError::Error
+        })?;
         let (width, height, format) = (frame.width(), frame.height(), frame.format());
         state.last = Some(Shown {
             frame,
@@ -614,8 +621,10 @@ impl VideoSinkImpl for WgnnSink {
         gst::debug!(
             CAT,
             imp = self,
-            "frame {n}: {width}x{height} {format} {drawn}, uploaded {} bytes, downloaded 0 bytes",
-            moved.upload_bytes
+            "frame {n}: {width}x{height} {format} {drawn}, uploaded {} bytes, downloaded 0 \
+             bytes, imported {} bytes",
+            moved.upload_bytes,
+            moved.bytes_imported
         );
         Ok(gst::FlowSuccess::Ok)
     }

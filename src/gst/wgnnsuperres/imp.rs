@@ -12,6 +12,7 @@ use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
+use crate::gst::frames::Intake;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
@@ -61,7 +62,7 @@ impl Settings {
 }
 
 struct State {
-    in_info: gst_video::VideoInfo,
+    input: Intake,
     out_info: gst_video::VideoInfo,
     out_texture: bool,
     uploads: TexturePool,
@@ -315,7 +316,7 @@ impl BaseTransformImpl for WgnnSuperres {
         // A new colour spec needs new tensorizers; the upscaler rebuilds its
         // per-size parts by itself.
         *state = Some(State {
-            in_info: n.in_info,
+            input: Intake::negotiated(*CAT, &n),
             out_info: n.out_info,
             out_texture: n.out_texture,
             uploads: TexturePool::new(),
@@ -348,7 +349,7 @@ impl BaseTransformImpl for WgnnSuperres {
                 return Err(gst::FlowError::Flushing);
             }
             let task = self
-                .make_task(caps::color_spec(&state.in_info))
+                .make_task(caps::color_spec(&state.input.info))
                 .map_err(|e| fail(element, "cannot set up super-resolution", e))?;
             state.task = Some(task);
         }
@@ -358,7 +359,7 @@ impl BaseTransformImpl for WgnnSuperres {
             // System memory in and out: `negotiate` refused texture caps.
             let out = process_on_cpu(
                 element,
-                &state.in_info,
+                &state.input.info,
                 &state.out_info,
                 inbuf,
                 "super-resolution failed",
@@ -372,7 +373,7 @@ impl BaseTransformImpl for WgnnSuperres {
                 element,
                 &gpu,
                 &state.uploads,
-                &state.in_info,
+                &state.input,
                 inbuf,
                 &mut moved,
             )?;
@@ -390,8 +391,8 @@ impl BaseTransformImpl for WgnnSuperres {
             )?
         };
         let scale = (
-            f64::from(state.out_info.width()) / f64::from(state.in_info.width().max(1)),
-            f64::from(state.out_info.height()) / f64::from(state.in_info.height().max(1)),
+            f64::from(state.out_info.width()) / f64::from(state.input.info.width().max(1)),
+            f64::from(state.out_info.height()) / f64::from(state.input.info.height().max(1)),
         );
         // The upscaled frame is the same scene: its ROIs are the input's,
         // scaled. A compare=true output (bicubic | model side by side, twice

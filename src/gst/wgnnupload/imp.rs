@@ -7,7 +7,8 @@ use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess
 use gst_base::subclass::prelude::*;
 
 use crate::gst::device::DeviceSlot;
-use crate::gst::frame_meta::{buffer_for, CAPS_FEATURE_WGPU_TEXTURE};
+use crate::gst::frame_meta::buffer_for;
+use crate::gst::frames::Intake;
 use crate::gst::stats::Stats;
 use crate::gst::{caps, frames};
 use crate::video::TexturePool;
@@ -15,7 +16,7 @@ use crate::video::TexturePool;
 crate::gst::element_category!("wgnnupload", "wgnn upload element");
 
 struct State {
-    info: gst_video::VideoInfo,
+    input: Intake,
     pool: TexturePool,
 }
 
@@ -68,7 +69,7 @@ impl ElementImpl for WgnnUpload {
                     "sink",
                     gst::PadDirection::Sink,
                     gst::PadPresence::Always,
-                    &caps::system_caps(),
+                    &caps::upload_sink_caps(),
                 )
                 .unwrap(),
                 gst::PadTemplate::new(
@@ -112,22 +113,24 @@ impl BaseTransformImpl for WgnnUpload {
         caps: &gst::Caps,
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
-        Some(caps::between_memories(
-            direction,
-            caps,
-            filter,
-            None,
-            Some(CAPS_FEATURE_WGPU_TEXTURE),
-        ))
+        Some(caps::upload_transform(direction, caps, filter))
     }
 
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let info = gst_video::VideoInfo::from_caps(incaps)
-            .map_err(|_| gst::loggable_error!(CAT, "cannot parse input caps {incaps}"))?;
-        caps::video_format(&info).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let input = caps::input(incaps).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let format =
+            caps::video_format(&input.info).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let out = caps::input(outcaps).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        if caps::video_format(&out.info).ok() != Some(format) {
+            return Err(gst::loggable_error!(
+                CAT,
+                "input is {format} but the output caps ask for {}: wgnnupload does not convert",
+                out.info.format().to_str()
+            ));
+        }
         gst::debug!(CAT, imp = self, "uploading {incaps} as {outcaps}");
         *self.state.lock().unwrap() = Some(State {
-            info,
+            input: Intake::new(*CAT, input),
             pool: TexturePool::new(),
         });
         Ok(())
@@ -158,17 +161,26 @@ impl BaseTransformImpl for WgnnUpload {
         let gpu = self.device.get().ok_or(gst::FlowError::NotNegotiated)?;
         let state = self.state.lock().unwrap();
         let state = state.as_ref().ok_or(gst::FlowError::NotNegotiated)?;
-        let (frame, moved) =
-            frames::frame_in(&gpu, &state.pool, &state.info, inbuf).map_err(|e| {
-                let e = e.to_string();
-                gst::element_imp_error!(
-                    self,
-                    gst::StreamError::Failed,
-                    ("upload failed: {}", crate::gst::element::first_line(&e)),
-                    ["{}", e]
-                );
-                gst::FlowError::Error
-            })?;
+        let (frame, moved) = frames::frame_in(
+            self.obj().upcast_ref(),
+            &gpu,
+            &state.pool,
+            &state.input,
+            inbuf,
+        )
+        .map_err(|e| {
+            let e = e.to_string();
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Failed,
+                (
+                    "cannot take the input frame: {}",
+                    crate::gst::element::first_line(&e)
+                ),
+                ["{}", e]
+            );
+            gst::FlowError::Error
+        })?;
         let mut out = buffer_for(frame);
         inbuf
             .copy_into(
@@ -178,12 +190,14 @@ impl BaseTransformImpl for WgnnUpload {
             )
             .map_err(|_| gst::FlowError::Error)?;
         crate::gst::roi::copy(inbuf, out.get_mut().unwrap(), (1.0, 1.0));
+        frames::hold_imported(inbuf, &mut out, &moved);
         let n = self.stats.frame(&moved);
         gst::debug!(
             CAT,
             imp = self,
-            "frame {n}: uploaded {} bytes, downloaded 0 bytes",
-            moved.upload_bytes
+            "frame {n}: uploaded {} bytes, downloaded 0 bytes, imported {} bytes",
+            moved.upload_bytes,
+            moved.bytes_imported
         );
         Ok(PrepareOutputBufferSuccess::Buffer(out))
     }

@@ -192,6 +192,7 @@ impl Classifier {
             upload_bytes: regions.len() as u64 * Tensorizer::region_upload_bytes(),
             downloads: 1,
             download_bytes: needed,
+            ..Default::default()
         };
         let lists = bytes
             .chunks_exact(stride as usize)
