@@ -159,13 +159,17 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// conv2d problems that pick each kernel: (channels, output channels,
 /// groups, spatial size, filter size). The wide one has 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
-/// last takes the direct tensor-core kernel in float16 NHWC (16 input
-/// channels a group, 48 output channels: a padded 64-channel tile).
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 4] = [
-    (4, 4, 4, 6, 3),   // depthwise: the direct kernel
-    (8, 8, 1, 6, 3),   // 64 x 64 tiles
-    (4, 8, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 5, 3), // direct tensor-core tiles, two groups
+/// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
+/// channels a group, 48 output channels: a padded 64-channel tile); the
+/// last two the narrow kernel (one group, few outputs), with channels in
+/// runs of 4 (vector loads in NHWC) and not.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 6] = [
+    (4, 4, 4, 6, 3),    // depthwise: the direct kernel
+    (8, 12, 1, 6, 3),   // 64 x 64 tiles
+    (4, 12, 1, 184, 1), // wide (or tensor-core) tiles
+    (32, 96, 2, 5, 3),  // direct tensor-core tiles, two groups
+    (12, 3, 1, 5, 3),   // narrow, vector loads in NHWC
+    (6, 5, 1, 5, 3),    // narrow, channels one by one past 4
 ];
 
 /// One conv2d graph of the zoo.
@@ -992,6 +996,8 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
+        ("narrow vector", "x: array<vec4<TI>>"),
+        ("narrow", "conv2d with few output channels"),
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
@@ -1048,7 +1054,15 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
     );
     assert_eq!(
         conv_kernels.into_iter().collect::<Vec<_>>(),
-        ["64x64", "direct", "tensor cores", "wide", "wide along k"]
+        [
+            "64x64",
+            "direct",
+            "narrow",
+            "narrow vector",
+            "tensor cores",
+            "wide",
+            "wide along k"
+        ]
     );
     assert!(
         seen.len() >= 200,

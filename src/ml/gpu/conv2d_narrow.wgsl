@@ -1,0 +1,80 @@
+// conv2d with few output channels (OCG, one group): one invocation per
+// output pixel computing all of them in registers, so that each input value
+// is loaded once per pixel and tap instead of once per output channel.
+// Params: conv2d_params.wgsl. The specialisation declares the input binding
+// with `fn load4(o, c)`, the input's channels c..c+3 from element offset o
+// of channel c (one vector load where the channels are adjacent and a
+// multiple of 4, four strided loads otherwise), and `fn load1(o, c)`, one
+// channel; both scaled by any fused input scale.
+// The invocation index is the output pixel in (n, y, x) order, so
+// neighbouring invocations read neighbouring input pixels in either layout.
+
+@group(0) @binding(2) var<storage, read> filt: array<TI>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let p = flat_id(gid, nwg);
+    if p >= params.pixels {
+        return;
+    }
+    let ow = params.ow;
+    let oh = params.oh;
+    let ox = p % ow;
+    let r = p / ow;
+    let oy = r % oh;
+    let n = r / oh;
+    let h = i32(params.h);
+    let w = i32(params.w);
+    let icg = params.icg;
+    let kh = params.filter_size.x;
+    let kw = params.filter_size.y;
+    let pt = i32(params.padding.x);
+    let pl = i32(params.padding.y);
+    let xs = params.x_strides;
+    let fs = params.f_strides;
+    // Channels past the last multiple of 4 go one at a time.
+    let icg4 = icg & ~3u;
+    var acc: array<f32, OCG>;
+    for (var m = 0u; m < OCG; m++) {
+        acc[m] = bias(m);
+    }
+    for (var ky = 0u; ky < kh; ky++) {
+        let iy = i32(oy * params.stride.x + ky * params.dilation.x) - pt;
+        if iy < 0 || iy >= h {
+            continue;
+        }
+        for (var kx = 0u; kx < kw; kx++) {
+            let ix = i32(ox * params.stride.y + kx * params.dilation.y) - pl;
+            if ix < 0 || ix >= w {
+                continue;
+            }
+            let xo = n * xs.x + u32(iy) * xs.z + u32(ix) * xs.w;
+            let fo = ky * fs.z + kx * fs.w;
+            for (var ci = 0u; ci < icg4; ci += 4u) {
+                let v = load4(xo + ci * xs.y, ci);
+                let f = fo + ci * fs.y;
+                for (var m = 0u; m < OCG; m++) {
+                    let fm = f + m * fs.x;
+                    acc[m] += v.x * f32(filt[fm]) + v.y * f32(filt[fm + fs.y])
+                        + v.z * f32(filt[fm + 2u * fs.y]) + v.w * f32(filt[fm + 3u * fs.y]);
+                }
+            }
+            for (var ci = icg4; ci < icg; ci++) {
+                let v = load1(xo + ci * xs.y, ci);
+                let f = fo + ci * fs.y;
+                for (var m = 0u; m < OCG; m++) {
+                    acc[m] += v * f32(filt[f + m * fs.x]);
+                }
+            }
+        }
+    }
+    // NHWC: the pixel's channels are adjacent; NCHW: one plane per channel.
+    let q = p % params.ohw;
+    for (var m = 0u; m < OCG; m++) {
+        var i = p * params.oc + m;
+        if params.nhwc == 0u {
+            i = (n * params.oc + m) * params.ohw + q;
+        }
+        y[i] = T(act(acc[m] + residual(i)));
+    }
+}
