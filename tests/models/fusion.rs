@@ -31,6 +31,32 @@ fn selfie_kernel_counts() {
     }
 }
 
+/// (model directory, builder nodes, nodes after fusion) of ESRGAN-slim
+/// (built for a 6x10 input). Each: its three relus fold into their convs, its three adds into the convs
+/// before them as residuals, and the nearest upsample into the last conv
+/// (`fuse/upsample.rs`), which reads through it (16 nodes before that).
+const ESRGAN: [(&str, usize, usize); 3] = [("x2", 23, 15), ("x3", 23, 15), ("x4", 23, 15)];
+
+#[test]
+fn esrgan_kernel_counts() {
+    let ctx = Context::cpu();
+    for (dir, written, fused) in ESRGAN {
+        let path = common::root()
+            .join("assets/models/esrgan-slim")
+            .join(dir)
+            .join("model.json");
+        let g = models::load(path)
+            .unwrap()
+            .build(&ctx, Some((6, 10)))
+            .unwrap();
+        assert_eq!(
+            (g.written_node_count(), g.node_count()),
+            (written, fused),
+            "esrgan-slim {dir}: (nodes written, nodes after fusion)"
+        );
+    }
+}
+
 #[test]
 fn selfie_gpu_matches_cpu() {
     let (gpu, cpu) = (Context::gpu(&common::gpu()), Context::cpu());

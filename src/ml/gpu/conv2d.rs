@@ -9,6 +9,7 @@
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
+use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, nchw};
@@ -16,14 +17,11 @@ use crate::ml::types::{strides, DataType};
 
 const WG: u32 = 64;
 
-/// Output channels per group from which the implicit-GEMM kernel is used:
-/// below it (depthwise, narrow groups) most of a 64-channel tile would be
-/// idle, and the direct kernel does better.
-const GEMM_MIN_CHANNELS: usize = 4;
-/// Output channels (one group) up to which `conv2d_narrow.wgsl` computes
-/// each output pixel's channels in one invocation: its accumulators live in
-/// registers, one per channel.
-const NARROW_MAX_CHANNELS: usize = 8;
+// Below GEMM_MIN_OUTPUTS output channels a group (depthwise, narrow
+// groups) most of a 64-channel tile would be idle, and the direct kernel
+// does better; up to NARROW_MAX_OUTPUTS in one group, `conv2d_narrow.wgsl`
+// keeps each output pixel's channels in registers (`ml::fuse` holds both:
+// its upsample fusion depends on them).
 /// Output channels of a tile of either implicit-GEMM kernel.
 const GEMM_TILE_CHANNELS: usize = 64;
 /// Output pixels of a tile: 64 in `conv2d_gemm.wgsl`, 128 in
@@ -62,7 +60,7 @@ kernel_params! {
         kdim: u32,
         channel_tiles: u32,
         ocp: u32,
-        _pad: [u32; 2],
+        upsample: [u32; 2],
     }
 }
 
@@ -238,7 +236,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let xd = l.ir.desc(x).clone();
     let fd = l.ir.desc(f).clone();
     let yd = l.ir.desc(y).clone();
+    // A fused upsample: the conv sees the input sy x sx times as large.
+    let up = node.input_upsample.unwrap_or([1, 1]);
     let [_, _, h, w] = nchw(o.input_layout, shape4(&xd.shape));
+    let [h, w] = [h * up[0], w * up[1]];
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
     let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
     let total = yd.element_count();
@@ -266,10 +267,21 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         kdim: (icg * kh * kw) as u32,
         channel_tiles: channel_tiles as u32,
         ocp: 0,
-        _pad: [0; 2],
+        upsample: u32s(up),
     };
     let has_bias = node.op_inputs().len() > 2;
     let (has_scale, has_residual) = (node.input_scale, node.residual);
+    // Fusion leaves an upsample only on convolutions the narrow and direct
+    // kernels can take, which read through it; the others cannot.
+    if node.input_upsample.is_some() {
+        if !pixel_by_pixel(o.groups, ocg) {
+            return Err(crate::error::Error::invalid(format!(
+                "conv2d of {}: an upsampled input needs the narrow or direct kernel",
+                l.ir.label(x)
+            )));
+        }
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
     // with a constant filter (pre-transposed here, once), input group
     // channels in runs of 16 and no input scale (A goes from memory to the
@@ -311,44 +323,59 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             });
         }
     }
-    if o.groups == 1 && ocg <= NARROW_MAX_CHANNELS {
+    if pixel_by_pixel(o.groups, ocg) {
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    }
+    // Pixel tiles of a large image can pass the 65535 workgroups a grid
+    // dimension allows, so they are folded over x and (with the channel
+    // tiles) y.
+    let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
+    let gemm = if !wide {
+        Gemm::Tile64
+    } else {
+        // Channel stride 1: NHWC.
+        Gemm::Wide {
+            along_k: params.x_strides[1] == 1,
+        }
+    };
+    let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
+    let x_tiles = pixel_tiles.min(65535);
+    let source = gemm.source();
+    l.kernel(Kernel {
+        label: "conv2d".into(),
+        source: &source,
+        spec: gemm.spec(has_bias, has_scale, has_residual),
+        output_type: yd.data_type,
+        input_type: xd.data_type,
+        activations: &node.activations,
+        params: Kernel::params(&params),
+        table: None,
+        inputs: node.inputs.clone(),
+        outputs: vec![y],
+        workgroups: [
+            x_tiles as u32,
+            (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
+            o.groups as u32,
+        ],
+        workgroup_size: 256,
+    })
+}
+
+/// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
+/// outputs, else the direct one.
+fn pixel_kernel(
+    l: &mut Lowering,
+    node: &Node,
+    params: Params,
+    ocg: usize,
+    (has_bias, has_scale, has_residual): (bool, bool, bool),
+) -> Result<()> {
+    if params.oc as usize == ocg && ocg <= NARROW_MAX_OUTPUTS {
         return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
     }
-    if ocg >= GEMM_MIN_CHANNELS {
-        // Pixel tiles of a large image can pass the 65535 workgroups a grid
-        // dimension allows, so they are folded over x and (with the channel
-        // tiles) y.
-        let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
-        let gemm = if !wide {
-            Gemm::Tile64
-        } else {
-            // Channel stride 1: NHWC.
-            Gemm::Wide {
-                along_k: params.x_strides[1] == 1,
-            }
-        };
-        let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
-        let x_tiles = pixel_tiles.min(65535);
-        let source = gemm.source();
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &source,
-            spec: gemm.spec(has_bias, has_scale, has_residual),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&params),
-            table: None,
-            inputs: node.inputs.clone(),
-            outputs: vec![y],
-            workgroups: [
-                x_tiles as u32,
-                (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
-                o.groups as u32,
-            ],
-            workgroup_size: 256,
-        });
-    }
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    let (xd, yd) = (l.ir.desc(x).clone(), l.ir.desc(y).clone());
+    let total = params.total as usize;
     let source = format!(
         "{}{}",
         include_str!("conv2d_params.wgsl"),

@@ -6,6 +6,8 @@
 // of channel c (one vector load where the channels are adjacent and a
 // multiple of 4, four strided loads otherwise), and `fn load1(o, c)`, one
 // channel; both scaled by any fused input scale.
+// A fused nearest upsample (params.upsample) maps each input coordinate
+// the window reaches to the pixel it replicates.
 // The invocation index is the output pixel in (n, y, x) order, so
 // neighbouring invocations read neighbouring input pixels in either layout.
 
@@ -48,7 +50,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             if ix < 0 || ix >= w {
                 continue;
             }
-            let xo = n * xs.x + u32(iy) * xs.z + u32(ix) * xs.w;
+            let xo = n * xs.x + u32(iy) / params.upsample.x * xs.z
+                + u32(ix) / params.upsample.y * xs.w;
             let fo = ky * fs.z + kx * fs.w;
             for (var ci = 0u; ci < icg4; ci += 4u) {
                 let v = load4(xo + ci * xs.y, ci);

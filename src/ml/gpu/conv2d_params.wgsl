@@ -25,6 +25,7 @@ struct Params {
     ohw: u32,
     // 1 where input and output are NHWC.
     nhwc: u32,
+    // The input's extent as the convolution sees it (upsampled).
     h: u32,
     w: u32,
     // Input channels per group.
@@ -37,5 +38,9 @@ struct Params {
     // Output channels per group of the filter pre-transposed at build (a
     // multiple of 64; 0 where the kernel reads the filter as it is).
     ocp: u32,
+    // (sy, sx): the direct and narrow kernels read input pixel
+    // (y / sy, x / sx) at (y, x) of an input h x w (a fused nearest
+    // upsample; 1, 1 without). The GEMM kernels take none.
+    upsample: vec2<u32>,
 }
 

@@ -448,6 +448,40 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
             }
         }
     }
+    // A nearest x2 upsample folded into the narrow and direct kernels.
+    for dt in FLOATS {
+        for layout in layouts {
+            for (c, oc, groups) in [(12, 3, 1), (4, 4, 4)] {
+                let ir = graph(ctx, |b| {
+                    let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 3, 5])))?;
+                    let axes = match layout {
+                        InputLayout::Nchw => [2, 3],
+                        InputLayout::Nhwc => [1, 2],
+                    };
+                    let up = b.resample2d(
+                        &x,
+                        Resample2dOptions {
+                            scales: [2.0, 2.0],
+                            axes,
+                            ..Resample2dOptions::default()
+                        },
+                    )?;
+                    let f = zeros(b, dt, &[oc, c / groups, 3, 3]);
+                    let o = Conv2dOptions {
+                        groups,
+                        input_layout: layout,
+                        ..Conv2dOptions::new()
+                    };
+                    b.conv2d(&up, &f, None, o)
+                });
+                assert!(ir.nodes.iter().all(|n| n.input_upsample == Some([2, 2])));
+                add(
+                    format!("conv2d {dt} {layout:?} {c}->{oc} groups {groups} upsampled"),
+                    ir,
+                );
+            }
+        }
+    }
 
     let transpose_filters = [
         ConvTranspose2dFilterLayout::Iohw,
