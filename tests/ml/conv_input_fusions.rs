@@ -1,6 +1,7 @@
 //! Producers folded into the conv2d that reads them: a nearest-neighbour
 //! upsample by integer factors (the narrow and direct kernels read through
-//! it; the CPU context upsamples). Each fused graph is checked on both
+//! it; the CPU context upsamples), and a channel concat (split into a chain
+//! of convolutions, one per operand). Each fused graph is checked on both
 //! contexts against the same graph kept unfused (the intermediate is also a
 //! graph output, so nothing folds), GPU against CPU, with the node counts
 //! that show what folded; and the cases the pass must leave alone.
@@ -303,5 +304,185 @@ fn a_folded_upsample_gives_known_values() {
             1,
             "{name}"
         );
+    }
+}
+
+/// A channel concat read by a conv2d: the concatenated operands' channel
+/// counts (the operands are graph inputs unless `esrgan`), the conv's
+/// output channels, filter size and stride.
+#[derive(Clone, Copy, Debug)]
+struct Cat {
+    name: &'static str,
+    dt: DataType,
+    layout: InputLayout,
+    filter: Conv2dFilterLayout,
+    /// n, h, w of the operands.
+    size: [usize; 3],
+    parts: &'static [usize],
+    out_channels: usize,
+    kernel: usize,
+    stride: usize,
+    /// ESRGAN's block: the first operand is conv(x), the second relu(conv
+    /// of the first), and the conv's result plus the first is the output
+    /// (the add fused as a residual before the split).
+    esrgan: bool,
+    relu: bool,
+    /// Nodes (split, kept whole).
+    nodes: (usize, usize),
+}
+
+fn check_concat(case: Cat, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (dt, layout) = (case.dt, case.layout);
+    let [n, h, w] = case.size;
+    let channels: usize = case.parts.iter().sum();
+    let (oc, k) = (case.out_channels, case.kernel);
+    let filter_shape = match case.filter {
+        Conv2dFilterLayout::Oihw => vec![oc, channels, k, k],
+        Conv2dFilterLayout::Hwio => vec![k, k, channels, oc],
+        Conv2dFilterLayout::Ohwi => vec![oc, k, k, channels],
+        Conv2dFilterLayout::Ihwo => vec![channels, k, k, oc],
+    };
+    // Weights scaled down so that sums of many stay near 1 (float16).
+    let filter: Vec<f32> = random(&mut rng, oc * channels * k * k)
+        .iter()
+        .map(|v| v / channels as f32)
+        .collect();
+    let bias = random(&mut rng, oc);
+    let inputs: Vec<In> = if case.esrgan {
+        vec![floats(
+            dt,
+            &activation_shape(layout, [n, 3, h, w]),
+            &random(&mut rng, n * 3 * h * w),
+        )]
+    } else {
+        case.parts
+            .iter()
+            .map(|&c| {
+                floats(
+                    dt,
+                    &activation_shape(layout, [n, c, h, w]),
+                    &random(&mut rng, n * c * h * w),
+                )
+            })
+            .collect()
+    };
+    let head = random(&mut rng, case.parts[0] * 3 * 9);
+    let inner = random(&mut rng, case.parts[1] * case.parts[0] * 9);
+    let build = |b: &GraphBuilder, ins: &[Operand], keep: bool| {
+        let o = |filter_layout, stride: usize, pad: usize| Conv2dOptions {
+            padding: [pad; 4],
+            strides: [stride; 2],
+            input_layout: layout,
+            filter_layout,
+            ..Conv2dOptions::new()
+        };
+        let parts: Vec<Operand> = if case.esrgan {
+            let (c0, c1) = (case.parts[0], case.parts[1]);
+            let f0 = constant(b, dt, &[c0, 3, 3, 3], &head);
+            let f1 = constant(b, dt, &[c1, c0, 3, 3], &inner);
+            let oihw = Conv2dFilterLayout::Oihw;
+            let p0 = b.conv2d(&ins[0], &f0, None, o(oihw, 1, 1)).unwrap();
+            let p1 = b.conv2d(&p0, &f1, None, o(oihw, 1, 1)).unwrap();
+            vec![p0, b.relu(&p1).unwrap()]
+        } else {
+            ins.to_vec()
+        };
+        let refs: Vec<&Operand> = parts.iter().collect();
+        let axis = match layout {
+            InputLayout::Nchw => 1,
+            InputLayout::Nhwc => 3,
+        };
+        let cat = b.concat(&refs, axis).unwrap();
+        let f = constant(b, dt, &filter_shape, &filter);
+        let bias = constant(b, dt, &[oc], &bias);
+        let mut y = b
+            .conv2d(&cat, &f, Some(&bias), o(case.filter, case.stride, k / 2))
+            .unwrap();
+        if case.esrgan {
+            y = b.add(&y, &parts[0]).unwrap();
+        }
+        if case.relu {
+            y = b.relu(&y).unwrap();
+        }
+        if keep {
+            vec![y, cat]
+        } else {
+            vec![y]
+        }
+    };
+    let what = format!("concat then conv2d: {} ({dt})", case.name);
+    check_fold(&what, &inputs, case.nodes, &build);
+}
+
+const ESRGAN_BLOCK: Cat = Cat {
+    name: "esrgan's block: concat(F_0, relu(F_1_1)) -> 1x1 LFF_1 + F_0, nhwc",
+    dt: DataType::Float32,
+    layout: InputLayout::Nhwc,
+    filter: Conv2dFilterLayout::Hwio,
+    size: [1, 7, 9],
+    parts: &[8, 4],
+    out_channels: 8,
+    kernel: 1,
+    stride: 1,
+    esrgan: true,
+    relu: false,
+    nodes: (4, 4),
+};
+
+/// conv(concat(a, b), W) as conv(b, W[:, b's channels]) + (conv(a, W[:,
+/// a's channels]) + bias): on both contexts as the unsplit graph (the
+/// concat also an output), GPU as CPU. Which concats stay is checked on
+/// the graphs themselves (`ml::fuse::concat`'s tests).
+#[test]
+fn a_channel_concat_read_by_a_conv_becomes_a_chain_of_convs() {
+    let cases = [
+        ESRGAN_BLOCK,
+        Cat {
+            name: "float16 esrgan's block",
+            dt: DataType::Float16,
+            ..ESRGAN_BLOCK
+        },
+        Cat {
+            name: "nchw oihw, three operands, 3x3 stride 2, batch 2, relu",
+            layout: InputLayout::Nchw,
+            filter: Conv2dFilterLayout::Oihw,
+            size: [2, 7, 5],
+            parts: &[2, 3, 5],
+            out_channels: 6,
+            kernel: 3,
+            stride: 2,
+            esrgan: false,
+            relu: true,
+            nodes: (3, 2),
+            ..ESRGAN_BLOCK
+        },
+        Cat {
+            name: "float16 nhwc ohwi 16 + 16 -> 20, 3x3 (tensor-core pieces where there are some)",
+            dt: DataType::Float16,
+            filter: Conv2dFilterLayout::Ohwi,
+            size: [1, 5, 6],
+            parts: &[16, 16],
+            out_channels: 20,
+            kernel: 3,
+            esrgan: false,
+            nodes: (2, 2),
+            ..ESRGAN_BLOCK
+        },
+        Cat {
+            name: "nhwc ihwo 5 + 4 -> 3 (narrow pieces), relu",
+            filter: Conv2dFilterLayout::Ihwo,
+            size: [1, 6, 7],
+            parts: &[5, 4],
+            out_channels: 3,
+            kernel: 3,
+            esrgan: false,
+            relu: true,
+            nodes: (2, 2),
+            ..ESRGAN_BLOCK
+        },
+    ];
+    for (i, case) in cases.into_iter().enumerate() {
+        check_concat(case, 400 + i as u64);
     }
 }
