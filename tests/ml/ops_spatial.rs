@@ -370,7 +370,7 @@ fn conv_cases() -> Vec<ConvCase> {
         },
         ConvCase {
             name: "nhwc hwio 1x1 batch 3 wide",
-            input: [3, 24, 5, 3],
+            input: [3, 40, 5, 3],
             out_channels: 66,
             kernel: [1, 1],
             pad: Pad::Valid,
@@ -465,6 +465,26 @@ fn conv_cases() -> Vec<ConvCase> {
             filter: Ihwo,
             ..BASE
         },
+        // Wider outputs over a short reduction (up to 32): the narrow
+        // kernel in runs of 8 channels, the last one partial.
+        ConvCase {
+            name: "narrow runs: nhwc ohwi 3 -> 20, 3x3 same s2 (an rgb stem), relu",
+            input: [2, 3, 9, 11],
+            out_channels: 20,
+            strides: [2, 2],
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow runs: nchw oihw 3 -> 11, 3x3 valid dilation [2, 1]",
+            input: [1, 3, 9, 7],
+            out_channels: 11,
+            dilations: [2, 1],
+            pad: Pad::Valid,
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
     ]
 }
 
@@ -478,7 +498,7 @@ fn conv2d_matches_cpu() {
 #[test]
 fn conv2d_float16_matches_cpu() {
     let cases = conv_cases();
-    for i in [0, 3, 4, 9, 12, 17, 20, 21, 23, 24, 25, 26, 27, 28] {
+    for i in [0, 3, 4, 9, 12, 17, 20, 21, 23, 24, 25, 26, 27, 28, 29, 30] {
         check_conv(cases[i], DataType::Float16, 100 + i as u64);
     }
 }

@@ -22,6 +22,14 @@ const WG: u32 = 64;
 // does better; up to NARROW_MAX_OUTPUTS in one group, `conv2d_narrow.wgsl`
 // keeps each output pixel's channels in registers (`ml::fuse` holds both:
 // its upsample fusion depends on them).
+
+/// Reduction length (input channels x filter taps, one group) up to which
+/// the narrow kernel takes wider outputs too, in runs of
+/// NARROW_MAX_OUTPUTS channels: each invocation reads the few input values
+/// of its window once, where a GEMM tile's loads and barriers are mostly
+/// overhead for so short a reduction (ESRGAN's RGB stem, 3 -> 64 3x3 at
+/// 960x540, K = 27: 0.24 ms on the wide GEMM tiles of an H100).
+const NARROW_MAX_REDUCTION: usize = 32;
 /// Output channels of a tile of either implicit-GEMM kernel.
 const GEMM_TILE_CHANNELS: usize = 64;
 /// Output pixels of a tile: 64 in `conv2d_gemm.wgsl`, 128 in
@@ -326,6 +334,9 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if pixel_by_pixel(o.groups, ocg) {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
+    if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION {
+        return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
+    }
     // Pixel tiles of a large image can pass the 65535 workgroups a grid
     // dimension allows, so they are folded over x and (with the channel
     // tiles) y.
@@ -397,8 +408,8 @@ fn pixel_kernel(
     })
 }
 
-/// `conv2d_narrow.wgsl`: one invocation per output pixel, all `ocg` output
-/// channels in registers. The direct kernel, one invocation per output
+/// `conv2d_narrow.wgsl`: one invocation per output pixel and run of up to
+/// [`NARROW_MAX_OUTPUTS`] of the `ocg` output channels, in registers. The direct kernel, one invocation per output
 /// value, re-reads every input value for each output channel, with scalar
 /// loads; a 64-channel GEMM tile leaves all but `ocg` of its columns idle.
 /// ESRGAN's last conv (12 -> 3, 3x3 at 1920x1080) took 1.3-1.6 ms on the
@@ -439,11 +450,13 @@ fn narrow(
         include_str!("conv2d_params.wgsl"),
         include_str!("conv2d_narrow.wgsl")
     );
+    let run = ocg.min(NARROW_MAX_OUTPUTS);
+    let [gx, gy, _] = grid(params.pixels as usize, WG);
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
         spec: Specialization::new()
-            .u32("OCG", ocg as u32)
+            .u32("OCG", run as u32)
             .code(&loads)
             .code(&bias_and_output(has_bias, has_scale, has_residual)),
         output_type: yd.data_type,
@@ -453,7 +466,7 @@ fn narrow(
         table: None,
         inputs: node.inputs.clone(),
         outputs: vec![node.outputs[0]],
-        workgroups: grid(params.pixels as usize, WG),
+        workgroups: [gx, gy, ocg.div_ceil(run) as u32],
         workgroup_size: WG,
     })
 }

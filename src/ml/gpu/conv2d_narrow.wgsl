@@ -1,6 +1,9 @@
-// conv2d with few output channels (OCG, one group): one invocation per
-// output pixel computing all of them in registers, so that each input value
-// is loaded once per pixel and tap instead of once per output channel.
+// conv2d with few output channels (one group): one invocation per output
+// pixel computing OCG of them in registers, so that each input value is
+// loaded once per pixel and tap instead of once per output channel. Up to
+// OCG outputs the grid has one z; past them (convolutions with a short
+// reduction, such as an RGB stem) z counts runs of OCG channels, each
+// invocation computing run gid.z.
 // Params: conv2d_params.wgsl. The specialisation declares the input binding
 // with `fn load4(o, c)`, the input's channels c..c+3 from element offset o
 // of channel c (one vector load where the channels are adjacent and a
@@ -34,11 +37,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pl = i32(params.padding.y);
     let xs = params.x_strides;
     let fs = params.f_strides;
+    // The run's first channel; channels past the last are computed with the
+    // last one's filter (in bounds) and not written.
+    let m0 = gid.z * OCG;
+    let last = params.oc - 1u;
     // Channels past the last multiple of 4 go one at a time.
     let icg4 = icg & ~3u;
     var acc: array<f32, OCG>;
     for (var m = 0u; m < OCG; m++) {
-        acc[m] = bias(m);
+        acc[m] = bias(min(m0 + m, last));
     }
     for (var ky = 0u; ky < kh; ky++) {
         let iy = i32(oy * params.stride.x + ky * params.dilation.x) - pt;
@@ -57,7 +64,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 let v = load4(xo + ci * xs.y, ci);
                 let f = fo + ci * fs.y;
                 for (var m = 0u; m < OCG; m++) {
-                    let fm = f + m * fs.x;
+                    let fm = f + min(m0 + m, last) * fs.x;
                     acc[m] += v.x * f32(filt[fm]) + v.y * f32(filt[fm + fs.y])
                         + v.z * f32(filt[fm + 2u * fs.y]) + v.w * f32(filt[fm + 3u * fs.y]);
                 }
@@ -66,7 +73,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 let v = load1(xo + ci * xs.y, ci);
                 let f = fo + ci * fs.y;
                 for (var m = 0u; m < OCG; m++) {
-                    acc[m] += v * f32(filt[f + m * fs.x]);
+                    acc[m] += v * f32(filt[f + min(m0 + m, last) * fs.x]);
                 }
             }
         }
@@ -74,9 +81,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     // NHWC: the pixel's channels are adjacent; NCHW: one plane per channel.
     let q = p % params.ohw;
     for (var m = 0u; m < OCG; m++) {
-        var i = p * params.oc + m;
+        let c = m0 + m;
+        if c > last {
+            break;
+        }
+        var i = p * params.oc + c;
         if params.nhwc == 0u {
-            i = (n * params.oc + m) * params.ohw + q;
+            i = (n * params.oc + c) * params.ohw + q;
         }
         y[i] = T(act(acc[m] + residual(i)));
     }

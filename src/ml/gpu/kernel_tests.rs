@@ -161,15 +161,17 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
-/// last two the narrow kernel (one group, few outputs), with channels in
-/// runs of 4 (vector loads in NHWC) and not.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 6] = [
-    (4, 4, 4, 6, 3),    // depthwise: the direct kernel
-    (8, 12, 1, 6, 3),   // 64 x 64 tiles
-    (4, 12, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 5, 3),  // direct tensor-core tiles, two groups
-    (12, 3, 1, 5, 3),   // narrow, vector loads in NHWC
-    (6, 5, 1, 5, 3),    // narrow, channels one by one past 4
+/// last three the narrow kernel (one group, few outputs, or many over a
+/// short reduction), with channels in runs of 4 (vector loads in NHWC) and
+/// not.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 7] = [
+    (4, 4, 4, 6, 3),     // depthwise: the direct kernel
+    (8, 12, 1, 6, 3),    // 64 x 64 tiles
+    (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
+    (32, 96, 2, 5, 3),   // direct tensor-core tiles, two groups
+    (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
+    (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
+    (3, 20, 1, 5, 3),    // narrow in runs of 8 outputs (a short reduction)
 ];
 
 /// One conv2d graph of the zoo.
