@@ -97,11 +97,15 @@ pub(crate) struct CpuPlan {
 
 impl CpuPlan {
     pub fn new(ir: Arc<GraphIr>) -> CpuPlan {
+        // Constants no node reads (a filter fusion replaced with its
+        // slices) are not converted.
+        let uses = ir.use_counts();
         let constants = ir
             .operands
             .iter()
-            .map(|info| match &info.kind {
-                OperandKind::Constant(bytes) => {
+            .zip(uses)
+            .map(|(info, uses)| match &info.kind {
+                OperandKind::Constant(bytes) if uses > 0 => {
                     Some(Arc::new(Values::from_bytes(info.desc.data_type, bytes)))
                 }
                 _ => None,
