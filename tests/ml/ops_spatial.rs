@@ -1392,3 +1392,30 @@ fn conv2d_large_image_folds_the_grid() {
         },
     );
 }
+
+/// A filter that is an input, not a constant: the narrow kernel, which
+/// rearranges a constant filter at build, leaves it to the direct kernel
+/// (few outputs) and the implicit GEMM (a short reduction).
+#[test]
+fn conv2d_with_a_filter_input_matches_cpu() {
+    let mut rng = StdRng::seed_from_u64(17);
+    for (c, oc) in [(8, 3), (3, 12)] {
+        let xshape = [1, 5, 7, c];
+        let fshape = [oc, 3, 3, c];
+        let x = random(&mut rng, xshape.iter().product());
+        let f = random(&mut rng, fshape.iter().product());
+        compare(
+            &format!("conv2d {c} -> {oc} with a filter input"),
+            &[f32s(&xshape, &x), f32s(&fshape, &f)],
+            &|b, ins| {
+                let o = Conv2dOptions {
+                    padding: [1; 4],
+                    input_layout: InputLayout::Nhwc,
+                    filter_layout: Conv2dFilterLayout::Ohwi,
+                    ..Conv2dOptions::new()
+                };
+                b.conv2d(&ins[0], &ins[1], None, o).unwrap()
+            },
+        );
+    }
+}

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
 use crate::ml::graph_ir::Node;
-use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
+use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout, Op};
 use crate::ml::shape::{conv_filter_ochw, nchw};
 use crate::ml::types::{strides, DataType};
 
@@ -334,7 +334,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if pixel_by_pixel(o.groups, ocg) {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
-    if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION {
+    if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION && l.ir.constant(f).is_some() {
         return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
     }
     // Pixel tiles of a large image can pass the 65535 workgroups a grid
@@ -373,7 +373,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
 }
 
 /// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
-/// outputs, else the direct one.
+/// outputs and a constant filter, else the direct one.
 fn pixel_kernel(
     l: &mut Lowering,
     node: &Node,
@@ -381,7 +381,8 @@ fn pixel_kernel(
     ocg: usize,
     (has_bias, has_scale, has_residual): (bool, bool, bool),
 ) -> Result<()> {
-    if params.oc as usize == ocg && ocg <= NARROW_MAX_OUTPUTS {
+    let constant_filter = l.ir.constant(node.inputs[1]).is_some();
+    if params.oc as usize == ocg && ocg <= NARROW_MAX_OUTPUTS && constant_filter {
         return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
     }
     let (x, y) = (node.inputs[0], node.outputs[0]);
@@ -414,7 +415,9 @@ fn pixel_kernel(
 /// loads; a 64-channel GEMM tile leaves all but `ocg` of its columns idle.
 /// ESRGAN's last conv (12 -> 3, 3x3 at 1920x1080) took 1.3-1.6 ms on the
 /// direct kernel on an H100: 2M pixels x 3 outputs, each reading 108 input
-/// values.
+/// values. The filter travels as [`narrow_filter`]'s table (a constant
+/// filter, rearranged once at build): one vector load of it serves four
+/// output channels, where the filter as it is took one scalar load each.
 fn narrow(
     l: &mut Lowering,
     node: &Node,
@@ -423,8 +426,16 @@ fn narrow(
     has_bias: bool,
     (has_scale, has_residual): (bool, bool),
 ) -> Result<()> {
-    let xd = l.ir.desc(node.inputs[0]).clone();
+    let Op::Conv2d(o) = &node.op else {
+        unreachable!("the narrow kernel lowers conv2d nodes")
+    };
+    let (x, f) = (node.inputs[0], node.inputs[1]);
+    let xd = l.ir.desc(x).clone();
     let yd = l.ir.desc(node.outputs[0]).clone();
+    let fd = l.ir.desc(f).clone();
+    let run = ocg.min(NARROW_MAX_OUTPUTS);
+    let bytes = l.ir.constant(f).cloned().unwrap_or_default();
+    let (table, row) = narrow_filter(&bytes, fd.data_type, o, shape4(&fd.shape), run);
     // Channels adjacent (NHWC) in runs of 4: every run starts at a multiple
     // of 4 elements, so the input can be bound as vectors.
     let vec4 = params.x_strides[1] == 1 && params.icg % 4 == 0;
@@ -450,25 +461,77 @@ fn narrow(
         include_str!("conv2d_params.wgsl"),
         include_str!("conv2d_narrow.wgsl")
     );
-    let run = ocg.min(NARROW_MAX_OUTPUTS);
     let [gx, gy, _] = grid(params.pixels as usize, WG);
+    // No filter binding: the table follows the output.
+    let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual);
+    let mut inputs = vec![x];
+    inputs.extend(node.op_inputs().get(2));
+    inputs.extend(node.input_scale());
+    inputs.extend(node.residual());
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
         spec: Specialization::new()
             .u32("OCG", run as u32)
+            .u32("OCG4", run.div_ceil(4) as u32)
             .code(&loads)
-            .code(&bias_and_output(has_bias, has_scale, has_residual)),
+            .code(&bindings)
+            .code(&format!(
+                "@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;"
+            )),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,
-        params: Kernel::params(&params),
-        table: None,
-        inputs: node.inputs.clone(),
+        params: Kernel::params(&Params {
+            ocp: row as u32,
+            ..params
+        }),
+        table: Some(table),
+        inputs,
         outputs: vec![node.outputs[0]],
         workgroups: [gx, gy, ocg.div_ceil(run) as u32],
         workgroup_size: WG,
     })
+}
+
+/// A filter (`bytes` of `dt`, in `o`'s filter layout, one group) as
+/// `conv2d_narrow.wgsl` reads it: for tap t = ky * kw + kx and input
+/// channel ci a row of float32 values, run r of `run` output channels at r
+/// * runp, runp being `run` rounded up to 4, zero past the last channel.
+/// Returns the table (float32 bits) and the row's length.
+fn narrow_filter(
+    bytes: &[u8],
+    dt: DataType,
+    o: &Conv2dOptions,
+    shape: [usize; 4],
+    run: usize,
+) -> (Vec<u32>, usize) {
+    let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
+    let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
+    let runp = run.next_multiple_of(4);
+    let row = oc.div_ceil(run) * runp;
+    let value = |at: usize| match dt {
+        DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
+        _ => f32::from_le_bytes([
+            bytes[4 * at],
+            bytes[4 * at + 1],
+            bytes[4 * at + 2],
+            bytes[4 * at + 3],
+        ]),
+    };
+    let mut t = vec![0u32; kh * kw * icg * row];
+    for ky in 0..kh {
+        for kx in 0..kw {
+            for ci in 0..icg {
+                let start = ((ky * kw + kx) * icg + ci) * row;
+                for m in 0..oc {
+                    let at = m * fs[0] + ci * fs[1] + ky * fs[2] + kx * fs[3];
+                    t[start + m / run * runp + m % run] = value(at).to_bits();
+                }
+            }
+        }
+    }
+    (t, row)
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@
 // with `fn load4(o, c)`, the input's channels c..c+3 from element offset o
 // of channel c (one vector load where the channels are adjacent and a
 // multiple of 4, four strided loads otherwise), and `fn load1(o, c)`, one
-// channel; both scaled by any fused input scale.
+// channel; both scaled by any fused input scale. The filter comes as the
+// table `wt` (conv2d.rs's `narrow_filter`): per tap and input channel a row
+// of params.ocp values, run z's channels at z * OCG4 vectors, so that one
+// vector load serves four output channels.
 // A fused nearest upsample (params.upsample) maps each input coordinate
 // the window reaches to the pixel it replicates.
 // The invocation index is the output pixel in (n, y, x) order, so
 // neighbouring invocations read neighbouring input pixels in either layout.
-
-@group(0) @binding(2) var<storage, read> filt: array<TI>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -36,16 +37,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pt = i32(params.padding.x);
     let pl = i32(params.padding.y);
     let xs = params.x_strides;
-    let fs = params.f_strides;
-    // The run's first channel; channels past the last are computed with the
-    // last one's filter (in bounds) and not written.
+    // The run's first channel; channels past the last (zero in the table)
+    // are not written.
     let m0 = gid.z * OCG;
     let last = params.oc - 1u;
     // Channels past the last multiple of 4 go one at a time.
     let icg4 = icg & ~3u;
-    var acc: array<f32, OCG>;
-    for (var m = 0u; m < OCG; m++) {
-        acc[m] = bias(min(m0 + m, last));
+    // Table rows in vectors; this run's first vector of a row.
+    let rows = params.ocp / 4u;
+    let r0 = gid.z * OCG4;
+    var acc: array<vec4<f32>, OCG4>;
+    for (var j = 0u; j < OCG4; j++) {
+        let c = m0 + 4u * j;
+        acc[j] = vec4<f32>(bias(min(c, last)), bias(min(c + 1u, last)),
+            bias(min(c + 2u, last)), bias(min(c + 3u, last)));
     }
     for (var ky = 0u; ky < kh; ky++) {
         let iy = i32(oy * params.stride.x + ky * params.dilation.x) - pt;
@@ -59,21 +64,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
             let xo = n * xs.x + u32(iy) / params.upsample.x * xs.z
                 + u32(ix) / params.upsample.y * xs.w;
-            let fo = ky * fs.z + kx * fs.w;
+            let to = (ky * kw + kx) * icg * rows + r0;
             for (var ci = 0u; ci < icg4; ci += 4u) {
                 let v = load4(xo + ci * xs.y, ci);
-                let f = fo + ci * fs.y;
-                for (var m = 0u; m < OCG; m++) {
-                    let fm = f + min(m0 + m, last) * fs.x;
-                    acc[m] += v.x * f32(filt[fm]) + v.y * f32(filt[fm + fs.y])
-                        + v.z * f32(filt[fm + 2u * fs.y]) + v.w * f32(filt[fm + 3u * fs.y]);
+                let t = to + ci * rows;
+                for (var j = 0u; j < OCG4; j++) {
+                    acc[j] += v.x * wt[t + j] + v.y * wt[t + rows + j]
+                        + v.z * wt[t + 2u * rows + j] + v.w * wt[t + 3u * rows + j];
                 }
             }
             for (var ci = icg4; ci < icg; ci++) {
                 let v = load1(xo + ci * xs.y, ci);
-                let f = fo + ci * fs.y;
-                for (var m = 0u; m < OCG; m++) {
-                    acc[m] += v * f32(filt[f + min(m0 + m, last) * fs.x]);
+                let t = to + ci * rows;
+                for (var j = 0u; j < OCG4; j++) {
+                    acc[j] += v * wt[t + j];
                 }
             }
         }
@@ -89,6 +93,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         if params.nhwc == 0u {
             i = (n * params.oc + c) * params.ohw + q;
         }
-        y[i] = T(act(acc[m] + residual(i)));
+        y[i] = T(act(acc[m / 4u][m % 4u] + residual(i)));
     }
 }
