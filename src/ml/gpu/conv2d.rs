@@ -496,9 +496,9 @@ fn narrow(
 
 /// A filter (`bytes` of `dt`, in `o`'s filter layout, one group) as
 /// `conv2d_narrow.wgsl` reads it: for tap t = ky * kw + kx and input
-/// channel ci a row of float32 values, run r of `run` output channels at r
-/// * runp, runp being `run` rounded up to 4, zero past the last channel.
-/// Returns the table (float32 bits) and the row's length.
+/// channel ci a row of float32 values holding run r of `run` output
+/// channels from r times `run` rounded up to 4, zero past the last
+/// channel. Returns the table (float32 bits) and the row's length.
 fn narrow_filter(
     bytes: &[u8],
     dt: DataType,
