@@ -132,6 +132,7 @@ impl GraphBuilder {
             activations: Vec::new(),
             input_scale: false,
             residual: false,
+            input_upsample: None,
         });
         Ok(outs)
     }

@@ -7,10 +7,19 @@
 //! excitation) becomes its input scale; a depthwise conv2d read only by a
 //! 1x1 conv2d becomes one `Op::DepthwisePointwise` node with it; and the
 //! gate's own chain (global average pool, then one or two 1x1 convolutions
-//! with their activations) becomes one `Op::SqueezeExcite` node. float16
+//! with their activations) becomes one `Op::SqueezeExcite` node; a
+//! nearest-neighbour upsample by integer factors read only by a conv2d
+//! becomes that conv's input upsample (`fuse/upsample.rs`); and a channel
+//! concat read only by a conv2d becomes a chain of convolutions, one per
+//! concatenated operand (`fuse/concat.rs`). float16
 //! graphs fuse the same way: the fused kernels keep intermediate values in
 //! float32 where the separate nodes rounded them to float16, which both
 //! contexts do alike.
+
+mod concat;
+mod upsample;
+
+pub(crate) use upsample::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
 
 use super::graph_ir::{GraphIr, Node, OperandId};
 use super::ops::{
@@ -20,10 +29,14 @@ use super::ops::{
 use super::shape::{conv_filter_ochw, nchw};
 
 /// Every fusion, activations first (so an `add` brings its own along, and
-/// a squeeze-and-excitation layer its activation).
+/// a squeeze-and-excitation layer its activation); concats split into
+/// chains of convolutions once residual adds are fused (a conv's residual
+/// goes on the chain's first conv, as the chain's last takes the chain);
+/// upsamples last, into the conv2d nodes that are left.
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    let ir = fuse_input_scales(fuse_residual_adds(fuse_activations(ir)));
-    fuse_squeeze_excite(fuse_depthwise_pointwise(ir))
+    let ir = concat::split_concats(fuse_residual_adds(fuse_activations(ir)));
+    let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));
+    upsample::fuse_upsamples(ir)
 }
 
 /// What each pass tracks while it walks the nodes in order: readers of each
@@ -282,6 +295,7 @@ fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
             activations: Vec::new(),
             input_scale: false,
             residual: false,
+            input_upsample: None,
         };
         keep[i] = own_pool;
         for &c in folded {

@@ -38,6 +38,10 @@ pub(crate) struct Node {
     /// Whether the last input is a residual: a tensor of the output's shape
     /// added to the op's result before the activations (a fused `add`).
     pub residual: bool,
+    /// conv2d only: the first input is read upsampled by these integer
+    /// factors along (height, width), nearest neighbour (input pixel
+    /// (y / sy, x / sx) at (y, x)), as if through a fused `resample2d`.
+    pub input_upsample: Option<[usize; 2]>,
 }
 
 impl Node {

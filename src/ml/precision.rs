@@ -187,6 +187,7 @@ impl<'a> Rewrite<'a> {
                 activations: node.activations.clone(),
                 input_scale: node.input_scale,
                 residual: node.residual,
+                input_upsample: node.input_upsample,
             });
         }
         for (name, id) in &old.outputs {
@@ -235,6 +236,7 @@ impl<'a> Rewrite<'a> {
                     activations: Vec::new(),
                     input_scale: false,
                     residual: false,
+                    input_upsample: None,
                 });
                 out
             }

@@ -370,7 +370,7 @@ fn conv_cases() -> Vec<ConvCase> {
         },
         ConvCase {
             name: "nhwc hwio 1x1 batch 3 wide",
-            input: [3, 24, 5, 3],
+            input: [3, 40, 5, 3],
             out_channels: 66,
             kernel: [1, 1],
             pad: Pad::Valid,
@@ -409,6 +409,82 @@ fn conv_cases() -> Vec<ConvCase> {
             filter: Oihw,
             ..BASE
         },
+        // The narrow kernel (one group, up to 8 outputs, all of a pixel's
+        // in one invocation): channels in runs of 4 (vector loads in NHWC)
+        // and not, odd widths, strides, dilations, batches, both layouts.
+        ConvCase {
+            name: "narrow: nhwc hwio 12 -> 3 (esrgan's last conv), odd width",
+            input: [1, 12, 9, 11],
+            out_channels: 3,
+            filter: Hwio,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow: nhwc ohwi 8 -> 1, stride 2, batch 2, relu",
+            input: [2, 8, 9, 7],
+            out_channels: 1,
+            strides: [2, 2],
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow: nhwc oihw 7 -> 2 (a 3-channel tail), dilation [1, 2]",
+            input: [1, 7, 8, 9],
+            out_channels: 2,
+            dilations: [1, 2],
+            filter: Oihw,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow: nchw oihw 8 -> 5, 5x5 stride [1, 2], asymmetric padding",
+            input: [1, 8, 7, 9],
+            out_channels: 5,
+            kernel: [5, 5],
+            strides: [1, 2],
+            pad: Pad::Explicit([2, 1, 0, 3]),
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow: nchw hwio 13 -> 8, batch 2, no bias, clamp",
+            input: [2, 13, 5, 7],
+            out_channels: 8,
+            filter: Hwio,
+            bias: false,
+            layout: Nchw,
+            act: Act::Clamp(-0.5, 0.5),
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow: nhwc ihwo 16 -> 3, 1x1",
+            input: [1, 16, 5, 9],
+            out_channels: 3,
+            kernel: [1, 1],
+            pad: Pad::Valid,
+            filter: Ihwo,
+            ..BASE
+        },
+        // Wider outputs over a short reduction (up to 32): the narrow
+        // kernel in runs of 8 channels, the last one partial.
+        ConvCase {
+            name: "narrow runs: nhwc ohwi 3 -> 20, 3x3 same s2 (an rgb stem), relu",
+            input: [2, 3, 9, 11],
+            out_channels: 20,
+            strides: [2, 2],
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "narrow runs: nchw oihw 3 -> 11, 3x3 valid dilation [2, 1]",
+            input: [1, 3, 9, 7],
+            out_channels: 11,
+            dilations: [2, 1],
+            pad: Pad::Valid,
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
     ]
 }
 
@@ -422,7 +498,7 @@ fn conv2d_matches_cpu() {
 #[test]
 fn conv2d_float16_matches_cpu() {
     let cases = conv_cases();
-    for i in [0, 3, 4, 9, 12, 17, 20, 21] {
+    for i in [0, 3, 4, 9, 12, 17, 20, 21, 23, 24, 25, 26, 27, 28, 29, 30] {
         check_conv(cases[i], DataType::Float16, 100 + i as u64);
     }
 }
@@ -446,8 +522,8 @@ fn conv2d_known_values() {
         },
         &[38., 48., 68., 78.],
     );
-    // Four output channels (the tiled kernel's path): channel k is
-    // (k + 1) times the filter above, with bias k.
+    // Four output channels (the narrow kernel's path, all four in one
+    // invocation): channel k is (k + 1) times the filter above, with bias k.
     known(
         "conv2d 4 channels",
         &[known_conv_input()],
@@ -505,6 +581,29 @@ fn conv2d_known_values() {
         },
         &[0. + 2. + 4. + 6., 10.],
     );
+    // Three outputs of four NHWC channels (the narrow kernel's vector
+    // loads), 1x1: the channel sum; c0 - c3 + 10; 2 c2 + 0.5.
+    let x: Vec<f32> = (1..=8).map(|v| v as f32).collect();
+    known(
+        "conv2d narrow nhwc 4 -> 3",
+        &[f32s(&[1, 1, 2, 4], &x)],
+        &|b, ins| {
+            let f = b
+                .constant_f32(
+                    &[3, 1, 1, 4],
+                    &[1., 1., 1., 1., 1., 0., 0., -1., 0., 0., 2., 0.],
+                )
+                .unwrap();
+            let bias = b.constant_f32(&[3], &[0., 10., 0.5]).unwrap();
+            let o = Conv2dOptions {
+                input_layout: InputLayout::Nhwc,
+                filter_layout: Conv2dFilterLayout::Ohwi,
+                ..Conv2dOptions::new()
+            };
+            b.conv2d(&ins[0], &f, Some(&bias), o).unwrap()
+        },
+        &[10., 7., 6.5, 26., 7., 14.5],
+    );
 }
 
 #[test]
@@ -542,14 +641,14 @@ struct FusionCase {
 /// Around a conv2d, a per-channel gate on its input (mul), a residual add on
 /// its output and a relu after that all fuse into the one conv node: the
 /// gate scales input channels as they are read, the residual is added
-/// before the activation. GEMM, grouped and depthwise kernels, both
+/// before the activation. GEMM, narrow, grouped and depthwise kernels, both
 /// layouts, operands on either side; GPU and CPU agree.
 #[test]
 fn conv2d_fusions_make_one_node() {
     let base = FusionCase {
         name: "",
         input: [1, 6, 7, 9],
-        out_channels: 8,
+        out_channels: 12,
         groups: 1,
         layout: InputLayout::Nhwc,
         gate: None,
@@ -563,7 +662,7 @@ fn conv2d_fusions_make_one_node() {
         FusionCase {
             name: "gemm nchw, r + conv",
             input: [2, 5, 6, 5],
-            out_channels: 5,
+            out_channels: 10,
             layout: InputLayout::Nchw,
             residual: Some(true),
             ..base
@@ -586,7 +685,7 @@ fn conv2d_fusions_make_one_node() {
         FusionCase {
             name: "gate * x, gemm nchw",
             input: [2, 5, 4, 6],
-            out_channels: 6,
+            out_channels: 10,
             layout: InputLayout::Nchw,
             gate: Some(true),
             residual: None,
@@ -604,6 +703,28 @@ fn conv2d_fusions_make_one_node() {
             name: "gate, wide-tile gemm nhwc + residual",
             input: [1, 6, 130, 270],
             gate: Some(false),
+            ..base
+        },
+        FusionCase {
+            name: "gate, narrow nhwc (vector loads) + residual",
+            input: [1, 8, 5, 7],
+            out_channels: 3,
+            gate: Some(false),
+            ..base
+        },
+        FusionCase {
+            name: "gate * x, narrow nchw, r + conv",
+            input: [2, 5, 4, 7],
+            out_channels: 5,
+            layout: InputLayout::Nchw,
+            gate: Some(true),
+            residual: Some(true),
+            ..base
+        },
+        FusionCase {
+            name: "narrow nhwc, 1 output + residual",
+            input: [1, 6, 5, 5],
+            out_channels: 1,
             ..base
         },
         FusionCase {
@@ -1270,4 +1391,31 @@ fn conv2d_large_image_folds_the_grid() {
             b.conv2d(&ins[0], &f, None, Conv2dOptions::new()).unwrap()
         },
     );
+}
+
+/// A filter that is an input, not a constant: the narrow kernel, which
+/// rearranges a constant filter at build, leaves it to the direct kernel
+/// (few outputs) and the implicit GEMM (a short reduction).
+#[test]
+fn conv2d_with_a_filter_input_matches_cpu() {
+    let mut rng = StdRng::seed_from_u64(17);
+    for (c, oc) in [(8, 3), (3, 12)] {
+        let xshape = [1, 5, 7, c];
+        let fshape = [oc, 3, 3, c];
+        let x = random(&mut rng, xshape.iter().product());
+        let f = random(&mut rng, fshape.iter().product());
+        compare(
+            &format!("conv2d {c} -> {oc} with a filter input"),
+            &[f32s(&xshape, &x), f32s(&fshape, &f)],
+            &|b, ins| {
+                let o = Conv2dOptions {
+                    padding: [1; 4],
+                    input_layout: InputLayout::Nhwc,
+                    filter_layout: Conv2dFilterLayout::Ohwi,
+                    ..Conv2dOptions::new()
+                };
+                b.conv2d(&ins[0], &ins[1], None, o).unwrap()
+            },
+        );
+    }
 }

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use wgnn::ml::Context;
+use wgnn::ml::{Context, OperandDescriptor, TensorDescriptor};
 use wgnn::models;
 
 /// (file, input height and width, builder nodes, nodes after fusion).
@@ -28,6 +28,48 @@ fn selfie_kernel_counts() {
             (written, fused),
             "{file}: (nodes written, nodes after fusion)"
         );
+    }
+}
+
+/// (model directory, builder nodes, nodes after fusion) of ESRGAN-slim
+/// (built for a 6x10 input). Each: its three relus fold into their convs,
+/// its three adds into the convs before them as residuals, and the nearest
+/// upsample into the last conv (`fuse/upsample.rs`), which reads through it
+/// (16 nodes before that). Its three channel concats, each read by a conv,
+/// become one more conv each (`fuse/concat.rs`: the conv splits in two), so
+/// the count stays: 15 kernels, all conv2d.
+const ESRGAN: [(&str, usize, usize); 3] = [("x2", 23, 15), ("x3", 23, 15), ("x4", 23, 15)];
+
+#[test]
+fn esrgan_kernel_counts() {
+    let ctx = Context::cpu();
+    for (dir, written, fused) in ESRGAN {
+        let path = common::root()
+            .join("assets/models/esrgan-slim")
+            .join(dir)
+            .join("model.json");
+        let g = models::load(path)
+            .unwrap()
+            .build(&ctx, Some((6, 10)))
+            .unwrap();
+        assert_eq!(
+            (g.written_node_count(), g.node_count()),
+            (written, fused),
+            "esrgan-slim {dir}: (nodes written, nodes after fusion)"
+        );
+        // The CPU context's profile names each node's op.
+        let tensor = |(name, d): (String, OperandDescriptor), writable: bool| {
+            let t = TensorDescriptor::new(d.data_type, d.shape);
+            let t = if writable { t.writable() } else { t.readable() };
+            (name, ctx.create_tensor(t).unwrap())
+        };
+        let input = tensor(g.inputs().remove(0), true);
+        let output = tensor(g.outputs().remove(0), false);
+        let profile = g
+            .profile(&ctx, &[(&input.0, &input.1)], &[(&output.0, &output.1)])
+            .unwrap();
+        let ops: Vec<&str> = profile.kernels.iter().map(|(op, _)| op.as_str()).collect();
+        assert_eq!(ops, ["conv2d"; 15], "esrgan-slim {dir}");
     }
 }
 

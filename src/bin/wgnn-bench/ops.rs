@@ -197,6 +197,10 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         // ESRGAN-slim (NHWC, 64 channels) at 960x540
         conv(f32, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"),
         conv(f32, true, s(540), s(960), 3, 64, 3, 1, 1, "esrgan head"),
+        // Its narrow convolutions: 64 -> 4 in each block, the last (SR)
+        // 12 -> 3 at the x2 output size.
+        conv(f32, true, s(540), s(960), 64, 4, 3, 1, 1, "esrgan 64->4"),
+        conv(f32, true, s(1080), s(1920), 12, 3, 3, 1, 1, "esrgan sr"),
         elementwise(s(1080), s(1920), 4),
         resample(s(128), s(128), 16),
     ];
@@ -248,6 +252,18 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
             1,
             1,
             "esrgan 5x5",
+        ));
+        v.push(conv(
+            DataType::Float16,
+            true,
+            s(1080),
+            s(1920),
+            12,
+            3,
+            3,
+            1,
+            1,
+            "esrgan sr",
         ));
         // Odd shapes, so that `rel diff` checks the tensor-core kernels'
         // edges: rows that are not whole 32-pixel runs, stride 2, two

@@ -265,6 +265,7 @@ mod tests {
                 activations: Vec::new(),
                 input_scale: false,
                 residual: false,
+                input_upsample: None,
             }],
             inputs: vec![("x".into(), 0)],
             outputs: vec![("y".into(), 1)],

@@ -37,7 +37,7 @@ pub(crate) use backend::{CpuBackend, CpuStorage};
 use epilogue::Epilogue;
 pub(crate) use reply::Pending;
 
-use super::ops::{BinaryOp, Op};
+use super::ops::{BinaryOp, InputLayout, Op};
 use super::types::{DataType, OperandDescriptor};
 use super::Profile;
 
@@ -97,11 +97,15 @@ pub(crate) struct CpuPlan {
 
 impl CpuPlan {
     pub fn new(ir: Arc<GraphIr>) -> CpuPlan {
+        // Constants no node reads (a filter fusion replaced with its
+        // slices) are not converted.
+        let uses = ir.use_counts();
         let constants = ir
             .operands
             .iter()
-            .map(|info| match &info.kind {
-                OperandKind::Constant(bytes) => {
+            .zip(uses)
+            .map(|(info, uses)| match &info.kind {
+                OperandKind::Constant(bytes) if uses > 0 => {
                     Some(Arc::new(Values::from_bytes(info.desc.data_type, bytes)))
                 }
                 _ => None,
@@ -146,6 +150,21 @@ impl CpuPlan {
             });
             if let Some(scaled) = &scaled {
                 args[0].0 = scaled;
+            }
+            // A fused input upsample: the conv reads the upsampled tensor,
+            // made here (the GPU kernels index through it instead).
+            let upsampled = match (&node.op, node.input_upsample) {
+                (Op::Conv2d(o), Some(s)) => {
+                    let axes = match o.input_layout {
+                        InputLayout::Nchw => [2, 3],
+                        InputLayout::Nhwc => [1, 2],
+                    };
+                    Some(resample::upsample_nearest(args[0], axes, s))
+                }
+                _ => None,
+            };
+            if let Some((v, d)) = &upsampled {
+                args[0] = (v, d);
             }
             let out_descs: Vec<&OperandDescriptor> =
                 node.outputs.iter().map(|&o| ir.desc(o)).collect();

@@ -53,6 +53,39 @@ pub(crate) fn resample2d(
     Values::F32(y)
 }
 
+/// `x` upsampled by integer factors `s` along the consecutive axes `axes`,
+/// nearest neighbour (output (y, x) is input (y / sy, x / sx)): what a
+/// conv2d with a fused input upsample reads. The fusion only takes
+/// resamples whose taps are exactly these.
+pub(crate) fn upsample_nearest(
+    (v, d): (&Values, &OperandDescriptor),
+    axes: [usize; 2],
+    s: [usize; 2],
+) -> (Values, OperandDescriptor) {
+    let x = v.f32();
+    let [ay, ax] = axes;
+    let (h, w) = (d.shape[ay], d.shape[ax]);
+    let (oh, ow) = (h * s[0], w * s[1]);
+    let inner: usize = d.shape[ax + 1..].iter().product();
+    let mut shape = d.shape.clone();
+    shape[ay] = oh;
+    shape[ax] = ow;
+    let out = OperandDescriptor::new(d.data_type, shape);
+    let mut y = vec![0.0f32; out.element_count()];
+    if !y.is_empty() {
+        y.par_chunks_mut(ow * inner)
+            .enumerate()
+            .for_each(|(row, dst)| {
+                let (b, iy) = (row / oh, row % oh / s[0]);
+                let src = &x[((b * h + iy) * w) * inner..][..w * inner];
+                for (ox, px) in dst.chunks_exact_mut(inner).enumerate() {
+                    px.copy_from_slice(&src[ox / s[1] * inner..][..inner]);
+                }
+            });
+    }
+    (Values::F32(y), out)
+}
+
 #[cfg(test)]
 mod tests {
     //! Whole-row resampling against a per-element blend of the same taps.

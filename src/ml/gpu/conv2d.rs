@@ -1,5 +1,7 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
-//! channels, else (depthwise) one invocation per output element. Layouts are
+//! channels, one invocation per output pixel when a single group has few
+//! (up to 8), else (depthwise, narrow groups) one invocation per output
+//! element. Layouts are
 //! not specialised in the shader text: the lowering passes element strides
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
@@ -7,17 +9,27 @@
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
+use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
 use crate::ml::graph_ir::Node;
-use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
+use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout, Op};
 use crate::ml::shape::{conv_filter_ochw, nchw};
 use crate::ml::types::{strides, DataType};
 
 const WG: u32 = 64;
 
-/// Output channels per group from which the implicit-GEMM kernel is used:
-/// below it (depthwise, narrow groups) most of a 64-channel tile would be
-/// idle, and the direct kernel does better.
-const GEMM_MIN_CHANNELS: usize = 4;
+// Below GEMM_MIN_OUTPUTS output channels a group (depthwise, narrow
+// groups) most of a 64-channel tile would be idle, and the direct kernel
+// does better; up to NARROW_MAX_OUTPUTS in one group, `conv2d_narrow.wgsl`
+// keeps each output pixel's channels in registers (`ml::fuse` holds both:
+// its upsample fusion depends on them).
+
+/// Reduction length (input channels x filter taps, one group) up to which
+/// the narrow kernel takes wider outputs too, in runs of
+/// NARROW_MAX_OUTPUTS channels: each invocation reads the few input values
+/// of its window once, where a GEMM tile's loads and barriers are mostly
+/// overhead for so short a reduction (ESRGAN's RGB stem, 3 -> 64 3x3 at
+/// 960x540, K = 27: 0.24 ms on the wide GEMM tiles of an H100).
+const NARROW_MAX_REDUCTION: usize = 32;
 /// Output channels of a tile of either implicit-GEMM kernel.
 const GEMM_TILE_CHANNELS: usize = 64;
 /// Output pixels of a tile: 64 in `conv2d_gemm.wgsl`, 128 in
@@ -56,7 +68,7 @@ kernel_params! {
         kdim: u32,
         channel_tiles: u32,
         ocp: u32,
-        _pad: [u32; 2],
+        upsample: [u32; 2],
     }
 }
 
@@ -232,7 +244,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let xd = l.ir.desc(x).clone();
     let fd = l.ir.desc(f).clone();
     let yd = l.ir.desc(y).clone();
+    // A fused upsample: the conv sees the input sy x sx times as large.
+    let up = node.input_upsample.unwrap_or([1, 1]);
     let [_, _, h, w] = nchw(o.input_layout, shape4(&xd.shape));
+    let [h, w] = [h * up[0], w * up[1]];
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
     let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
     let total = yd.element_count();
@@ -260,10 +275,21 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         kdim: (icg * kh * kw) as u32,
         channel_tiles: channel_tiles as u32,
         ocp: 0,
-        _pad: [0; 2],
+        upsample: u32s(up),
     };
     let has_bias = node.op_inputs().len() > 2;
     let (has_scale, has_residual) = (node.input_scale, node.residual);
+    // Fusion leaves an upsample only on convolutions the narrow and direct
+    // kernels can take, which read through it; the others cannot.
+    if node.input_upsample.is_some() {
+        if !pixel_by_pixel(o.groups, ocg) {
+            return Err(crate::error::Error::invalid(format!(
+                "conv2d of {}: an upsampled input needs the narrow or direct kernel",
+                l.ir.label(x)
+            )));
+        }
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
     // with a constant filter (pre-transposed here, once), input group
     // channels in runs of 16 and no input scale (A goes from memory to the
@@ -305,41 +331,63 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             });
         }
     }
-    if ocg >= GEMM_MIN_CHANNELS {
-        // Pixel tiles of a large image can pass the 65535 workgroups a grid
-        // dimension allows, so they are folded over x and (with the channel
-        // tiles) y.
-        let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
-        let gemm = if !wide {
-            Gemm::Tile64
-        } else {
-            // Channel stride 1: NHWC.
-            Gemm::Wide {
-                along_k: params.x_strides[1] == 1,
-            }
-        };
-        let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
-        let x_tiles = pixel_tiles.min(65535);
-        let source = gemm.source();
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &source,
-            spec: gemm.spec(has_bias, has_scale, has_residual),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&params),
-            table: None,
-            inputs: node.inputs.clone(),
-            outputs: vec![y],
-            workgroups: [
-                x_tiles as u32,
-                (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
-                o.groups as u32,
-            ],
-            workgroup_size: 256,
-        });
+    if pixel_by_pixel(o.groups, ocg) {
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
+    if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION && l.ir.constant(f).is_some() {
+        return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
+    }
+    // Pixel tiles of a large image can pass the 65535 workgroups a grid
+    // dimension allows, so they are folded over x and (with the channel
+    // tiles) y.
+    let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
+    let gemm = if !wide {
+        Gemm::Tile64
+    } else {
+        // Channel stride 1: NHWC.
+        Gemm::Wide {
+            along_k: params.x_strides[1] == 1,
+        }
+    };
+    let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
+    let x_tiles = pixel_tiles.min(65535);
+    let source = gemm.source();
+    l.kernel(Kernel {
+        label: "conv2d".into(),
+        source: &source,
+        spec: gemm.spec(has_bias, has_scale, has_residual),
+        output_type: yd.data_type,
+        input_type: xd.data_type,
+        activations: &node.activations,
+        params: Kernel::params(&params),
+        table: None,
+        inputs: node.inputs.clone(),
+        outputs: vec![y],
+        workgroups: [
+            x_tiles as u32,
+            (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
+            o.groups as u32,
+        ],
+        workgroup_size: 256,
+    })
+}
+
+/// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
+/// outputs and a constant filter, else the direct one.
+fn pixel_kernel(
+    l: &mut Lowering,
+    node: &Node,
+    params: Params,
+    ocg: usize,
+    (has_bias, has_scale, has_residual): (bool, bool, bool),
+) -> Result<()> {
+    let constant_filter = l.ir.constant(node.inputs[1]).is_some();
+    if params.oc as usize == ocg && ocg <= NARROW_MAX_OUTPUTS && constant_filter {
+        return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
+    }
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    let (xd, yd) = (l.ir.desc(x).clone(), l.ir.desc(y).clone());
+    let total = params.total as usize;
     let source = format!(
         "{}{}",
         include_str!("conv2d_params.wgsl"),
@@ -359,6 +407,131 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         workgroups: grid(total, WG),
         workgroup_size: WG,
     })
+}
+
+/// `conv2d_narrow.wgsl`: one invocation per output pixel and run of up to
+/// [`NARROW_MAX_OUTPUTS`] of the `ocg` output channels, in registers. The direct kernel, one invocation per output
+/// value, re-reads every input value for each output channel, with scalar
+/// loads; a 64-channel GEMM tile leaves all but `ocg` of its columns idle.
+/// ESRGAN's last conv (12 -> 3, 3x3 at 1920x1080) took 1.3-1.6 ms on the
+/// direct kernel on an H100: 2M pixels x 3 outputs, each reading 108 input
+/// values. The filter travels as [`narrow_filter`]'s table (a constant
+/// filter, rearranged once at build): one vector load of it serves four
+/// output channels, where the filter as it is took one scalar load each.
+fn narrow(
+    l: &mut Lowering,
+    node: &Node,
+    params: Params,
+    ocg: usize,
+    has_bias: bool,
+    (has_scale, has_residual): (bool, bool),
+) -> Result<()> {
+    let Op::Conv2d(o) = &node.op else {
+        unreachable!("the narrow kernel lowers conv2d nodes")
+    };
+    let (x, f) = (node.inputs[0], node.inputs[1]);
+    let xd = l.ir.desc(x).clone();
+    let yd = l.ir.desc(node.outputs[0]).clone();
+    let fd = l.ir.desc(f).clone();
+    let run = ocg.min(NARROW_MAX_OUTPUTS);
+    let bytes = l.ir.constant(f).cloned().unwrap_or_default();
+    let (table, row) = narrow_filter(&bytes, fd.data_type, o, shape4(&fd.shape), run);
+    // Channels adjacent (NHWC) in runs of 4: every run starts at a multiple
+    // of 4 elements, so the input can be bound as vectors.
+    let vec4 = params.x_strides[1] == 1 && params.icg % 4 == 0;
+    let scales = "vec4<f32>(in_scale(c), in_scale(c + 1u), in_scale(c + 2u), in_scale(c + 3u))";
+    let loads = if vec4 {
+        format!(
+            "@group(0) @binding(1) var<storage, read> x: array<vec4<TI>>;\n\
+             fn load4(o: u32, c: u32) -> vec4<f32> {{ return vec4<f32>(x[o / 4u]) * {scales}; }}\n\
+             fn load1(o: u32, c: u32) -> f32 {{ return f32(x[o / 4u][o % 4u]) * in_scale(c); }}\n"
+        )
+    } else {
+        format!(
+            "@group(0) @binding(1) var<storage, read> x: array<TI>;\n\
+             fn load4(o: u32, c: u32) -> vec4<f32> {{\n\
+             \x20   let s = params.x_strides.y;\n\
+             \x20   return vec4<f32>(f32(x[o]), f32(x[o + s]), f32(x[o + 2u * s]), f32(x[o + 3u * s])) * {scales};\n\
+             }}\n\
+             fn load1(o: u32, c: u32) -> f32 {{ return f32(x[o]) * in_scale(c); }}\n"
+        )
+    };
+    let source = format!(
+        "{}{}",
+        include_str!("conv2d_params.wgsl"),
+        include_str!("conv2d_narrow.wgsl")
+    );
+    let [gx, gy, _] = grid(params.pixels as usize, WG);
+    // No filter binding: the table follows the output.
+    let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual);
+    let mut inputs = vec![x];
+    inputs.extend(node.op_inputs().get(2));
+    inputs.extend(node.input_scale());
+    inputs.extend(node.residual());
+    l.kernel(Kernel {
+        label: "conv2d".into(),
+        source: &source,
+        spec: Specialization::new()
+            .u32("OCG", run as u32)
+            .u32("OCG4", run.div_ceil(4) as u32)
+            .code(&loads)
+            .code(&bindings)
+            .code(&format!(
+                "@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;"
+            )),
+        output_type: yd.data_type,
+        input_type: xd.data_type,
+        activations: &node.activations,
+        params: Kernel::params(&Params {
+            ocp: row as u32,
+            ..params
+        }),
+        table: Some(table),
+        inputs,
+        outputs: vec![node.outputs[0]],
+        workgroups: [gx, gy, ocg.div_ceil(run) as u32],
+        workgroup_size: WG,
+    })
+}
+
+/// A filter (`bytes` of `dt`, in `o`'s filter layout, one group) as
+/// `conv2d_narrow.wgsl` reads it: for tap t = ky * kw + kx and input
+/// channel ci a row of float32 values holding run r of `run` output
+/// channels from r times `run` rounded up to 4, zero past the last
+/// channel. Returns the table (float32 bits) and the row's length.
+fn narrow_filter(
+    bytes: &[u8],
+    dt: DataType,
+    o: &Conv2dOptions,
+    shape: [usize; 4],
+    run: usize,
+) -> (Vec<u32>, usize) {
+    let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
+    let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
+    let runp = run.next_multiple_of(4);
+    let row = oc.div_ceil(run) * runp;
+    let value = |at: usize| match dt {
+        DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
+        _ => f32::from_le_bytes([
+            bytes[4 * at],
+            bytes[4 * at + 1],
+            bytes[4 * at + 2],
+            bytes[4 * at + 3],
+        ]),
+    };
+    let mut t = vec![0u32; kh * kw * icg * row];
+    for ky in 0..kh {
+        for kx in 0..kw {
+            for ci in 0..icg {
+                let start = ((ky * kw + kx) * icg + ci) * row;
+                for m in 0..oc {
+                    let at = m * fs[0] + ci * fs[1] + ky * fs[2] + kx * fs[3];
+                    t[start + m / run * runp + m % run] = value(at).to_bits();
+                }
+            }
+        }
+    }
+    (t, row)
 }
 
 #[cfg(test)]

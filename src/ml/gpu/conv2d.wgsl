@@ -60,7 +60,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             if ix < 0 || ix >= w {
                 continue;
             }
-            let xo = xbase + u32(iy) * xs.z + u32(ix) * xs.w;
+            let xo = xbase + u32(iy) / params.upsample.x * xs.z + u32(ix) / params.upsample.y * xs.w;
             let fo = fbase + ky * fs.z + kx * fs.w;
             for (var ci = 0u; ci < icg; ci++) {
                 acc += f32(x[xo + ci * xs.y]) * in_scale(cbase + ci) * f32(filt[fo + ci * fs.y]);

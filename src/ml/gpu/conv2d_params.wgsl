@@ -25,6 +25,7 @@ struct Params {
     ohw: u32,
     // 1 where input and output are NHWC.
     nhwc: u32,
+    // The input's extent as the convolution sees it (upsampled).
     h: u32,
     w: u32,
     // Input channels per group.
@@ -34,8 +35,13 @@ struct Params {
     // Channel tiles per group (the GEMM grid's y is pixel tiles past 65535
     // times these).
     channel_tiles: u32,
-    // Output channels per group of the filter pre-transposed at build (a
-    // multiple of 64; 0 where the kernel reads the filter as it is).
+    // The row length of a filter pre-transposed at build: output channels
+    // per group padded to a multiple of 64 (tensor cores), or the narrow
+    // kernel's runs padded to 4; 0 where the kernel reads the filter as it is.
     ocp: u32,
+    // (sy, sx): the direct and narrow kernels read input pixel
+    // (y / sy, x / sx) at (y, x) of an input h x w (a fused nearest
+    // upsample; 1, 1 without). The GEMM kernels take none.
+    upsample: vec2<u32>,
 }
 

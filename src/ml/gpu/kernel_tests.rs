@@ -159,13 +159,19 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// conv2d problems that pick each kernel: (channels, output channels,
 /// groups, spatial size, filter size). The wide one has 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
-/// last takes the direct tensor-core kernel in float16 NHWC (16 input
-/// channels a group, 48 output channels: a padded 64-channel tile).
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 4] = [
-    (4, 4, 4, 6, 3),   // depthwise: the direct kernel
-    (8, 8, 1, 6, 3),   // 64 x 64 tiles
-    (4, 8, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 5, 3), // direct tensor-core tiles, two groups
+/// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
+/// channels a group, 48 output channels: a padded 64-channel tile); the
+/// last three the narrow kernel (one group, few outputs, or many over a
+/// short reduction), with channels in runs of 4 (vector loads in NHWC) and
+/// not.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 7] = [
+    (4, 4, 4, 6, 3),     // depthwise: the direct kernel
+    (8, 12, 1, 6, 3),    // 64 x 64 tiles
+    (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
+    (32, 96, 2, 5, 3),   // direct tensor-core tiles, two groups
+    (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
+    (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
+    (3, 20, 1, 5, 3),    // narrow in runs of 8 outputs (a short reduction)
 ];
 
 /// One conv2d graph of the zoo.
@@ -441,6 +447,40 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                         ir,
                     );
                 }
+            }
+        }
+    }
+    // A nearest x2 upsample folded into the narrow and direct kernels.
+    for dt in FLOATS {
+        for layout in layouts {
+            for (c, oc, groups) in [(12, 3, 1), (4, 4, 4)] {
+                let ir = graph(ctx, |b| {
+                    let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 3, 5])))?;
+                    let axes = match layout {
+                        InputLayout::Nchw => [2, 3],
+                        InputLayout::Nhwc => [1, 2],
+                    };
+                    let up = b.resample2d(
+                        &x,
+                        Resample2dOptions {
+                            scales: [2.0, 2.0],
+                            axes,
+                            ..Resample2dOptions::default()
+                        },
+                    )?;
+                    let f = zeros(b, dt, &[oc, c / groups, 3, 3]);
+                    let o = Conv2dOptions {
+                        groups,
+                        input_layout: layout,
+                        ..Conv2dOptions::new()
+                    };
+                    b.conv2d(&up, &f, None, o)
+                });
+                assert!(ir.nodes.iter().all(|n| n.input_upsample == Some([2, 2])));
+                add(
+                    format!("conv2d {dt} {layout:?} {c}->{oc} groups {groups} upsampled"),
+                    ir,
+                );
             }
         }
     }
@@ -992,6 +1032,8 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
+        ("narrow vector", "x: array<vec4<TI>>"),
+        ("narrow", "conv2d with few output channels"),
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
@@ -1048,7 +1090,15 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
     );
     assert_eq!(
         conv_kernels.into_iter().collect::<Vec<_>>(),
-        ["64x64", "direct", "tensor cores", "wide", "wide along k"]
+        [
+            "64x64",
+            "direct",
+            "narrow",
+            "narrow vector",
+            "tensor cores",
+            "wide",
+            "wide along k"
+        ]
     );
     assert!(
         seen.len() >= 200,

@@ -100,8 +100,11 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
 impl GpuPlan {
     pub fn compile(gpu: &Gpu, ir: &GraphIr) -> Result<GpuPlan> {
         let mut l = Lowering::new(gpu, ir);
+        // Constants no node reads (a filter fusion replaced with its
+        // slices) are not uploaded.
+        let uses = ir.use_counts();
         for (id, info) in ir.operands.iter().enumerate() {
-            if let OperandKind::Constant(bytes) = &info.kind {
+            if let (OperandKind::Constant(bytes), true) = (&info.kind, uses[id] > 0) {
                 l.constant(id, bytes)?;
             }
         }
