@@ -51,6 +51,10 @@ $B pipeline --precision f16 2>&1 | tee -a "$OUT/pipeline.txt"
 echo "WGNN_UPLOAD_RING=0:" | tee -a "$OUT/pipeline.txt"
 WGNN_UPLOAD_RING=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
 $B interop 2>&1 | tee "$OUT/interop.txt"
+# A 1080p frame in a DMA-BUF imported against the same frame uploaded
+# (issue 19): bytes uploaded per frame and host ms on each path.
+$B import --format NV12 2>&1 | tee "$OUT/import.txt"
+$B import --format RGBA 2>&1 | tee -a "$OUT/import.txt"
 python3 benches/anchors/models_torch.py --io /tmp/wgnn-io --pipeline --json "$OUT/torch.json" 2>&1 |
     tee "$OUT/torch.txt"
 python3 benches/anchors/conv2d_torch.py 2>&1 | tee -a "$OUT/torch.txt"
