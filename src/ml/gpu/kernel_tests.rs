@@ -160,7 +160,9 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// groups, spatial size, filter size). The wide one has 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// last takes the direct tensor-core kernel in float16 NHWC (16 input
-/// channels a group, 48 output channels: a padded 64-channel tile).
+/// channels a group, 48 output channels: a padded 64-channel tile). In
+/// float32 NHWC all but the depthwise one take conv2d_gemm_vec.wgsl (64- and
+/// 128-pixel tiles).
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 4] = [
     (4, 4, 4, 6, 3),   // depthwise: the direct kernel
     (8, 8, 1, 6, 3),   // 64 x 64 tiles
@@ -993,6 +995,10 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
+        // conv2d_gemm_vec.wgsl's tiles: both buffers' vec4s of A, 2 x 8 x
+        // (TM / 4 + 1).
+        ("vec4 x 128", "const A_TILE: u32 = 528u;"),
+        ("vec4 x 64", "const A_TILE: u32 = 272u;"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
         ("tensor cores", "coopMultiplyAdd"),
@@ -1048,7 +1054,15 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
     );
     assert_eq!(
         conv_kernels.into_iter().collect::<Vec<_>>(),
-        ["64x64", "direct", "tensor cores", "wide", "wide along k"]
+        [
+            "64x64",
+            "direct",
+            "tensor cores",
+            "vec4 x 128",
+            "vec4 x 64",
+            "wide",
+            "wide along k"
+        ]
     );
     assert!(
         seen.len() >= 200,
