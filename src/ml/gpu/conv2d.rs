@@ -420,55 +420,70 @@ mod tests {
 
     /// Each filter value is its own OIHW index; the table must hold, for
     /// group g, tap t and input channel ci, the group's output channels in
-    /// a row of 64, zero past them.
+    /// a row of 64, zero past them, and zero rows past the reduction: in
+    /// float16 (the tensor-core kernel's, rows exactly the reduction) and
+    /// float32 (conv2d_gemm_vec.wgsl's, rows padded to its 8-row slice).
     #[test]
-    fn the_tensor_core_filter_is_rows_of_output_channels_per_tap_and_input_channel() {
-        let (oc, icg, k, groups) = (6, 2, 3, 2);
+    fn the_transposed_filter_is_rows_of_output_channels_per_tap_and_input_channel() {
+        let (oc, icg, k, groups): (usize, usize, usize, usize) = (6, 2, 3, 2);
         let ocg = oc / groups;
-        for layout in [Conv2dFilterLayout::Oihw, Conv2dFilterLayout::Ohwi] {
-            let shape = match layout {
-                Conv2dFilterLayout::Oihw => [oc, icg, k, k],
-                _ => [oc, k, k, icg],
-            };
-            let value = |o: usize, i: usize, y: usize, x: usize| ((o * icg + i) * k + y) * k + x;
-            let mut bytes = vec![0u8; 2 * oc * icg * k * k];
-            for o in 0..oc {
-                for i in 0..icg {
-                    for y in 0..k {
-                        for x in 0..k {
-                            let at = match layout {
-                                Conv2dFilterLayout::Oihw => value(o, i, y, x),
-                                _ => ((o * k + y) * k + x) * icg + i,
-                            };
-                            let h = half::f16::from_f32(value(o, i, y, x) as f32);
-                            bytes[2 * at..2 * at + 2].copy_from_slice(&h.to_le_bytes());
+        let kdim = k * k * icg;
+        for (es, rows) in [(2, kdim), (4, kdim.next_multiple_of(8))] {
+            for layout in [Conv2dFilterLayout::Oihw, Conv2dFilterLayout::Ohwi] {
+                let shape = match layout {
+                    Conv2dFilterLayout::Oihw => [oc, icg, k, k],
+                    _ => [oc, k, k, icg],
+                };
+                let value =
+                    |o: usize, i: usize, y: usize, x: usize| ((o * icg + i) * k + y) * k + x;
+                let mut bytes = vec![0u8; es * oc * icg * k * k];
+                for o in 0..oc {
+                    for i in 0..icg {
+                        for y in 0..k {
+                            for x in 0..k {
+                                let at = es
+                                    * match layout {
+                                        Conv2dFilterLayout::Oihw => value(o, i, y, x),
+                                        _ => ((o * k + y) * k + x) * icg + i,
+                                    };
+                                let v = value(o, i, y, x) as f32;
+                                if es == 2 {
+                                    let h = half::f16::from_f32(v).to_le_bytes();
+                                    bytes[at..at + 2].copy_from_slice(&h);
+                                } else {
+                                    bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                                }
+                            }
                         }
                     }
                 }
-            }
-            let o = Conv2dOptions {
-                groups,
-                filter_layout: layout,
-                ..Conv2dOptions::new()
-            };
-            let words = transposed_filter(&bytes, 2, &o, shape, k * k * icg, 64);
-            let halves: Vec<f32> = words
-                .iter()
-                .flat_map(|w| [*w as u16, (*w >> 16) as u16])
-                .map(|h| half::f16::from_bits(h).to_f32())
-                .collect();
-            assert_eq!(halves.len(), groups * k * k * icg * 64);
-            for g in 0..groups {
-                for t in 0..k * k {
-                    for ci in 0..icg {
+                let o = Conv2dOptions {
+                    groups,
+                    filter_layout: layout,
+                    ..Conv2dOptions::new()
+                };
+                let words = transposed_filter(&bytes, es, &o, shape, rows, 64);
+                let values: Vec<f32> = if es == 2 {
+                    words
+                        .iter()
+                        .flat_map(|w| [*w as u16, (*w >> 16) as u16])
+                        .map(|h| half::f16::from_bits(h).to_f32())
+                        .collect()
+                } else {
+                    words.iter().map(|w| f32::from_bits(*w)).collect()
+                };
+                assert_eq!(values.len(), groups * rows * 64);
+                for g in 0..groups {
+                    for row in 0..rows {
+                        let (t, ci) = (row / icg, row % icg);
                         for m in 0..64 {
-                            let got = halves[((g * k * k + t) * icg + ci) * 64 + m];
-                            let want = if m < ocg {
+                            let got = values[(g * rows + row) * 64 + m];
+                            let want = if m < ocg && row < kdim {
                                 value(g * ocg + m, ci, t / k, t % k) as f32
                             } else {
                                 0.0
                             };
-                            assert_eq!(got, want, "{layout:?} g{g} t{t} ci{ci} m{m}");
+                            assert_eq!(got, want, "{es} {layout:?} g{g} row{row} m{m}");
                         }
                     }
                 }

@@ -45,9 +45,8 @@ const RS: u32 = TM / 4u + 1u;
 var<workgroup> tile_a: array<vec4<f32>, A_TILE>;
 // [buffer][k][channel / 4], 2 x TK x TN / 4.
 var<workgroup> tile_b: array<vec4<f32>, B_TILE>;
-// x's loads per invocation per slice (a slice of A is TM x 2 vec4) and the
-// filter's (TK x TN / 4 vec4).
-const NA: u32 = 2u * TM / WG;
+// The filter's loads per invocation per slice (TK x TN / 4 vec4): 1 or 2.
+// x's are always two (TM x 2 vec4, and WG = TM), so they are written out.
 const NB: u32 = TK * TN / 4u / WG;
 
 // Writes 4 adjacent output channels m .. m + 3 of group g at pixel pp, if
@@ -58,19 +57,23 @@ fn store_v4(pp: u32, m: u32, g: u32, v: vec4<f32>) {
     }
     let mo = g * params.ocg + m;
     let at = pp * params.oc + mo;
-    var o: vec4<f32>;
-    for (var j = 0u; j < 4u; j++) {
-        o[j] = act(v[j] + bias(mo + j) + residual(at + j));
-    }
+    let o = vec4<f32>(
+        act(v.x + bias(mo) + residual(at)),
+        act(v.y + bias(mo + 1u) + residual(at + 1u)),
+        act(v.z + bias(mo + 2u) + residual(at + 2u)),
+        act(v.w + bias(mo + 3u) + residual(at + 3u)),
+    );
     y[at / 4u] = vec4<T>(o);
 }
 
-// The loaders of x: each invocation's NA pixels (row, column of the window's
-// origin, and the offset of its image and group in vec4s, u32 max past the
-// last pixel), and its position along k.
-var<private> oy: vec4<i32>;
-var<private> ox: vec4<i32>;
-var<private> ob: vec4<u32>;
+// The group's first input channel.
+var<private> c0: u32;
+// The loaders of x: each invocation's two pixels (row and column of the
+// window's origin, and the offset of its image and group in vec4s, u32 max
+// past the last pixel), and its position along k.
+var<private> oy: vec2<i32>;
+var<private> ox: vec2<i32>;
+var<private> ob: vec2<u32>;
 var<private> ci4: u32;
 var<private> kx: u32;
 var<private> ky: u32;
@@ -89,33 +92,49 @@ fn advance(n: u32) {
     }
 }
 
-// This invocation's NA vec4 of x at its position along k (zero outside the
-// input and past the reduction: ky == kh there).
-fn load_x() -> array<vec4<f32>, 4> {
-    var r: array<vec4<f32>, 4>;
-    let h = params.h;
-    let w = params.w;
-    let row4 = params.x_strides.z / 4u;
-    let px4 = params.x_strides.w / 4u;
+struct A2 {
+    a0: vec4<f32>,
+    a1: vec4<f32>,
+}
+
+// The vec4 of x at input row iy, column ix of the pixel whose image and
+// group start at ob, if it exists (else 0).
+fn tap4(iy: i32, ix: i32, ob: u32, ok: bool) -> vec4<f32> {
+    if ok && ob != 0xffffffffu && u32(iy) < params.h && u32(ix) < params.w {
+        return vec4<f32>(x[ob + u32(iy) * (params.x_strides.z / 4u)
+            + u32(ix) * (params.x_strides.w / 4u) + ci4]);
+    }
+    return vec4<f32>(0.0);
+}
+
+// This invocation's two vec4 of x at its position along k (zero outside
+// the input and past the reduction: ky == kh there), input-scaled.
+fn load_x() -> A2 {
     let dy = i32(ky * params.dilation.x);
     let dx = i32(kx * params.dilation.y);
     let in_k = ky < params.filter_size.x;
-    let c = 4u * ci4;
-    let s = vec4<f32>(in_scale(c0 + c), in_scale(c0 + c + 1u), in_scale(c0 + c + 2u),
-        in_scale(c0 + c + 3u));
-    for (var j = 0u; j < NA; j++) {
-        let iy = oy[j] + dy;
-        let ix = ox[j] + dx;
-        r[j] = vec4<f32>(0.0);
-        if in_k && ob[j] != 0xffffffffu && u32(iy) < h && u32(ix) < w {
-            r[j] = vec4<f32>(x[ob[j] + u32(iy) * row4 + u32(ix) * px4 + ci4]) * s;
-        }
-    }
-    return r;
+    let c = c0 + 4u * ci4;
+    let s = vec4<f32>(in_scale(c), in_scale(c + 1u), in_scale(c + 2u), in_scale(c + 3u));
+    return A2(tap4(oy.x + dy, ox.x + dx, ob.x, in_k) * s,
+        tap4(oy.y + dy, ox.y + dx, ob.y, in_k) * s);
 }
 
-// The group's first input channel.
-var<private> c0: u32;
+// Stores a vec4 of x (reduction rows 4 kq .. + 3 of pixel pl) into the
+// buffer of tile_a at ab.
+fn put_a(ab: u32, kq: u32, pl: u32, v: vec4<f32>) {
+    let at = ab + 4u * kq * RS + pl / 4u;
+    let q = pl % 4u;
+    tile_a[at][q] = v.x;
+    tile_a[at + RS][q] = v.y;
+    tile_a[at + 2u * RS][q] = v.z;
+    tile_a[at + 3u * RS][q] = v.w;
+}
+
+// The filter table's vec4 e of the slice from row `row0` (row e / (TN / 4),
+// column e % (TN / 4)).
+fn load_b(wbase: u32, ocp4: u32, row0: u32, e: u32) -> vec4<f32> {
+    return wt[wbase + (row0 + e / (TN / 4u)) * ocp4 + e % (TN / 4u)];
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -128,14 +147,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let warp = lid / 32u;
     c0 = g * params.icg;
 
-    // Loading role for x: k run kq (of the 2 in a slice) of pixels
-    // pl(j) = 16 (warp + WG / 32 j) + lane % 16, so that a subgroup reads
+    // Loading role for x: k run kq (of the 2 in a slice) of pixels pl0 =
+    // 16 warp + lane % 16 and pl1 = pl0 + TM / 2, so that a subgroup reads
     // 32 bytes of each of 16 pixels and its scalar stores into tile_a fill
     // all 32 banks.
     let kq = lane / 16u;
-    for (var j = 0u; j < NA; j++) {
-        let pl = 16u * (warp + (WG / 32u) * j) + lane % 16u;
-        let p = p0 + pl;
+    let pl0 = 16u * warp + lane % 16u;
+    let pl1 = pl0 + TM / 2u;
+    for (var j = 0u; j < 2u; j++) {
+        let p = p0 + select(pl0, pl1, j == 1u);
         let r = p % params.ohw;
         oy[j] = i32((r / params.ow) * params.stride.x) - i32(params.padding.x);
         ox[j] = i32((r % params.ow) * params.stride.y) - i32(params.padding.y);
@@ -146,8 +166,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     kx = 0u;
     ky = 0u;
     advance(kq);
-    // Loading role for the filter: vec4 e = lid + WG i of a slice, at row
-    // e / (TN / 4), column e % (TN / 4).
+    // Loading role for the filter: vec4s lid and (if NB is 2) lid + WG of a
+    // slice.
     let kpad = (params.kdim + TK - 1u) / TK * TK;
     let ocp4 = params.ocp / 4u;
     let wbase = g * kpad * ocp4 + m0 / 4u;
@@ -175,19 +195,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
     // Slice 0 into buffer 0.
     var na = load_x();
-    var nb: array<vec4<f32>, 4>;
-    for (var i = 0u; i < NB; i++) {
-        let e = lid + WG * i;
-        nb[i] = wt[wbase + (e / (TN / 4u)) * ocp4 + e % (TN / 4u)];
+    var nb0 = load_b(wbase, ocp4, 0u, lid);
+    var nb1 = vec4<f32>(0.0);
+    if NB > 1u {
+        nb1 = load_b(wbase, ocp4, 0u, lid + WG);
     }
-    for (var j = 0u; j < NA; j++) {
-        let pl = 16u * (warp + (WG / 32u) * j) + lane % 16u;
-        for (var i = 0u; i < 4u; i++) {
-            tile_a[(4u * kq + i) * RS + pl / 4u][pl % 4u] = na[j][i];
-        }
-    }
-    for (var i = 0u; i < NB; i++) {
-        tile_b[lid + WG * i] = nb[i];
+    put_a(0u, kq, pl0, na.a0);
+    put_a(0u, kq, pl1, na.a1);
+    tile_b[lid] = nb0;
+    if NB > 1u {
+        tile_b[lid + WG] = nb1;
     }
     workgroupBarrier();
     let slices = kpad / TK;
@@ -199,9 +216,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             advance(2u);
             na = load_x();
             let row0 = (s + 1u) * TK;
-            for (var i = 0u; i < NB; i++) {
-                let e = lid + WG * i;
-                nb[i] = wt[wbase + (row0 + e / (TN / 4u)) * ocp4 + e % (TN / 4u)];
+            nb0 = load_b(wbase, ocp4, row0, lid);
+            if NB > 1u {
+                nb1 = load_b(wbase, ocp4, row0, lid + WG);
             }
         }
         let ab = cur * (TK * RS);
@@ -232,15 +249,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // previous barrier).
         if more {
             let nab = (1u - cur) * (TK * RS);
-            for (var j = 0u; j < NA; j++) {
-                let pl = 16u * (warp + (WG / 32u) * j) + lane % 16u;
-                for (var i = 0u; i < 4u; i++) {
-                    tile_a[nab + (4u * kq + i) * RS + pl / 4u][pl % 4u] = na[j][i];
-                }
-            }
+            put_a(nab, kq, pl0, na.a0);
+            put_a(nab, kq, pl1, na.a1);
             let nbb = (1u - cur) * (TK * TN / 4u);
-            for (var i = 0u; i < NB; i++) {
-                tile_b[nbb + lid + WG * i] = nb[i];
+            tile_b[nbb + lid] = nb0;
+            if NB > 1u {
+                tile_b[nbb + lid + WG] = nb1;
             }
         }
         workgroupBarrier();
