@@ -516,6 +516,16 @@ fn conv2d_vec4_matches_cpu() {
     }
 }
 
+/// The same kernel reading float16 (where no tensor cores take it, as on
+/// lavapipe).
+#[test]
+fn conv2d_vec4_float16_matches_cpu() {
+    let cases = vec4_conv_cases();
+    for i in [0, 1, 2, 3, 4, 6] {
+        check_conv(cases[i], DataType::Float16, 300 + i as u64);
+    }
+}
+
 fn known_conv_input() -> In {
     let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
     f32s(&[1, 1, 3, 3], &x)

@@ -316,15 +316,31 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             });
         }
     }
-    // Float32 NHWC with a constant filter (every imported model) and group
-    // channels in runs of 4: the implicit GEMM with 16-byte loads of x along
-    // the reduction and of the filter pre-transposed here, once, and 8 x 8
-    // outputs per invocation (conv2d_gemm_vec.wgsl).
-    let f32s = [xd.data_type, fd.data_type, yd.data_type] == [DataType::Float32; 3];
+    // NHWC with a constant filter (every imported model) and group channels
+    // in runs of 4, float32 (or float16 where tensor cores did not take it):
+    // the implicit GEMM with vec4 loads of x along the reduction and of the
+    // filter pre-transposed here, once (in float32), and 8 x 8 outputs per
+    // invocation (conv2d_gemm_vec.wgsl).
+    let types = [xd.data_type, fd.data_type, yd.data_type];
+    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
     let vec4s = icg % 4 == 0 && ocg % 4 == 0 && ocg >= GEMM_MIN_CHANNELS;
-    if let (Some(bytes), true) = (l.ir.constant(f), f32s && vec4s && params.nhwc == 1) {
+    if let (Some(bytes), true) = (l.ir.constant(f), floats && vec4s && params.nhwc == 1) {
         let ocp = ocg.next_multiple_of(gemm_vec::CHANNELS);
         let rows = (kh * kw * icg).next_multiple_of(gemm_vec::SLICE);
+        let widened: Vec<u8>;
+        let bytes = if fd.data_type == DataType::Float16 {
+            widened = bytes
+                .chunks_exact(2)
+                .flat_map(|h| {
+                    half::f16::from_le_bytes([h[0], h[1]])
+                        .to_f32()
+                        .to_le_bytes()
+                })
+                .collect();
+            &widened
+        } else {
+            bytes.as_slice()
+        };
         let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
         let channel_tiles = ocp / gemm_vec::CHANNELS;
         let tile = gemm_vec::VecTile::choose(pixels, channel_tiles, o.groups);

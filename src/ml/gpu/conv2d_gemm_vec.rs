@@ -1,6 +1,7 @@
-//! The tiles of `conv2d_gemm_vec.wgsl`, conv2d's implicit GEMM with 16-byte
-//! loads for float32 NHWC inputs with a constant filter (see the shader's
-//! header for the mapping and conv2d.rs for when it is chosen).
+//! The tiles of `conv2d_gemm_vec.wgsl`, conv2d's implicit GEMM with vec4
+//! loads for float32 (and float16) NHWC inputs with a constant filter (see
+//! the shader's header for the mapping and conv2d.rs for when it is
+//! chosen).
 
 use crate::gpu::Specialization;
 

@@ -1,5 +1,6 @@
 // conv2d as an implicit GEMM for float32 NHWC inputs with a constant filter
-// and input group channels in runs of 4: rows are output pixels, columns a
+// and input group channels in runs of 4 (float16 too, read as vec4<f16>;
+// sums, the workgroup tiles and the filter table are float32): rows are output pixels, columns a
 // group's output channels, k = (ky * kw + kx) * icg + ci, as in
 // conv2d_gemm_wide.wgsl, but with every memory access 16 bytes wide.
 //

@@ -157,16 +157,17 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 }
 
 /// conv2d problems that pick each kernel: (channels, output channels,
-/// groups, spatial size, filter size). The wide one has 265 tiles of 128
+/// groups, spatial size, filter size). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// last takes the direct tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile). In
-/// float32 NHWC all but the depthwise one take conv2d_gemm_vec.wgsl (64- and
-/// 128-pixel tiles).
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 4] = [
+/// NHWC all but the depthwise one and the one of 3 input channels take
+/// conv2d_gemm_vec.wgsl (64- and 128-pixel tiles) where tensor cores do not.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 5] = [
     (4, 4, 4, 6, 3),   // depthwise: the direct kernel
     (8, 8, 1, 6, 3),   // 64 x 64 tiles
     (4, 8, 1, 184, 1), // wide (or tensor-core) tiles
+    (3, 8, 1, 184, 1), // wide tiles, also in NHWC (3 input channels)
     (32, 96, 2, 5, 3), // direct tensor-core tiles, two groups
 ];
 
