@@ -503,6 +503,105 @@ fn conv2d_float16_matches_cpu() {
     }
 }
 
+/// Float32 NHWC convolutions with a constant filter whose group channels
+/// come in runs of 4 (in and out): the implicit GEMM with 16-byte loads
+/// (conv2d_gemm_vec.wgsl). Pixel counts that are not a multiple of its 64-
+/// or 128-pixel tile, output channels that are not a multiple of its 64
+/// (4, 12, 72, 136), reductions that are not a multiple of its 8-row slice.
+fn vec4_conv_cases() -> Vec<ConvCase> {
+    use Conv2dFilterLayout::*;
+    vec![
+        ConvCase {
+            name: "vec4: 4 -> 4, 3x3 same relu",
+            input: [1, 4, 9, 11],
+            out_channels: 4,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "vec4: 8 -> 12, 5x5 stride 2 asymmetric padding, batch 2",
+            input: [2, 8, 13, 10],
+            out_channels: 12,
+            kernel: [5, 5],
+            strides: [2, 2],
+            pad: Pad::Explicit([2, 1, 0, 3]),
+            ..BASE
+        },
+        ConvCase {
+            name: "vec4: 68 -> 72, 3x3 same dilation 2, hwio, no bias",
+            input: [1, 68, 7, 9],
+            out_channels: 72,
+            dilations: [2, 2],
+            filter: Hwio,
+            bias: false,
+            ..BASE
+        },
+        ConvCase {
+            name: "vec4: 12 -> 136, 1x1, oihw, batch 3, relu6",
+            input: [3, 12, 5, 7],
+            out_channels: 136,
+            kernel: [1, 1],
+            pad: Pad::Valid,
+            filter: Oihw,
+            act: Act::Clamp(0.0, 6.0),
+            ..BASE
+        },
+        ConvCase {
+            name: "vec4: 2 groups of 8 -> 12, stride [2, 1], dilation [1, 2], ihwo",
+            input: [1, 16, 6, 7],
+            out_channels: 24,
+            groups: 2,
+            strides: [2, 1],
+            dilations: [1, 2],
+            pad: Pad::Explicit([1, 0, 2, 1]),
+            filter: Ihwo,
+            ..BASE
+        },
+        ConvCase {
+            name: "vec4: 3x2 valid, 64 -> 64",
+            input: [1, 64, 6, 5],
+            out_channels: 64,
+            kernel: [3, 2],
+            pad: Pad::Valid,
+            ..BASE
+        },
+        // 265 tiles of 128 pixels: the 128-pixel tile.
+        ConvCase {
+            name: "vec4 128-pixel tiles: 8 -> 8, 3x3 same, clamp",
+            input: [1, 8, 130, 260],
+            out_channels: 8,
+            act: Act::Clamp(-0.5, 0.5),
+            ..BASE
+        },
+        // 67 pixel tiles x 2 channel tiles x 2 groups: the 128-pixel tile.
+        ConvCase {
+            name: "vec4 128-pixel tiles: 2 groups of 4 -> 72, 3x3 same stride 2",
+            input: [1, 8, 183, 184],
+            out_channels: 144,
+            groups: 2,
+            strides: [2, 2],
+            ..BASE
+        },
+    ]
+}
+
+#[test]
+fn conv2d_vec4_matches_cpu() {
+    for (i, case) in vec4_conv_cases().into_iter().enumerate() {
+        check_conv(case, DataType::Float32, 200 + i as u64);
+    }
+}
+
+/// The same kernel reading float16 (where no tensor cores take it, as on
+/// lavapipe).
+#[test]
+fn conv2d_vec4_float16_matches_cpu() {
+    let cases = vec4_conv_cases();
+    for i in [0, 1, 2, 3, 4, 6] {
+        check_conv(cases[i], DataType::Float16, 300 + i as u64);
+    }
+}
+
 fn known_conv_input() -> In {
     let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
     f32s(&[1, 1, 3, 3], &x)
@@ -603,6 +702,50 @@ fn conv2d_known_values() {
             b.conv2d(&ins[0], &f, Some(&bias), o).unwrap()
         },
         &[10., 7., 6.5, 26., 7., 14.5],
+    );
+    // Four channels in, twelve out in NHWC (conv2d_gemm_vec.wgsl: more
+    // outputs than the narrow kernel takes): one row of 3 pixels,
+    // x[p][c] = 10 p + c; a 1x3 filter (padding 1 left and right) whose
+    // output o takes channel o % 4 of the left neighbour minus that of the
+    // right one; bias 100 o.
+    let x: Vec<f32> = (0..3)
+        .flat_map(|p| (0..4).map(move |c| (10 * p + c) as f32))
+        .collect();
+    let mut f = vec![0f32; 12 * 3 * 4];
+    for o in 0..12 {
+        f[(o * 3) * 4 + o % 4] = 1.0;
+        f[(o * 3 + 2) * 4 + o % 4] = -1.0;
+    }
+    let bias: Vec<f32> = (0..12).map(|o| 100.0 * o as f32).collect();
+    let want: Vec<f32> = (0..3)
+        .flat_map(|p: i32| {
+            (0..12).map(move |o: i32| {
+                let at = |q: i32| {
+                    if (0..3).contains(&q) {
+                        (10 * q + o % 4) as f32
+                    } else {
+                        0.0
+                    }
+                };
+                at(p - 1) - at(p + 1) + 100.0 * o as f32
+            })
+        })
+        .collect();
+    known(
+        "conv2d 4 -> 12 nhwc, left minus right",
+        &[f32s(&[1, 1, 3, 4], &x)],
+        &|b, ins| {
+            let f = b.constant_f32(&[12, 1, 3, 4], &f).unwrap();
+            let bias = b.constant_f32(&[12], &bias).unwrap();
+            let o = Conv2dOptions {
+                padding: [0, 0, 1, 1],
+                input_layout: InputLayout::Nhwc,
+                filter_layout: Conv2dFilterLayout::Ohwi,
+                ..Conv2dOptions::new()
+            };
+            b.conv2d(&ins[0], &f, Some(&bias), o).unwrap()
+        },
+        &want,
     );
 }
 
@@ -725,6 +868,20 @@ fn conv2d_fusions_make_one_node() {
             name: "narrow nhwc, 1 output + residual",
             input: [1, 6, 5, 5],
             out_channels: 1,
+            ..base
+        },
+        FusionCase {
+            name: "gate * x, vec4 gemm nhwc, r + conv",
+            input: [1, 12, 9, 10],
+            out_channels: 16,
+            gate: Some(true),
+            residual: Some(true),
+            ..base
+        },
+        FusionCase {
+            name: "gate, vec4 gemm nhwc 128-pixel tiles + residual",
+            input: [1, 4, 130, 262],
+            gate: Some(false),
             ..base
         },
         FusionCase {

@@ -6,6 +6,7 @@
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
 
+use super::conv2d_gemm_vec as gemm_vec;
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -108,31 +109,40 @@ pub(super) fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [
     }
 }
 
-/// A float16 filter (`bytes`, in `o`'s filter layout) as
-/// `conv2d_coop_direct.wgsl` reads it: for group g, tap t = ky * kw + kx and
-/// input channel ci, the group's output channels in a row of `ocp` (zero
-/// past ocg), two float16 values to a word.
-fn transposed_filter(bytes: &[u8], o: &Conv2dOptions, shape: [usize; 4], ocp: usize) -> Vec<u32> {
+/// A filter (`bytes` of `es`-byte values, in `o`'s filter layout) as the
+/// kernels with a pre-transposed filter read it (`conv2d_coop_direct.wgsl`
+/// in float16, `conv2d_gemm_vec.wgsl` in float32): for group g, tap
+/// t = ky * kw + kx and input channel ci, at row g * rows + t * icg + ci, the
+/// group's output channels in a row of `ocp` (zero past ocg, and rows past
+/// taps * icg zero), packed little-endian into words.
+fn transposed_filter(
+    bytes: &[u8],
+    es: usize,
+    o: &Conv2dOptions,
+    shape: [usize; 4],
+    rows: usize,
+    ocp: usize,
+) -> Vec<u32> {
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
     let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
     let ocg = oc / o.groups;
     let taps = kh * kw;
-    let mut halves = vec![0u16; o.groups * taps * icg * ocp];
+    let mut table = vec![0u8; (o.groups * rows * ocp * es).next_multiple_of(4)];
     for g in 0..o.groups {
         for t in 0..taps {
             let (ky, kx) = (t / kw, t % kw);
             for ci in 0..icg {
-                let row = ((g * taps + t) * icg + ci) * ocp;
+                let row = (g * rows + t * icg + ci) * ocp;
                 for m in 0..ocg {
-                    let at = 2 * ((g * ocg + m) * fs[0] + ci * fs[1] + ky * fs[2] + kx * fs[3]);
-                    halves[row + m] = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+                    let at = es * ((g * ocg + m) * fs[0] + ci * fs[1] + ky * fs[2] + kx * fs[3]);
+                    table[es * (row + m)..es * (row + m + 1)].copy_from_slice(&bytes[at..at + es]);
                 }
             }
         }
     }
-    halves
-        .chunks(2)
-        .map(|p| p[0] as u32 | (p.get(1).copied().unwrap_or(0) as u32) << 16)
+    table
+        .chunks(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect()
 }
 
@@ -193,7 +203,7 @@ impl Gemm {
             // after the output) and no input scale (A is not touched
             // between memory and the tensor cores).
             debug_assert!(!has_scale);
-            let (code, next) = bindings_after(2, has_bias, false, has_residual);
+            let (code, next) = bindings_after(2, has_bias, false, has_residual, "T");
             return spec.code(&code).code(&format!(
                 "@group(0) @binding({next}) var<storage, read> wt: array<f16>;"
             ));
@@ -207,16 +217,17 @@ impl Gemm {
 /// order), with `fn bias(m)`, `fn in_scale(c)` and `fn residual(i)` (0, 1
 /// and 0 where absent).
 pub(super) fn bias_and_output(has_bias: bool, has_scale: bool, has_residual: bool) -> String {
-    bindings_after(3, has_bias, has_scale, has_residual).0
+    bindings_after(3, has_bias, has_scale, has_residual, "T").0
 }
 
-/// [`bias_and_output`] with its first binding at `binding`, and the binding
-/// after the output.
-fn bindings_after(
+/// [`bias_and_output`] with its first binding at `binding` and the output's
+/// elements of type `y_ty`, and the binding after the output.
+pub(super) fn bindings_after(
     mut binding: u32,
     has_bias: bool,
     has_scale: bool,
     has_residual: bool,
+    y_ty: &str,
 ) -> (String, u32) {
     let mut s = String::new();
     // (present, buffer, element type, accessor, index, value when absent)
@@ -235,7 +246,7 @@ fn bindings_after(
             s += &format!("fn {f}({i}: u32) -> f32 {{ return {absent}; }}\n");
         }
     }
-    s += &format!("@group(0) @binding({binding}) var<storage, read_write> y: array<T>;\n");
+    s += &format!("@group(0) @binding({binding}) var<storage, read_write> y: array<{y_ty}>;\n");
     (s, binding + 1)
 }
 
@@ -300,7 +311,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
         if let (Some(bytes), true) = (l.ir.constant(f), icg % 16 == 0) {
             let ocp = ocg.next_multiple_of(GEMM_TILE_CHANNELS);
-            let table = transposed_filter(bytes, o, shape4(&fd.shape), ocp);
+            let table = transposed_filter(bytes, 2, o, shape4(&fd.shape), kh * kw * icg, ocp);
             let runs = pixels / (oh * ow) * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
             let x_tiles = runs.min(65535);
             let gemm = Gemm::TensorCores;
@@ -336,6 +347,63 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     }
     if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION && l.ir.constant(f).is_some() {
         return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
+    }
+    // NHWC with a constant filter (every imported model) and group channels
+    // in runs of 4, float32 (or float16 where tensor cores did not take it):
+    // the implicit GEMM with vec4 loads of x along the reduction and of the
+    // filter pre-transposed here, once (in float32), and 8 x 8 outputs per
+    // invocation (conv2d_gemm_vec.wgsl).
+    let types = [xd.data_type, fd.data_type, yd.data_type];
+    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
+    let vec4s = icg % 4 == 0 && ocg % 4 == 0;
+    if let (Some(bytes), true) = (l.ir.constant(f), floats && vec4s && params.nhwc == 1) {
+        let ocp = ocg.next_multiple_of(gemm_vec::CHANNELS);
+        let rows = (kh * kw * icg).next_multiple_of(gemm_vec::SLICE);
+        let widened: Vec<u8>;
+        let bytes = if fd.data_type == DataType::Float16 {
+            widened = bytes
+                .chunks_exact(2)
+                .flat_map(|h| {
+                    half::f16::from_le_bytes([h[0], h[1]])
+                        .to_f32()
+                        .to_le_bytes()
+                })
+                .collect();
+            &widened
+        } else {
+            bytes.as_slice()
+        };
+        let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
+        let channel_tiles = ocp / gemm_vec::CHANNELS;
+        let tile = gemm_vec::VecTile::choose(pixels, channel_tiles, o.groups);
+        let pixel_tiles = pixels.div_ceil(tile.pixels);
+        let x_tiles = pixel_tiles.min(65535);
+        let mut inputs = vec![x];
+        inputs.extend(node.op_inputs().get(2));
+        inputs.extend(node.input_scale());
+        inputs.extend(node.residual());
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &gemm_vec::VecTile::source(),
+            spec: tile.spec(has_bias, has_scale, has_residual),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params: Kernel::params(&Params {
+                ocp: ocp as u32,
+                channel_tiles: channel_tiles as u32,
+                ..params
+            }),
+            table: Some(table),
+            inputs,
+            outputs: vec![y],
+            workgroups: [
+                x_tiles as u32,
+                (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
+                o.groups as u32,
+            ],
+            workgroup_size: tile.workgroup_size(),
+        });
     }
     // Pixel tiles of a large image can pass the 65535 workgroups a grid
     // dimension allows, so they are folded over x and (with the channel
@@ -541,55 +609,70 @@ mod tests {
 
     /// Each filter value is its own OIHW index; the table must hold, for
     /// group g, tap t and input channel ci, the group's output channels in
-    /// a row of 64, zero past them.
+    /// a row of 64, zero past them, and zero rows past the reduction: in
+    /// float16 (the tensor-core kernel's, rows exactly the reduction) and
+    /// float32 (conv2d_gemm_vec.wgsl's, rows padded to its 8-row slice).
     #[test]
-    fn the_tensor_core_filter_is_rows_of_output_channels_per_tap_and_input_channel() {
-        let (oc, icg, k, groups) = (6, 2, 3, 2);
+    fn the_transposed_filter_is_rows_of_output_channels_per_tap_and_input_channel() {
+        let (oc, icg, k, groups): (usize, usize, usize, usize) = (6, 2, 3, 2);
         let ocg = oc / groups;
-        for layout in [Conv2dFilterLayout::Oihw, Conv2dFilterLayout::Ohwi] {
-            let shape = match layout {
-                Conv2dFilterLayout::Oihw => [oc, icg, k, k],
-                _ => [oc, k, k, icg],
-            };
-            let value = |o: usize, i: usize, y: usize, x: usize| ((o * icg + i) * k + y) * k + x;
-            let mut bytes = vec![0u8; 2 * oc * icg * k * k];
-            for o in 0..oc {
-                for i in 0..icg {
-                    for y in 0..k {
-                        for x in 0..k {
-                            let at = match layout {
-                                Conv2dFilterLayout::Oihw => value(o, i, y, x),
-                                _ => ((o * k + y) * k + x) * icg + i,
-                            };
-                            let h = half::f16::from_f32(value(o, i, y, x) as f32);
-                            bytes[2 * at..2 * at + 2].copy_from_slice(&h.to_le_bytes());
+        let kdim = k * k * icg;
+        for (es, rows) in [(2, kdim), (4, kdim.next_multiple_of(8))] {
+            for layout in [Conv2dFilterLayout::Oihw, Conv2dFilterLayout::Ohwi] {
+                let shape = match layout {
+                    Conv2dFilterLayout::Oihw => [oc, icg, k, k],
+                    _ => [oc, k, k, icg],
+                };
+                let value =
+                    |o: usize, i: usize, y: usize, x: usize| ((o * icg + i) * k + y) * k + x;
+                let mut bytes = vec![0u8; es * oc * icg * k * k];
+                for o in 0..oc {
+                    for i in 0..icg {
+                        for y in 0..k {
+                            for x in 0..k {
+                                let at = es
+                                    * match layout {
+                                        Conv2dFilterLayout::Oihw => value(o, i, y, x),
+                                        _ => ((o * k + y) * k + x) * icg + i,
+                                    };
+                                let v = value(o, i, y, x) as f32;
+                                if es == 2 {
+                                    let h = half::f16::from_f32(v).to_le_bytes();
+                                    bytes[at..at + 2].copy_from_slice(&h);
+                                } else {
+                                    bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                                }
+                            }
                         }
                     }
                 }
-            }
-            let o = Conv2dOptions {
-                groups,
-                filter_layout: layout,
-                ..Conv2dOptions::new()
-            };
-            let words = transposed_filter(&bytes, &o, shape, 64);
-            let halves: Vec<f32> = words
-                .iter()
-                .flat_map(|w| [*w as u16, (*w >> 16) as u16])
-                .map(|h| half::f16::from_bits(h).to_f32())
-                .collect();
-            assert_eq!(halves.len(), groups * k * k * icg * 64);
-            for g in 0..groups {
-                for t in 0..k * k {
-                    for ci in 0..icg {
+                let o = Conv2dOptions {
+                    groups,
+                    filter_layout: layout,
+                    ..Conv2dOptions::new()
+                };
+                let words = transposed_filter(&bytes, es, &o, shape, rows, 64);
+                let values: Vec<f32> = if es == 2 {
+                    words
+                        .iter()
+                        .flat_map(|w| [*w as u16, (*w >> 16) as u16])
+                        .map(|h| half::f16::from_bits(h).to_f32())
+                        .collect()
+                } else {
+                    words.iter().map(|w| f32::from_bits(*w)).collect()
+                };
+                assert_eq!(values.len(), groups * rows * 64);
+                for g in 0..groups {
+                    for row in 0..rows {
+                        let (t, ci) = (row / icg, row % icg);
                         for m in 0..64 {
-                            let got = halves[((g * k * k + t) * icg + ci) * 64 + m];
-                            let want = if m < ocg {
+                            let got = values[(g * rows + row) * 64 + m];
+                            let want = if m < ocg && row < kdim {
                                 value(g * ocg + m, ci, t / k, t % k) as f32
                             } else {
                                 0.0
                             };
-                            assert_eq!(got, want, "{layout:?} g{g} t{t} ci{ci} m{m}");
+                            assert_eq!(got, want, "{es} {layout:?} g{g} row{row} m{m}");
                         }
                     }
                 }

@@ -157,14 +157,16 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 }
 
 /// conv2d problems that pick each kernel: (channels, output channels,
-/// groups, spatial size, filter size). The wide one has 265 tiles of 128
+/// groups, spatial size, filter size). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
-/// last three the narrow kernel (one group, few outputs, or many over a
+/// next three the narrow kernel (one group, few outputs, or many over a
 /// short reduction), with channels in runs of 4 (vector loads in NHWC) and
-/// not.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 7] = [
+/// not. In NHWC the second and third take conv2d_gemm_vec.wgsl (64- and
+/// 128-pixel tiles) where tensor cores do not; the last (33 input channels,
+/// not in runs of 4) keeps the wide tiles in NHWC too.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 6, 3),    // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -172,6 +174,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 7] = [
     (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
     (3, 20, 1, 5, 3),    // narrow in runs of 8 outputs (a short reduction)
+    (33, 12, 1, 184, 1), // wide tiles, also in NHWC
 ];
 
 /// One conv2d graph of the zoo.
@@ -1032,6 +1035,11 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
+        // conv2d_gemm_vec.wgsl's tiles (both buffers' vec4s of A, 2 x 8 x
+        // (TM / 4 + 1)), before the narrow kernel's mark: both read x as
+        // vec4s.
+        ("vec4 x 128", "const A_TILE: u32 = 528u;"),
+        ("vec4 x 64", "const A_TILE: u32 = 272u;"),
         ("narrow vector", "x: array<vec4<TI>>"),
         ("narrow", "conv2d with few output channels"),
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
@@ -1096,6 +1104,8 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "narrow",
             "narrow vector",
             "tensor cores",
+            "vec4 x 128",
+            "vec4 x 64",
             "wide",
             "wide along k"
         ]

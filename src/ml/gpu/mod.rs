@@ -9,6 +9,7 @@ mod compare;
 mod concat;
 mod conv2d;
 mod conv2d_dwpw;
+mod conv2d_gemm_vec;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
