@@ -717,17 +717,17 @@ fn conv2d_known_values() {
         f[(o * 3 + 2) * 4 + o % 4] = -1.0;
     }
     let bias: Vec<f32> = (0..12).map(|o| 100.0 * o as f32).collect();
-    let want: Vec<f32> = (0..3)
+    let want: Vec<f64> = (0..3)
         .flat_map(|p: i32| {
             (0..12).map(move |o: i32| {
                 let at = |q: i32| {
                     if (0..3).contains(&q) {
-                        (10 * q + o % 4) as f32
+                        (10 * q + o % 4) as f64
                     } else {
                         0.0
                     }
                 };
-                at(p - 1) - at(p + 1) + 100.0 * o as f32
+                at(p - 1) - at(p + 1) + 100.0 * o as f64
             })
         })
         .collect();

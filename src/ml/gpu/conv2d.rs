@@ -531,7 +531,7 @@ fn narrow(
     );
     let [gx, gy, _] = grid(params.pixels as usize, WG);
     // No filter binding: the table follows the output.
-    let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual);
+    let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
     let mut inputs = vec![x];
     inputs.extend(node.op_inputs().get(2));
     inputs.extend(node.input_scale());
