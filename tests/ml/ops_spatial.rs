@@ -465,10 +465,10 @@ fn conv_cases() -> Vec<ConvCase> {
             filter: Ihwo,
             ..BASE
         },
-        // Wider outputs over a short reduction (up to 32): the narrow
-        // kernel in runs of 8 channels, the last one partial.
+        // Wider outputs over a short reduction (an RGB stem): the GEMM
+        // kernels, past the narrow kernel's 8 outputs.
         ConvCase {
-            name: "narrow runs: nhwc ohwi 3 -> 20, 3x3 same s2 (an rgb stem), relu",
+            name: "short reduction: nhwc ohwi 3 -> 20, 3x3 same s2 (an rgb stem), relu",
             input: [2, 3, 9, 11],
             out_channels: 20,
             strides: [2, 2],
@@ -476,7 +476,7 @@ fn conv_cases() -> Vec<ConvCase> {
             ..BASE
         },
         ConvCase {
-            name: "narrow runs: nchw oihw 3 -> 11, 3x3 valid dilation [2, 1]",
+            name: "short reduction: nchw oihw 3 -> 11, 3x3 valid dilation [2, 1]",
             input: [1, 3, 9, 7],
             out_channels: 11,
             dilations: [2, 1],

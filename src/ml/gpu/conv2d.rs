@@ -24,13 +24,6 @@ const WG: u32 = 64;
 // keeps each output pixel's channels in registers (`ml::fuse` holds both:
 // its upsample fusion depends on them).
 
-/// Reduction length (input channels x filter taps, one group) up to which
-/// the narrow kernel takes wider outputs too, in runs of
-/// NARROW_MAX_OUTPUTS channels: each invocation reads the few input values
-/// of its window once, where a GEMM tile's loads and barriers are mostly
-/// overhead for so short a reduction (ESRGAN's RGB stem, 3 -> 64 3x3 at
-/// 960x540, K = 27: 0.24 ms on the wide GEMM tiles of an H100).
-const NARROW_MAX_REDUCTION: usize = 32;
 /// Output channels of a tile of either implicit-GEMM kernel.
 const GEMM_TILE_CHANNELS: usize = 64;
 /// Output pixels of a tile: 64 in `conv2d_gemm.wgsl`, 128 in
@@ -345,9 +338,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if pixel_by_pixel(o.groups, ocg) {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
-    if o.groups == 1 && icg * kh * kw <= NARROW_MAX_REDUCTION && l.ir.constant(f).is_some() {
-        return narrow(l, node, params, ocg, has_bias, (has_scale, has_residual));
-    }
+    // Wider outputs over a short reduction (an RGB stem, a 4-channel piece
+    // of a split concat) stay on the GEMM kernels: the narrow kernel in runs
+    // of 8 channels measured 3x slower on an H100 (ESRGAN-slim's 3 -> 64 3x3
+    // at 960x540: 0.77 against 0.24 ms; its 4 -> 64 1x1 pieces 1.8 ms each).
     // NHWC with a constant filter (every imported model) and group channels
     // in runs of 4, float32 (or float16 where tensor cores did not take it):
     // the implicit GEMM with vec4 loads of x along the reduction and of the

@@ -1,9 +1,9 @@
 // conv2d with few output channels (one group): one invocation per output
 // pixel computing OCG of them in registers, so that each input value is
-// loaded once per pixel and tap instead of once per output channel. Up to
-// OCG outputs the grid has one z; past them (convolutions with a short
-// reduction, such as an RGB stem) z counts runs of OCG channels, each
-// invocation computing run gid.z.
+// loaded once per pixel and tap instead of once per output channel. The
+// grid's z counts runs of OCG channels (invocations compute run gid.z);
+// the lowering sends it one run (up to 8 outputs): wider outputs in runs
+// measured slower than the GEMM kernels on an H100 (conv2d.rs).
 // Params: conv2d_params.wgsl. The specialisation declares the input binding
 // with `fn load4(o, c)`, the input's channels c..c+3 from element offset o
 // of channel c (one vector load where the channels are adjacent and a

@@ -161,9 +161,9 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
-/// next three the narrow kernel (one group, few outputs, or many over a
-/// short reduction), with channels in runs of 4 (vector loads in NHWC) and
-/// not. In NHWC the second and third take conv2d_gemm_vec.wgsl (64- and
+/// next two the narrow kernel (one group, few outputs), with channels in
+/// runs of 4 (vector loads in NHWC) and not, then a short reduction onto
+/// many outputs (the GEMM kernels). In NHWC the second and third take conv2d_gemm_vec.wgsl (64- and
 /// 128-pixel tiles) where tensor cores do not; the last (33 input channels,
 /// not in runs of 4) keeps the wide tiles in NHWC too.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
@@ -173,7 +173,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
     (32, 96, 2, 5, 3),   // direct tensor-core tiles, two groups
     (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
-    (3, 20, 1, 5, 3),    // narrow in runs of 8 outputs (a short reduction)
+    (3, 20, 1, 5, 3),    // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
 ];
 
