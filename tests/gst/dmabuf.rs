@@ -423,6 +423,48 @@ fn processing_elements_take_dmabuf_input_like_system_memory() {
     }
 }
 
+/// The whole zero-copy path of a segmentation element: a DMA-BUF frame
+/// imported (on a device that can), tensorized, run through the selfie
+/// model and composited with its blurred background, gives the pixels the
+/// same frame gives from system memory, with nothing uploaded.
+#[test]
+fn segmentation_of_dmabuf_frames_matches_system_memory() {
+    init();
+    for (format, layout, form) in [
+        (
+            "NV12",
+            Layout::MemoryPerPlane { skip: 8 },
+            Caps::DmaDrm("NV12"),
+        ),
+        ("RGBA", Layout::OneMemory { gap: 0 }, Caps::Plain),
+    ] {
+        let frame = Frame::random(format, 33, 17, 5, 7);
+        let middle = "wgnnsegment device=gpu name=dmaseg effect=blur blur-strength=3 \
+                      ! video/x-raw,format=RGBA";
+        let system = run(
+            caps_for(&frame, Caps::Plain),
+            middle,
+            "dmaseg",
+            vec![frame.system_buffer()],
+        );
+        assert_eq!(system.error, None, "{format}");
+        assert_eq!(system.pixels.len(), 1, "{format}");
+        let what = format!("{format} {layout:?} {form:?}");
+        let out = run(
+            caps_for(&frame, form),
+            middle,
+            "dmaseg",
+            vec![frame.dmabuf_buffer(layout)],
+        );
+        assert_eq!(out.error, None, "{what}");
+        assert!(
+            out.pixels == system.pixels,
+            "{what}: differs from the system-memory path"
+        );
+        assert_path(&out, &frame, 1, &what);
+    }
+}
+
 /// Where the device cannot import, the element says why once, not per
 /// frame; where it can, it says nothing of the kind.
 #[test]
