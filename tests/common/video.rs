@@ -207,6 +207,19 @@ pub fn assert_close_f32(got: &[f32], want: &[f64], tolerance: f64, what: &str) {
     );
 }
 
+/// Every plane of `frame` read back, one download each.
+pub fn planes_of(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
+    frame
+        .planes()
+        .map(|t| {
+            gpu.download_texture(t, TextureRegion::whole(t))
+                .unwrap()
+                .wait()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// A buffer for a tensor of `bytes` bytes that the tensorizer can write and
 /// a download can read.
 pub fn tensor_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {

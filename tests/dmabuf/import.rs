@@ -3,7 +3,6 @@
 
 use std::os::fd::AsFd;
 
-use wgnn::gpu::transfer::TextureRegion;
 use wgnn::gpu::Gpu;
 use wgnn::video::dmabuf::{
     self, DmabufFrame, DmabufImport, DmabufPlane, Imported, Support, DRM_FORMAT_MOD_LINEAR,
@@ -13,19 +12,7 @@ use wgnn::video::{
 };
 
 use super::{gpu, memfd};
-use crate::common::video::{described, random_frame, rng, shape_of, tensor_buffer};
-
-fn planes_of(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
-    frame
-        .planes()
-        .map(|t| {
-            gpu.download_texture(t, TextureRegion::whole(t))
-                .unwrap()
-                .wait()
-                .unwrap()
-        })
-        .collect()
-}
+use crate::common::video::{described, planes_of, random_frame, rng, shape_of, tensor_buffer};
 
 fn import(gpu: &Gpu, pool: &TexturePool, frame: &DmabufFrame<'_>) -> GpuFrame {
     match dmabuf::import_frame(gpu, pool, frame).unwrap() {

@@ -7,15 +7,14 @@
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 use ash::vk;
-use wgnn::gpu::transfer::TextureRegion;
 use wgnn::gpu::Gpu;
 use wgnn::video::dmabuf::{
     self, DmabufFrame, DmabufImport, DmabufPlane, Imported, Support, DRM_FORMAT_MOD_LINEAR,
 };
-use wgnn::video::{upload_frame, FrameLayout, GpuFrame, TexturePool, VideoFormat};
+use wgnn::video::{upload_frame, FrameLayout, TexturePool, VideoFormat};
 
 use crate::common;
-use crate::common::video::{random_frame, rng};
+use crate::common::video::{planes_of, random_frame, rng};
 
 /// Memory of `size` bytes on `exporter`'s device holding `bytes`, exported
 /// as an opaque fd, with a function that frees it on the exporter.
@@ -59,18 +58,6 @@ fn exported(exporter: &Gpu, bytes: &[u8], size: u64) -> (OwnedFd, impl FnOnce())
     // SAFETY: vkGetMemoryFdKHR gives the caller a new fd.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     (fd, move || unsafe { device.free_memory(memory, None) })
-}
-
-fn planes_of(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
-    frame
-        .planes()
-        .map(|t| {
-            gpu.download_texture(t, TextureRegion::whole(t))
-                .unwrap()
-                .wait()
-                .unwrap()
-        })
-        .collect()
 }
 
 fn frame_in<'a>(layout: &FrameLayout, memory: &'a DmabufImport) -> DmabufFrame<'a> {

@@ -7,23 +7,11 @@
 
 use crate::common;
 
-use crate::common::video::{random_frame, rng};
+use crate::common::video::{planes_of, random_frame, rng};
 use wgnn::gpu::transfer::{TextureRegion, TextureWrite};
 use wgnn::gpu::upload_ring::SLOTS;
 use wgnn::gpu::{Gpu, UploadRing};
 use wgnn::video::{upload_frame, FrameLayout, GpuFrame, TextureKey, TexturePool, VideoFormat};
-
-fn read_planes(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
-    frame
-        .planes()
-        .map(|t| {
-            gpu.download_texture(t, TextureRegion::whole(t))
-                .unwrap()
-                .wait()
-                .unwrap()
-        })
-        .collect()
-}
 
 /// The planes as `write_texture` uploads them, one plane at a time into
 /// textures of the frame's own sizes and formats.
@@ -88,7 +76,7 @@ fn ring_frames_match_write_texture() {
         let (layout, bytes) = random_frame(&mut r, format, w, h, pad);
         let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
         assert_eq!(
-            read_planes(&gpu, &frame),
+            planes_of(&gpu, &frame),
             written_planes(&gpu, &layout, &bytes),
             "{format} {w}x{h} pad {pad}"
         );
@@ -120,7 +108,7 @@ fn more_frames_than_ring_buffers_and_changing_sizes() {
         .collect();
     for ((layout, bytes), frame) in frames.iter().zip(&uploaded) {
         assert_eq!(
-            read_planes(&gpu, frame),
+            planes_of(&gpu, frame),
             written_planes(&gpu, layout, bytes),
             "{} {}x{}",
             layout.format,
