@@ -11,7 +11,7 @@ use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
-use crate::ml::graph_ir::Node;
+use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout, Op};
 use crate::ml::shape::{conv_filter_ochw, nchw};
 use crate::ml::types::{strides, DataType};
@@ -213,6 +213,17 @@ pub(super) fn bias_and_output(has_bias: bool, has_scale: bool, has_residual: boo
     bindings_after(3, has_bias, has_scale, has_residual, "T").0
 }
 
+/// A conv2d node's inputs for a kernel that takes its filter as the
+/// kernel's table (rearranged at build): x, then any bias, input scale and
+/// residual, in the order their bindings follow.
+fn table_inputs(node: &Node) -> Vec<OperandId> {
+    let mut inputs = vec![node.inputs[0]];
+    inputs.extend(node.op_inputs().get(2));
+    inputs.extend(node.input_scale());
+    inputs.extend(node.residual());
+    inputs
+}
+
 /// [`bias_and_output`] with its first binding at `binding` and the output's
 /// elements of type `y_ty`, and the binding after the output.
 pub(super) fn bindings_after(
@@ -309,9 +320,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             let x_tiles = runs.min(65535);
             let gemm = Gemm::TensorCores;
             let source = gemm.source();
-            let mut inputs = vec![x];
-            inputs.extend(node.op_inputs().get(2));
-            inputs.extend(node.residual());
+            let inputs = table_inputs(node);
             return l.kernel(Kernel {
                 label: "conv2d".into(),
                 source: &source,
@@ -372,10 +381,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         let tile = gemm_vec::VecTile::choose(pixels, channel_tiles, o.groups);
         let pixel_tiles = pixels.div_ceil(tile.pixels);
         let x_tiles = pixel_tiles.min(65535);
-        let mut inputs = vec![x];
-        inputs.extend(node.op_inputs().get(2));
-        inputs.extend(node.input_scale());
-        inputs.extend(node.residual());
+        let inputs = table_inputs(node);
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &gemm_vec::VecTile::source(),
@@ -526,10 +532,7 @@ fn narrow(
     let [gx, gy, _] = grid(params.pixels as usize, WG);
     // No filter binding: the table follows the output.
     let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
-    let mut inputs = vec![x];
-    inputs.extend(node.op_inputs().get(2));
-    inputs.extend(node.input_scale());
-    inputs.extend(node.residual());
+    let inputs = table_inputs(node);
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
