@@ -361,12 +361,9 @@ fn main() -> ExitCode {
             precision,
             json,
         } => {
-            let format = match wgnn::video::VideoFormat::from_name(&format) {
+            let format = match video_format(&format) {
                 Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
+                Err(code) => return code,
             };
             let options = pipeline::Options {
                 width: if quick { 64 } else { width },
@@ -395,12 +392,9 @@ fn main() -> ExitCode {
             model,
             json,
         } => {
-            let format = match wgnn::video::VideoFormat::from_name(&format) {
+            let format = match video_format(&format) {
                 Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
+                Err(code) => return code,
             };
             let (frames, every) = if quick { (40, 10) } else { (frames, every) };
             let options = soak::SoakOptions {
@@ -433,12 +427,9 @@ fn main() -> ExitCode {
             model,
             json,
         } => {
-            let format = match wgnn::video::VideoFormat::from_name(&format) {
+            let format = match video_format(&format) {
                 Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
+                Err(code) => return code,
             };
             let options = detect::Options {
                 width: if quick { 320 } else { width },
@@ -461,12 +452,9 @@ fn main() -> ExitCode {
             format,
             json,
         } => {
-            let format = match wgnn::video::VideoFormat::from_name(&format) {
+            let format = match video_format(&format) {
                 Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
+                Err(code) => return code,
             };
             let gpu = match open_gpu() {
                 Ok(g) => g,
@@ -497,6 +485,15 @@ fn main() -> ExitCode {
             json,
         ),
     }
+}
+
+/// A `--format` value (a GStreamer format name), or the usage exit code
+/// after one line saying what is wrong.
+fn video_format(name: &str) -> Result<wgnn::video::VideoFormat, ExitCode> {
+    wgnn::video::VideoFormat::from_name(name).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })
 }
 
 fn open_gpu() -> Result<Gpu, ExitCode> {
