@@ -477,9 +477,9 @@ fn pixel_kernel(
     })
 }
 
-/// `conv2d_narrow.wgsl`: one invocation per output pixel and run of up to
-/// [`NARROW_MAX_OUTPUTS`] of the `ocg` output channels, in registers. The direct kernel, one invocation per output
-/// value, re-reads every input value for each output channel, with scalar
+/// `conv2d_narrow.wgsl`: one invocation per output pixel with all of its
+/// `ocg` (up to [`NARROW_MAX_OUTPUTS`]) output channels in registers. The
+/// direct kernel, one invocation per output value, re-reads every input value for each output channel, with scalar
 /// loads; a 64-channel GEMM tile leaves all but `ocg` of its columns idle.
 /// ESRGAN's last conv (12 -> 3, 3x3 at 1920x1080) took 1.3-1.6 ms on the
 /// direct kernel on an H100: 2M pixels x 3 outputs, each reading 108 input
@@ -501,9 +501,9 @@ fn narrow(
     let xd = l.ir.desc(x).clone();
     let yd = l.ir.desc(node.outputs[0]).clone();
     let fd = l.ir.desc(f).clone();
-    let run = ocg.min(NARROW_MAX_OUTPUTS);
+    debug_assert!(ocg <= NARROW_MAX_OUTPUTS && params.oc as usize == ocg);
     let bytes = l.ir.constant(f).cloned().unwrap_or_default();
-    let (table, row) = narrow_filter(&bytes, fd.data_type, o, shape4(&fd.shape), run);
+    let (table, row) = narrow_filter(&bytes, fd.data_type, o, shape4(&fd.shape));
     // Channels adjacent (NHWC) in runs of 4: every run starts at a multiple
     // of 4 elements, so the input can be bound as vectors.
     let vec4 = params.x_strides[1] == 1 && params.icg % 4 == 0;
@@ -529,7 +529,6 @@ fn narrow(
         include_str!("conv2d_params.wgsl"),
         include_str!("conv2d_narrow.wgsl")
     );
-    let [gx, gy, _] = grid(params.pixels as usize, WG);
     // No filter binding: the table follows the output.
     let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
     let inputs = table_inputs(node);
@@ -537,8 +536,8 @@ fn narrow(
         label: "conv2d".into(),
         source: &source,
         spec: Specialization::new()
-            .u32("OCG", run as u32)
-            .u32("OCG4", run.div_ceil(4) as u32)
+            .u32("OCG", ocg as u32)
+            .u32("OCG4", ocg.div_ceil(4) as u32)
             .code(&loads)
             .code(&bindings)
             .code(&format!(
@@ -554,27 +553,25 @@ fn narrow(
         table: Some(table),
         inputs,
         outputs: vec![node.outputs[0]],
-        workgroups: [gx, gy, ocg.div_ceil(run) as u32],
+        workgroups: grid(params.pixels as usize, WG),
         workgroup_size: WG,
     })
 }
 
 /// A filter (`bytes` of `dt`, in `o`'s filter layout, one group) as
 /// `conv2d_narrow.wgsl` reads it: for tap t = ky * kw + kx and input
-/// channel ci a row of float32 values holding run r of `run` output
-/// channels from r times `run` rounded up to 4, zero past the last
-/// channel. Returns the table (float32 bits) and the row's length.
+/// channel ci a row of float32 values holding the output channels, rounded
+/// up to 4 with zeros. Returns the table (float32 bits) and the row's
+/// length.
 fn narrow_filter(
     bytes: &[u8],
     dt: DataType,
     o: &Conv2dOptions,
     shape: [usize; 4],
-    run: usize,
 ) -> (Vec<u32>, usize) {
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
     let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
-    let runp = run.next_multiple_of(4);
-    let row = oc.div_ceil(run) * runp;
+    let row = oc.next_multiple_of(4);
     let value = |at: usize| match dt {
         DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
         _ => f32::from_le_bytes([
@@ -591,7 +588,7 @@ fn narrow_filter(
                 let start = ((ky * kw + kx) * icg + ci) * row;
                 for m in 0..oc {
                     let at = m * fs[0] + ci * fs[1] + ky * fs[2] + kx * fs[3];
-                    t[start + m / run * runp + m % run] = value(at).to_bits();
+                    t[start + m] = value(at).to_bits();
                 }
             }
         }

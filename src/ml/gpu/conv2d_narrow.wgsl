@@ -1,16 +1,15 @@
 // conv2d with few output channels (one group): one invocation per output
 // pixel computing OCG of them in registers, so that each input value is
-// loaded once per pixel and tap instead of once per output channel. The
-// grid's z counts runs of OCG channels (invocations compute run gid.z);
-// the lowering sends it one run (up to 8 outputs): wider outputs in runs
-// measured slower than the GEMM kernels on an H100 (conv2d.rs).
+// loaded once per pixel and tap instead of once per output channel (up to
+// 8 of them: wider outputs measured slower here than on the GEMM kernels
+// on an H100, conv2d.rs).
 // Params: conv2d_params.wgsl. The specialisation declares the input binding
 // with `fn load4(o, c)`, the input's channels c..c+3 from element offset o
 // of channel c (one vector load where the channels are adjacent and a
 // multiple of 4, four strided loads otherwise), and `fn load1(o, c)`, one
 // channel; both scaled by any fused input scale. The filter comes as the
 // table `wt` (conv2d.rs's `narrow_filter`): per tap and input channel a row
-// of params.ocp values, run z's channels at z * OCG4 vectors, so that one
+// of params.ocp values (OCG rounded up to 4, zero past it), so that one
 // vector load serves four output channels.
 // A fused nearest upsample (params.upsample) maps each input coordinate
 // the window reaches to the pixel it replicates.
@@ -37,18 +36,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pt = i32(params.padding.x);
     let pl = i32(params.padding.y);
     let xs = params.x_strides;
-    // The run's first channel; channels past the last (zero in the table)
+    // Lanes past the last channel (zero in the table) read its bias and
     // are not written.
-    let m0 = gid.z * OCG;
-    let last = params.oc - 1u;
+    let last = OCG - 1u;
     // Channels past the last multiple of 4 go one at a time.
     let icg4 = icg & ~3u;
-    // Table rows in vectors; this run's first vector of a row.
+    // Table rows in vectors.
     let rows = params.ocp / 4u;
-    let r0 = gid.z * OCG4;
     var acc: array<vec4<f32>, OCG4>;
     for (var j = 0u; j < OCG4; j++) {
-        let c = m0 + 4u * j;
+        let c = 4u * j;
         acc[j] = vec4<f32>(bias(min(c, last)), bias(min(c + 1u, last)),
             bias(min(c + 2u, last)), bias(min(c + 3u, last)));
     }
@@ -64,7 +61,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
             let xo = n * xs.x + u32(iy) / params.upsample.x * xs.z
                 + u32(ix) / params.upsample.y * xs.w;
-            let to = (ky * kw + kx) * icg * rows + r0;
+            let to = (ky * kw + kx) * icg * rows;
             for (var ci = 0u; ci < icg4; ci += 4u) {
                 let v = load4(xo + ci * xs.y, ci);
                 let t = to + ci * rows;
@@ -85,13 +82,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     // NHWC: the pixel's channels are adjacent; NCHW: one plane per channel.
     let q = p % params.ohw;
     for (var m = 0u; m < OCG; m++) {
-        let c = m0 + m;
-        if c > last {
-            break;
-        }
-        var i = p * params.oc + c;
+        var i = p * params.oc + m;
         if params.nhwc == 0u {
-            i = (n * params.oc + c) * params.ohw + q;
+            i = (n * params.oc + m) * params.ohw + q;
         }
         y[i] = T(act(acc[m / 4u][m % 4u] + residual(i)));
     }
