@@ -765,3 +765,62 @@ impl Tensorizer {
             .map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SlotBinding;
+
+    #[test]
+    fn a_slot_is_bound_from_the_aligned_offset_before_it_in_whole_words() {
+        // f32 items of 3 x 256 x 256: every slot starts aligned.
+        let item = 3 * 256 * 256 * 4;
+        for slot in [0, 1, 7] {
+            let b = SlotBinding::of(slot, item, 4, 256);
+            assert_eq!((b.offset, b.size, b.element), (slot * item, item, 0));
+        }
+        // f16 items of 105 values (210 bytes), alignment 256: slot 1 starts
+        // mid-word at element 105 of the range from 0; slot 2 at byte 420,
+        // 164 bytes past 256.
+        assert_eq!(
+            SlotBinding::of(1, 210, 2, 256),
+            SlotBinding {
+                offset: 0,
+                size: 420,
+                element: 105
+            }
+        );
+        assert_eq!(
+            SlotBinding::of(2, 210, 2, 256),
+            SlotBinding {
+                offset: 256,
+                size: 376,
+                element: 82
+            }
+        );
+        // Alignment 32: 3 x 7 x 5 f32 items (420 bytes), slot 3 at 1260.
+        assert_eq!(
+            SlotBinding::of(3, 420, 4, 32),
+            SlotBinding {
+                offset: 1248,
+                size: 432,
+                element: 3
+            }
+        );
+        // Every binding is a whole number of words ending at or past the
+        // item and starting within one alignment before it.
+        for align in [4, 16, 32, 64, 256] {
+            for (item, es) in [(6, 2), (210, 2), (420, 4), (12, 4)] {
+                for slot in 0..40 {
+                    let b = SlotBinding::of(slot, item, es, align);
+                    let start = slot * item;
+                    assert_eq!(b.offset % align, 0);
+                    assert_eq!(b.size % 4, 0);
+                    assert!(start - b.offset < align);
+                    assert_eq!(b.offset + u64::from(b.element) * es, start);
+                    assert!(b.offset + b.size >= start + item);
+                    assert!(b.offset + b.size < start + item + 4);
+                }
+            }
+        }
+    }
+}
