@@ -93,6 +93,8 @@ impl DeviceSlot {
         element: &gst::Element,
         cat: gst::DebugCategory,
     ) -> Result<Gpu, gst::ErrorMessage> {
+        // Taken whatever happens, so that a later start does not find it.
+        let preferred = self.1.lock().unwrap().take();
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
@@ -122,7 +124,6 @@ impl DeviceSlot {
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
-        let preferred = self.1.lock().unwrap().take();
         let gpu = match preferred {
             Some(gpu) => {
                 gst::debug!(

@@ -300,11 +300,14 @@ impl ModelInstance {
 
     /// The batched graph and tensors for `key`, built at first use.
     fn batched(&self, key: Key) -> Result<Arc<Batched>> {
-        if let Some(b) = self.batched.lock().unwrap().get(&key) {
+        // Locked while building, so that users starting together build one.
+        let mut batched = self.batched.lock().unwrap();
+        if let Some(b) = batched.get(&key) {
             return Ok(b.clone());
         }
         let b = Arc::new(Batched::new(self, key)?);
-        Ok(self.batched.lock().unwrap().entry(key).or_insert(b).clone())
+        batched.insert(key, b.clone());
+        Ok(b)
     }
 
     /// Dispatches one batch of `slots` (its items' outputs and timings,
