@@ -480,8 +480,10 @@ impl Model {
         self.run_graph(context, &graph, inputs)
     }
 
-    /// [`Model::run`] of a graph built from this model.
-    fn run_graph(
+    /// [`Model::run`] of a graph built from this model (e.g. by
+    /// [`Model::build_batched`]): `inputs` by name, each with the type and
+    /// shape the graph declares.
+    pub fn run_graph(
         &self,
         context: &Context,
         graph: &Graph,
@@ -570,10 +572,13 @@ mod tests {
         let esrgan = load(bundled("esrgan-slim/x2/model.json")).unwrap();
         let shapes = esrgan.output_shapes(Some((6, 10))).unwrap();
         assert_eq!(shapes, [vec![1, 12, 20, 3]]);
+        // A batch is checked on shapes only too, at any size.
+        selfie.check_batch(None, 64).unwrap();
+        esrgan.check_batch(Some((6, 10)), 64).unwrap();
         assert_eq!(
             workers_started_here(),
             before,
-            "loading started a CPU context"
+            "loading or checking started a CPU context"
         );
         // The counter does count what it watches.
         Context::cpu().destroy();

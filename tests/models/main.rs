@@ -9,6 +9,7 @@
 mod common;
 
 mod bad_input;
+mod batched;
 mod detect_yolo;
 mod face_detect;
 mod face_refs;

@@ -1527,10 +1527,19 @@ impl<'s> Writer<'s> {
                 }
                 Ok(full)
             };
-            let sizes = match sizes {
+            let mut sizes = match sizes {
                 Some(s) => Some(self.msg(spread_i(s))?),
                 None => None,
             };
+            // A batch of items: sizes traced at the single-item batch of 1
+            // (an exporter's Shape arithmetic next to a constant 1) keep the
+            // batch instead.
+            if let Some(s) = sizes.as_mut() {
+                if self.batch > 1 && s[0] == 1 && shape.first().is_some_and(|d| d % self.batch == 0)
+                {
+                    s[0] = shape[0];
+                }
+            }
             (scales.map(spread_f), sizes)
         };
         if scales.is_none() && sizes.is_none() {

@@ -310,7 +310,23 @@ impl<'a> Writer<'_, 'a> {
         } else {
             spec
         };
-        let axes = strided_slice::resolve(x.shape(), &spec).map_err(|e| self.err(e))?;
+        let mut axes = strided_slice::resolve(x.shape(), &spec).map_err(|e| self.err(e))?;
+        // A batch of items: a slice that takes all of the file's batch of
+        // 1 (begin 0, end 1) takes the whole batch.
+        if self.is_batched(self.arg(call, 0)?, &x)? {
+            let (_, _, declared) = self.tensor(self.arg(call, 0)?)?;
+            let one = strided_slice::resolve(&declared, &spec).map_err(|e| self.err(e))?;
+            let whole = |a: &strided_slice::Axis| {
+                !a.new && !a.shrink && a.start == 0 && a.stride == 1 && a.size == declared[0]
+            };
+            if let (Some(a1), Some(an)) = (one.first(), axes.first_mut()) {
+                if whole(a1) && !an.new {
+                    an.size = x.shape()[0];
+                    an.start = 0;
+                    an.stride = 1;
+                }
+            }
+        }
         if let Some(a) = axes.iter().position(|a| a.size == 0) {
             return Err(self.err(format!(
                 "axis {a} of the result is empty, which wgnn cannot represent"
