@@ -42,9 +42,16 @@ pub fn gpu_from(context: &gst::ContextRef) -> Option<Gpu> {
 
 /// An element's handle on the shared device.
 #[derive(Default)]
-pub struct DeviceSlot(Mutex<Option<Gpu>>);
+pub struct DeviceSlot(Mutex<Option<Gpu>>, Mutex<Option<Gpu>>);
 
 impl DeviceSlot {
+    /// The device [`DeviceSlot::ensure`] takes rather than opening one when
+    /// neither the neighbours nor the application have one: a shared model
+    /// instance's, so that pipelines sharing an instance share its device.
+    pub fn prefer(&self, gpu: Gpu) {
+        *self.1.lock().unwrap() = Some(gpu);
+    }
+
     pub fn get(&self) -> Option<Gpu> {
         self.0.lock().unwrap().clone()
     }
@@ -86,6 +93,8 @@ impl DeviceSlot {
         element: &gst::Element,
         cat: gst::DebugCategory,
     ) -> Result<Gpu, gst::ErrorMessage> {
+        // Taken whatever happens, so that a later start does not find it.
+        let preferred = self.1.lock().unwrap().take();
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
@@ -115,7 +124,19 @@ impl DeviceSlot {
         if let Some(gpu) = self.get() {
             return Ok(gpu);
         }
-        let gpu = Gpu::new().map_err(|e| {
+        let gpu = match preferred {
+            Some(gpu) => {
+                gst::debug!(
+                    cat,
+                    obj = element,
+                    "using the device of the model instance: {}",
+                    gpu.describe()
+                );
+                Ok(gpu)
+            }
+            None => Gpu::new(),
+        };
+        let gpu = gpu.map_err(|e| {
             let domain = match e {
                 crate::Error::NoAdapter(_) => gst::ResourceError::NotFound,
                 _ => gst::ResourceError::OpenReadWrite,

@@ -14,28 +14,34 @@ use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::frame_meta::buffer_for;
 use crate::gst::frame_meter::FrameMeter;
+use crate::gst::instance::{InstanceSettings, InstanceUse};
 use crate::gst::property;
 use crate::gst::{caps, frames};
 use crate::models::{self, Model};
-use crate::tasks::Device;
+use crate::tasks::instance::registry::{self, InstanceSpec, JoinError};
+use crate::tasks::{Device, ModelInstance};
 use crate::video::cpu::CpuFrame;
 use crate::video::{GpuFrame, TexturePool};
 
-/// What `start` settled: the settings it was given, the model, and where the
-/// task runs.
+/// What `start` settled: the settings it was given, the model instance
+/// (shared with other elements by `model-instance-id`, or the element's
+/// own), its model, and where the task runs.
 pub struct Started<S> {
     pub settings: S,
+    pub instance: Arc<ModelInstance>,
     pub model: Arc<Model>,
     pub device: Device,
 }
 
 /// The part of a processing element that is the same in all of them: its
 /// debug category, its handle on the pipeline's device, its counters and
-/// latency, and what `start` settled.
+/// latency, its place among its model instance's users, and what `start`
+/// settled.
 pub struct Processing<S> {
     pub cat: gst::DebugCategory,
     pub slot: DeviceSlot,
     pub meter: FrameMeter,
+    pub users: InstanceUse,
     started: Mutex<Option<Arc<Started<S>>>>,
 }
 
@@ -45,45 +51,94 @@ impl<S> Processing<S> {
             cat,
             slot: DeviceSlot::default(),
             meter: FrameMeter::default(),
+            users: InstanceUse::default(),
             started: Mutex::new(None),
         }
     }
 
-    /// `BaseTransformImpl::start`: resets the counters, loads the model at
-    /// `path` and runs `check` on it (does it fit the element?), then
-    /// settles the device as `choice` says. Fails the state change with the
-    /// reason, in one line naming the model once.
+    /// `BaseTransformImpl::start`: resets the counters, settles the device
+    /// as `choice` says, and loads the model at `path` (or joins the
+    /// element's model instance `instance.id`, whose device a pipeline
+    /// without one of its own takes) and runs `check` on it (does it fit
+    /// the element?). Fails the state change with the reason, in one line
+    /// naming the model once.
     pub fn start(
         &self,
         element: &gst::Element,
         settings: S,
         path: &Path,
         choice: DeviceChoice,
+        instance: &InstanceSettings,
         check: impl FnOnce(&Model, &S) -> crate::Result<()>,
     ) -> Result<Arc<Started<S>>, gst::ErrorMessage> {
         self.meter.reset();
-        let model = load_model(path)?;
-        check(&model, &settings).map_err(|e| unusable_model(path, &e))?;
+        let batch = instance.batch();
+        let shared = instance.id.as_deref();
+        if let Some(gpu) = shared
+            .and_then(registry::find)
+            .and_then(|i| i.device().gpu().cloned())
+        {
+            self.slot.prefer(gpu);
+        }
         let device = Device::from(choice.open(&self.slot, element, self.cat)?);
+        let instance = match shared {
+            Some(id) => {
+                let name = element.name();
+                let spec = InstanceSpec {
+                    id,
+                    model: path,
+                    device: &device,
+                    batch,
+                    user: name.as_str(),
+                };
+                registry::join(&spec, || load_model(path)).map_err(|e| match e {
+                    JoinError::Load(e) => e,
+                    JoinError::Instance(e) => instance_error(path, &e),
+                })?
+            }
+            None => {
+                let model = Arc::new(load_model(path)?);
+                ModelInstance::with_batch(&device, model, batch)
+                    .map_err(|e| instance_error(path, &e))?
+            }
+        };
+        let model = instance.model().clone();
+        check(&model, &settings).map_err(|e| unusable_model(path, &e))?;
+        if batch.size > 1 {
+            self.meter.set_latency_floor(batch.max_latency);
+        }
         gst::info!(
             self.cat,
             obj = element,
-            "model {} on the {}",
+            "model {} on the {}{}",
             path.display(),
-            device.describe()
+            device.describe(),
+            match shared {
+                Some(id) => format!(
+                    ", instance '{id}' (batch size {}, {} ms)",
+                    batch.size,
+                    batch.max_latency.as_millis()
+                ),
+                None if batch.size > 1 => format!(", batch size {}", batch.size),
+                None => String::new(),
+            }
         );
+        self.users.set(instance.member());
         let started = Arc::new(Started {
             settings,
-            model: Arc::new(model),
+            instance,
+            model,
             device,
         });
         *self.started.lock().unwrap() = Some(started.clone());
         Ok(started)
     }
 
-    /// `BaseTransformImpl::stop`: forgets the model and the device choice.
+    /// `BaseTransformImpl::stop`: forgets the model and the device choice
+    /// and leaves the model instance (freed with its last user).
     pub fn stop(&self) {
         self.started.lock().unwrap().take();
+        self.users.clear();
     }
 
     pub fn started(&self) -> Option<Arc<Started<S>>> {
@@ -236,6 +291,18 @@ pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
             ["{}", e]
         )),
     }
+}
+
+/// The settings error of a model instance that cannot be made or joined
+/// (another model, device or batching under the same id; a batch size the
+/// model or device cannot take).
+pub fn instance_error(path: &Path, e: &crate::Error) -> gst::ErrorMessage {
+    let e = e.to_string();
+    gst::error_msg!(
+        gst::LibraryError::Settings,
+        ("cannot use model {}: {}", path.display(), first_line(&e)),
+        ["{}", e]
+    )
 }
 
 /// The settings error of a model that loads but does not fit the element

@@ -29,6 +29,12 @@ impl FrameMeter {
         self.latency.reset();
     }
 
+    /// Reports at least `floor` of latency until the next reset (a
+    /// batching element's frames may wait that long for their batch).
+    pub fn set_latency_floor(&self, floor: std::time::Duration) {
+        self.latency.set_floor(floor);
+    }
+
     /// Records a processed frame that started at `began`: counts what it
     /// moved, logs it under the element's category `cat`, and posts a
     /// latency message when the processing time grew enough for the

@@ -13,6 +13,9 @@ const WINDOW: usize = 32;
 pub struct LatencyMeter {
     recent: Mutex<VecDeque<Duration>>,
     reported: Mutex<gst::ClockTime>,
+    /// The least latency reported, before any frame: a batching element's
+    /// frames may wait its batch latency.
+    floor: Mutex<Duration>,
 }
 
 impl LatencyMeter {
@@ -25,19 +28,25 @@ impl LatencyMeter {
             recent.pop_front();
         }
         recent.push_back(took);
-        let now = Self::worst(&recent);
+        let now = self.worst(&recent);
         let reported = *self.reported.lock().unwrap();
         now > reported + reported / 2
     }
 
-    fn worst(recent: &VecDeque<Duration>) -> gst::ClockTime {
-        let worst = recent.iter().max().copied().unwrap_or_default();
+    fn worst(&self, recent: &VecDeque<Duration>) -> gst::ClockTime {
+        let floor = *self.floor.lock().unwrap();
+        let worst = recent.iter().max().copied().unwrap_or_default().max(floor);
         gst::ClockTime::from_nseconds(worst.as_nanos() as u64)
+    }
+
+    /// Reports at least `floor` from now on (until [`LatencyMeter::reset`]).
+    pub fn set_floor(&self, floor: Duration) {
+        *self.floor.lock().unwrap() = floor;
     }
 
     /// The latency to add to upstream's, and remembers it as reported.
     pub fn latency(&self) -> gst::ClockTime {
-        let now = Self::worst(&self.recent.lock().unwrap());
+        let now = self.worst(&self.recent.lock().unwrap());
         *self.reported.lock().unwrap() = now;
         now
     }
@@ -45,6 +54,7 @@ impl LatencyMeter {
     pub fn reset(&self) {
         self.recent.lock().unwrap().clear();
         *self.reported.lock().unwrap() = gst::ClockTime::ZERO;
+        *self.floor.lock().unwrap() = Duration::ZERO;
     }
 
     /// Answers a latency query already answered upstream by adding ours.

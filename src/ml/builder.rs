@@ -50,6 +50,10 @@ pub struct GraphBuilder {
     id: u64,
     ir: RefCell<GraphIr>,
     built: Cell<bool>,
+    /// (first node, origin) as a model importer noted them: which operator
+    /// of a file the nodes from that index on were written for, so a check
+    /// over the written graph (`models::batch`) can name it.
+    origins: RefCell<Vec<(usize, String)>>,
 }
 
 impl GraphBuilder {
@@ -71,6 +75,7 @@ impl GraphBuilder {
             id: NEXT_BUILDER.fetch_add(1, Ordering::Relaxed),
             ir: RefCell::default(),
             built: Cell::new(false),
+            origins: RefCell::default(),
         }
     }
 
@@ -139,6 +144,30 @@ impl GraphBuilder {
 
     fn single(&self, op: Op, inputs: &[&Operand], output: OperandDescriptor) -> Result<Operand> {
         Ok(self.node(op, inputs, vec![output])?.remove(0))
+    }
+
+    /// Notes that the nodes written from now on come from `origin` (a model
+    /// file's operator, e.g. "operator #57 (RESHAPE)").
+    pub(crate) fn note_origin(&self, origin: &str) {
+        let at = self.ir.borrow().nodes.len();
+        let mut origins = self.origins.borrow_mut();
+        if origins.last().is_some_and(|(n, _)| *n == at) {
+            origins.pop();
+        }
+        origins.push((at, origin.to_string()));
+    }
+
+    /// The origin noted last before node `node` was written, if any.
+    pub(crate) fn origin_of(&self, node: usize) -> Option<String> {
+        let origins = self.origins.borrow();
+        let i = origins.partition_point(|(n, _)| *n <= node);
+        i.checked_sub(1).map(|i| origins[i].1.clone())
+    }
+
+    /// The graph written so far (for checks over all of it, e.g. whether it
+    /// keeps the items of a batch apart: `models::batch`).
+    pub(crate) fn ir(&self) -> std::cell::Ref<'_, GraphIr> {
+        self.ir.borrow()
     }
 
     /// The inputs declared so far, in order (for working out a model's input

@@ -25,6 +25,7 @@ mod types;
 pub use builder::{GraphBuilder, Operand};
 pub use context::{Context, ReadHandle};
 pub use graph::Graph;
+pub(crate) use graph_ir::{GraphIr, OperandId};
 pub use host::{HostData, HostTensor};
 pub use ops::*;
 pub use precision::{BuildOptions, Precision};

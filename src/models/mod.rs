@@ -5,6 +5,7 @@
 //! size on demand: TF.js models are fully convolutional and take any size,
 //! and a graph's shapes are fixed when it is built.
 
+mod batch;
 pub mod onnx;
 mod precision;
 mod tfjs;
@@ -49,11 +50,16 @@ pub struct TensorInfo {
 /// A graph writer for one parsed model file.
 pub(crate) trait Source: Send + Sync {
     /// Writes the model into `builder` for an input of `hw` (height, width)
-    /// (`None`: the size the file declares) and returns its named outputs.
+    /// (`None`: the size the file declares) and `batch` items (every input
+    /// and output whose leading dimension the file declares as 1 or leaves
+    /// open has `batch` there), and returns its named outputs. Notes each
+    /// operator's origin on the builder (`GraphBuilder::note_origin`) so
+    /// that [`batch::check`] can name it.
     fn write(
         &self,
         builder: &GraphBuilder,
         hw: Option<(usize, usize)>,
+        batch: usize,
     ) -> Result<Vec<(String, Operand)>>;
 
     /// A size used to check at load time that the layers' shapes chain.
@@ -67,8 +73,8 @@ pub(crate) trait Source: Send + Sync {
 /// (context id, input size) of a cached graph or precision choice.
 type SizeKey = (u64, Option<(usize, usize)>);
 
-/// (context id, input size, F32 or F16) of a cached graph.
-type GraphKey = (u64, Option<(usize, usize)>, Precision);
+/// (context id, input size, F32 or F16, batch) of a cached graph.
+type GraphKey = (u64, Option<(usize, usize)>, Precision, usize);
 
 /// A loaded model. Graphs are built per context and input size and cached.
 pub struct Model {
@@ -248,7 +254,7 @@ fn load_from(
     // Writing the graph once (without compiling it, with no context) checks
     // every op's options and that the shapes chain, so a bad file fails here.
     let builder = GraphBuilder::shapes_only();
-    model.source.write(&builder, model.source.probe_size())?;
+    model.source.write(&builder, model.source.probe_size(), 1)?;
     Ok(model)
 }
 
@@ -302,7 +308,7 @@ impl Model {
     /// Built once per (context, size) and then shared. Computes in float32
     /// as written: [`Model::build_with`] picks another precision.
     pub fn build(&self, context: &Context, input_hw: Option<(usize, usize)>) -> Result<Graph> {
-        self.graph(context, input_hw, Precision::F32)
+        self.graph(context, input_hw, Precision::F32, 1)
     }
 
     /// [`Model::build`] in `precision`, resolved by
@@ -316,23 +322,96 @@ impl Model {
         precision: Precision,
     ) -> Result<Graph> {
         let chosen = self.choose_precision(context, input_hw, precision)?;
-        self.graph(context, input_hw, chosen.precision)
+        self.graph(context, input_hw, chosen.precision, 1)
     }
 
-    /// The graph in `precision` (F32 or F16), built once per (context,
-    /// size, precision).
+    /// [`Model::build_with`] for `batch` items at once: every input and
+    /// output whose leading dimension the file declares as 1 (or leaves
+    /// open) has `batch` there, and item k of every output is what the
+    /// `batch == 1` graph computes from item k of the inputs. `batch == 1`
+    /// is [`Model::build_with`] (the same cached graph). `Precision::Auto`
+    /// is chosen at batch 1 ([`Model::choose_precision`]) and that
+    /// precision built at `batch`. A model that cannot keep the items
+    /// apart (an operator that mixes them, a reshape that folds the batch
+    /// into another axis) is refused with one line naming its operator, as
+    /// [`Model::check_batch`] does. Built once per (context, size,
+    /// precision, batch) and then shared.
+    pub fn build_batched(
+        &self,
+        context: &Context,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+        batch: usize,
+    ) -> Result<Graph> {
+        self.refuse_batch_zero(batch)?;
+        let chosen = self.choose_precision(context, input_hw, precision)?;
+        self.graph(context, input_hw, chosen.precision, batch)
+    }
+
+    /// Whether [`Model::build_batched`] can build this model for `batch`
+    /// items at an input of `input_hw`: the same check, on shapes only
+    /// (no context, nothing compiled), so cheap enough for an element to
+    /// call at start. The error is one line naming the file and the
+    /// operator that cannot take the batch, and says what works.
+    pub fn check_batch(&self, input_hw: Option<(usize, usize)>, batch: usize) -> Result<()> {
+        self.refuse_batch_zero(batch)?;
+        let builder = GraphBuilder::shapes_only();
+        let outputs = self.source.write(&builder, input_hw, batch)?;
+        self.check_batched_graph(&builder, &outputs, input_hw, batch)
+    }
+
+    fn refuse_batch_zero(&self, batch: usize) -> Result<()> {
+        if batch == 0 {
+            return Err(model_error(
+                &self.path,
+                "build",
+                "a batch of 0 items is not a graph; use batch-size=1 or more",
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`batch::check`] of a graph written at `batch` against the same
+    /// model written at 1 (shapes only); nothing to check at 1.
+    fn check_batched_graph(
+        &self,
+        builder: &GraphBuilder,
+        outputs: &[(String, Operand)],
+        input_hw: Option<(usize, usize)>,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return Ok(());
+        }
+        let single = GraphBuilder::shapes_only();
+        let single_outputs = self.source.write(&single, input_hw, 1)?;
+        batch::check(
+            &self.path,
+            batch::Written {
+                builder: &single,
+                outputs: &single_outputs,
+            },
+            batch::Written { builder, outputs },
+            batch,
+        )
+    }
+
+    /// The graph in `precision` (F32 or F16) for `batch` items, built once
+    /// per (context, size, precision, batch).
     fn graph(
         &self,
         context: &Context,
         input_hw: Option<(usize, usize)>,
         precision: Precision,
+        batch: usize,
     ) -> Result<Graph> {
-        let key = (context.id(), input_hw, precision);
+        let key = (context.id(), input_hw, precision, batch);
         if let Some(g) = self.graphs.lock().unwrap().get(&key) {
             return Ok(g.clone());
         }
         let builder = GraphBuilder::new(context);
-        let outputs = self.source.write(&builder, input_hw)?;
+        let outputs = self.source.write(&builder, input_hw, batch)?;
+        self.check_batched_graph(&builder, &outputs, input_hw, batch)?;
         let named: Vec<(&str, &Operand)> = outputs.iter().map(|(n, o)| (n.as_str(), o)).collect();
         let graph = builder
             .build_with(&named, BuildOptions { precision })
@@ -346,7 +425,7 @@ impl Model {
     /// error names the layer where a size does not fit.
     pub fn output_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
         let builder = GraphBuilder::shapes_only();
-        let outputs = self.source.write(&builder, input_hw)?;
+        let outputs = self.source.write(&builder, input_hw, 1)?;
         Ok(outputs.iter().map(|(_, o)| o.shape().to_vec()).collect())
     }
 
@@ -355,7 +434,7 @@ impl Model {
     /// built at that size resolves them.
     pub fn input_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
         let builder = GraphBuilder::shapes_only();
-        self.source.write(&builder, input_hw)?;
+        self.source.write(&builder, input_hw, 1)?;
         let declared = builder.declared_inputs();
         self.inputs
             .iter()

@@ -253,11 +253,11 @@ impl Model {
             self.graphs
                 .lock()
                 .unwrap()
-                .contains_key(&(context.id(), input_hw, p))
+                .contains_key(&(context.id(), input_hw, p, 1))
         };
         let had = (cached(Precision::F32), cached(Precision::F16));
-        let f32_graph = self.graph(context, input_hw, Precision::F32)?;
-        let f16_graph = match self.graph(context, input_hw, Precision::F16) {
+        let f32_graph = self.graph(context, input_hw, Precision::F32, 1)?;
+        let f16_graph = match self.graph(context, input_hw, Precision::F16, 1) {
             Ok(g) => g,
             Err(e) => {
                 return Ok(PrecisionChoice {
@@ -278,7 +278,7 @@ impl Model {
                 .graphs
                 .lock()
                 .unwrap()
-                .remove(&(context.id(), input_hw, loser))
+                .remove(&(context.id(), input_hw, loser, 1))
             {
                 g.destroy();
             }

@@ -64,7 +64,11 @@ fn every_params_struct_is_laid_out_as_its_rust_twin() {
             out_w,
             out_h,
             whole_frame,
-            asymmetric
+            asymmetric,
+            dst_offset,
+            _pad0,
+            _pad1,
+            _pad2
         ),
     );
     // The YUV reader's, within that kernel.

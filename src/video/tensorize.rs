@@ -323,6 +323,12 @@ pub(crate) struct TensorizeParams {
     pub whole_frame: u32,
     /// 1: [`Sampling::Asymmetric`], 0: half-pixel.
     pub asymmetric: u32,
+    /// Element index of the item's first value in the bound range (see
+    /// [`SlotBinding`]).
+    pub dst_offset: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 impl TensorizeParams {
@@ -343,7 +349,17 @@ impl TensorizeParams {
             out_h: o.height,
             whole_frame: 1,
             asymmetric: u32::from(o.sampling == Sampling::Asymmetric),
+            dst_offset: 0,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         }
+    }
+
+    /// The same parameters writing at element `dst_offset` of the binding.
+    fn at(mut self, dst_offset: u32) -> Self {
+        self.dst_offset = dst_offset;
+        self
     }
 
     /// The same parameters sampling `window` only.
@@ -353,6 +369,37 @@ impl TensorizeParams {
         self.region_pixels = [w.first[0], w.first[1], w.last[0], w.last[1]];
         self.whole_frame = 0;
         self
+    }
+}
+
+/// Where item `slot` of a batched tensor is bound: storage bindings must
+/// start at a multiple of the device's `min_storage_buffer_offset_alignment`
+/// and cover whole 4-byte words, so the range starts at the aligned offset
+/// at or before the item and the shader skips `element` values into it.
+/// Binding the item's range rather than the whole tensor keeps any batch
+/// within `max_storage_buffer_binding_size` as long as one item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlotBinding {
+    /// Byte offset and size of the bound range.
+    offset: u64,
+    size: u64,
+    /// Element index of the item's first value within the range.
+    element: u32,
+}
+
+impl SlotBinding {
+    /// The range for item `slot` of `item_bytes` bytes, `elem_size` bytes a
+    /// value, under binding offset alignment `align` (a power of two, at
+    /// least 4, as wgpu guarantees).
+    fn of(slot: u64, item_bytes: u64, elem_size: u64, align: u64) -> SlotBinding {
+        let start = slot * item_bytes;
+        let offset = start - start % align;
+        let skipped = start - offset;
+        SlotBinding {
+            offset,
+            size: (skipped + item_bytes).next_multiple_of(4),
+            element: (skipped / elem_size) as u32,
+        }
     }
 }
 
@@ -366,7 +413,11 @@ pub struct Tensorizer {
     /// This tensorizer's pipelines by reader, so that a frame costs a map
     /// look-up rather than building and hashing the kernel's source.
     pipelines: Mutex<HashMap<Reader, crate::gpu::live::ComputePipeline>>,
-    params: crate::gpu::live::Buffer,
+    /// Whole-frame parameters by [`SlotBinding::element`], built the first
+    /// time a slot needs them and never changed: 0 (every slot where items
+    /// are multiples of the offset alignment, e.g. 3 x 256 x 256 f32) is
+    /// made with the tensorizer.
+    params: Mutex<HashMap<u32, crate::gpu::live::Buffer>>,
     yuv: crate::gpu::live::Buffer,
 }
 
@@ -407,7 +458,7 @@ impl Tensorizer {
             yuv: yuv_buffer(gpu, o.color)?,
             options,
             pipelines: Mutex::default(),
-            params,
+            params: Mutex::new(HashMap::from([(0, params)])),
         })
     }
 
@@ -426,10 +477,19 @@ impl Tensorizer {
 
     /// Shape of the output tensor in its layout's order.
     pub fn output_shape(&self) -> [u32; 4] {
+        self.batched_shape(1)
+    }
+
+    /// Shape of a tensor of `batch` items of [`output_shape`]'s
+    /// (`[batch, ...]`), which [`encode_slot`](Tensorizer::encode_slot)
+    /// writes one item of.
+    ///
+    /// [`output_shape`]: Tensorizer::output_shape
+    pub fn batched_shape(&self, batch: u32) -> [u32; 4] {
         let (w, h) = (self.options.width, self.options.height);
         match self.options.layout {
-            TensorLayout::Nhwc => [1, h, w, 3],
-            TensorLayout::Nchw => [1, 3, h, w],
+            TensorLayout::Nhwc => [batch, h, w, 3],
+            TensorLayout::Nchw => [batch, 3, h, w],
         }
     }
 
@@ -462,37 +522,146 @@ impl Tensorizer {
         frame: &GpuFrame,
         dst: impl Into<TensorBuffer<'a>>,
     ) -> Result<()> {
-        self.encode_with(encoder, frame, dst.into(), &self.params)
+        let dst = dst.into();
+        self.expect_single(&dst)?;
+        self.encode_slot(encoder, frame, None, dst, 0)
     }
 
-    /// Records the pass with `params` as its uniform.
-    fn encode_with(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        frame: &GpuFrame,
-        dst: TensorBuffer<'_>,
-        params: &wgpu::Buffer,
-    ) -> Result<()> {
-        let shape = self.output_shape().map(|d| d as usize);
+    /// `dst` is exactly the [1, ...] tensor `encode` writes.
+    fn expect_single(&self, dst: &TensorBuffer<'_>) -> Result<()> {
         dst.expect(
             "tensorize: the destination",
             self.options.dtype.data_type(),
-            &shape,
-        )?;
-        let dst = dst.buffer();
-        if !dst.usage().contains(wgpu::BufferUsages::STORAGE) {
+            &self.output_shape().map(|d| d as usize),
+        )
+    }
+
+    /// Records the pass that writes item `slot` of `dst`, a batched tensor
+    /// of [`batched_shape(N)`](Tensorizer::batched_shape) in the options'
+    /// dtype (`slot < N`): exactly the values [`encode`](Tensorizer::encode)
+    /// (`region` None) or [`encode_region`](Tensorizer::encode_region)
+    /// (`Some`) write into a [1, ...] tensor, leaving the other items'
+    /// bytes as they are. So frames of several streams, each with its own
+    /// tensorizer (colour spec, resize, ...) of the same output, fill one
+    /// batch of a model.
+    ///
+    /// A whole frame costs nothing per call: its parameters are built once
+    /// per slot position (none beyond the first where an item's bytes are a
+    /// multiple of the device's storage offset alignment); a region uploads
+    /// [`region_upload_bytes`](Tensorizer::region_upload_bytes) as
+    /// `encode_region` does.
+    pub fn encode_slot<'a>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        region: Option<[f32; 4]>,
+        dst: impl Into<TensorBuffer<'a>>,
+        slot: usize,
+    ) -> Result<()> {
+        let dst = dst.into();
+        let binding = self.slot_binding(&dst, slot)?;
+        let params = match region {
+            None => self.whole_frame_params(binding.element)?,
+            Some(region) => {
+                let window = SourceWindow::of_region(region, frame.width(), frame.height())?;
+                let params = TensorizeParams::of(&self.options)
+                    .with_window(&window)
+                    .at(binding.element);
+                self.gpu.create_buffer_with_data(
+                    "wgnn tensorize region params",
+                    bytemuck::bytes_of(&params),
+                    wgpu::BufferUsages::UNIFORM,
+                )?
+            }
+        };
+        self.encode_pass(encoder, frame, dst.buffer(), binding, &params)
+    }
+
+    /// Checks `dst` is a batched tensor of this tensorizer's items with a
+    /// `slot`, in a buffer that holds it, and says where that item is bound.
+    fn slot_binding(&self, dst: &TensorBuffer<'_>, slot: usize) -> Result<SlotBinding> {
+        let data_type = self.options.dtype.data_type();
+        let item = self.output_shape().map(|d| d as usize);
+        let shape = dst.shape();
+        if dst.data_type() != data_type || shape.len() != item.len() || shape[1..] != item[1..] {
+            return Err(Error::invalid(format!(
+                "tensorize: the slot tensor is {} {shape:?}; it must be {data_type} [N, {}] \
+                 (items of the tensorizer's output {item:?})",
+                dst.data_type(),
+                item[1..]
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let batch = shape[0];
+        if slot >= batch {
+            return Err(Error::invalid(format!(
+                "tensorize: slot {slot} is outside the {data_type} {shape:?} tensor, which has \
+                 {batch} items"
+            )));
+        }
+        let buffer = dst.buffer();
+        if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Err(Error::invalid(
                 "tensorize: the destination buffer lacks STORAGE usage",
             ));
         }
-        if dst.size() < self.output_bytes() {
+        // Storage bindings cover whole 4-byte words (as `ml` sizes its
+        // buffers), so the last item's binding may end past its last value.
+        let item_bytes = self.output_bytes();
+        let needed = (batch as u64).saturating_mul(item_bytes).saturating_add(3) / 4 * 4;
+        if buffer.size() < needed {
             return Err(Error::invalid(format!(
-                "tensorize: the destination buffer has {} bytes, the {:?} tensor needs {}",
-                dst.size(),
-                self.output_shape(),
-                self.output_bytes()
+                "tensorize: the destination buffer has {} bytes, the {shape:?} tensor needs \
+                 {needed}",
+                buffer.size()
             )));
         }
+        let limits = self.gpu.limits();
+        let binding = SlotBinding::of(
+            slot as u64,
+            item_bytes,
+            self.options.dtype.size(),
+            u64::from(limits.min_storage_buffer_offset_alignment).max(4),
+        );
+        if binding.size > limits.max_storage_buffer_binding_size {
+            return Err(Error::invalid(format!(
+                "tensorize: slot {slot} of the {shape:?} tensor binds {} bytes (its item and \
+                 the offset alignment before it), over the device limit \
+                 max_storage_buffer_binding_size = {}",
+                binding.size, limits.max_storage_buffer_binding_size
+            )));
+        }
+        Ok(binding)
+    }
+
+    /// The whole-frame parameters writing at `element` of the binding.
+    fn whole_frame_params(&self, element: u32) -> Result<crate::gpu::live::Buffer> {
+        let mut cache = self.params.lock().unwrap();
+        if let Some(p) = cache.get(&element) {
+            return Ok(p.clone());
+        }
+        let p = self.gpu.create_buffer_with_data(
+            "wgnn tensorize params",
+            bytemuck::bytes_of(&TensorizeParams::of(&self.options).at(element)),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        cache.insert(element, p.clone());
+        Ok(p)
+    }
+
+    /// Records the pass writing `binding` of `dst` with `params` as its
+    /// uniform.
+    fn encode_pass(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        dst: &wgpu::Buffer,
+        binding: SlotBinding,
+        params: &wgpu::Buffer,
+    ) -> Result<()> {
         let pipeline = self.pipeline(Reader::of(frame.format()))?;
         let planes = frame_bind_group(
             &self.gpu,
@@ -508,7 +677,11 @@ impl Tensorizer {
                 entries: &[
                     wgpu::BindGroupEntry {
                         binding: 0,
-                        resource: dst.as_entire_binding(),
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: dst,
+                            offset: binding.offset,
+                            size: wgpu::BufferSize::new(binding.size),
+                        }),
                     },
                     wgpu::BindGroupEntry {
                         binding: 1,
@@ -558,14 +731,9 @@ impl Tensorizer {
         region: [f32; 4],
         dst: impl Into<TensorBuffer<'a>>,
     ) -> Result<()> {
-        let window = SourceWindow::of_region(region, frame.width(), frame.height())?;
-        let params = TensorizeParams::of(&self.options).with_window(&window);
-        let params = self.gpu.create_buffer_with_data(
-            "wgnn tensorize region params",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        )?;
-        self.encode_with(encoder, frame, dst.into(), &params)
+        let dst = dst.into();
+        self.expect_single(&dst)?;
+        self.encode_slot(encoder, frame, Some(region), dst, 0)
     }
 
     /// Bytes each [`Tensorizer::encode_region`] uploads (its parameters),
@@ -595,5 +763,64 @@ impl Tensorizer {
                 self.gpu.queue().submit([encoder.finish()])
             })
             .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlotBinding;
+
+    #[test]
+    fn a_slot_is_bound_from_the_aligned_offset_before_it_in_whole_words() {
+        // f32 items of 3 x 256 x 256: every slot starts aligned.
+        let item = 3 * 256 * 256 * 4;
+        for slot in [0, 1, 7] {
+            let b = SlotBinding::of(slot, item, 4, 256);
+            assert_eq!((b.offset, b.size, b.element), (slot * item, item, 0));
+        }
+        // f16 items of 105 values (210 bytes), alignment 256: slot 1 starts
+        // mid-word at element 105 of the range from 0; slot 2 at byte 420,
+        // 164 bytes past 256.
+        assert_eq!(
+            SlotBinding::of(1, 210, 2, 256),
+            SlotBinding {
+                offset: 0,
+                size: 420,
+                element: 105
+            }
+        );
+        assert_eq!(
+            SlotBinding::of(2, 210, 2, 256),
+            SlotBinding {
+                offset: 256,
+                size: 376,
+                element: 82
+            }
+        );
+        // Alignment 32: 3 x 7 x 5 f32 items (420 bytes), slot 3 at 1260.
+        assert_eq!(
+            SlotBinding::of(3, 420, 4, 32),
+            SlotBinding {
+                offset: 1248,
+                size: 432,
+                element: 3
+            }
+        );
+        // Every binding is a whole number of words ending at or past the
+        // item and starting within one alignment before it.
+        for align in [4, 16, 32, 64, 256] {
+            for (item, es) in [(6, 2), (210, 2), (420, 4), (12, 4)] {
+                for slot in 0..40 {
+                    let b = SlotBinding::of(slot, item, es, align);
+                    let start = slot * item;
+                    assert_eq!(b.offset % align, 0);
+                    assert_eq!(b.size % 4, 0);
+                    assert!(start - b.offset < align);
+                    assert_eq!(b.offset + u64::from(b.element) * es, start);
+                    assert!(b.offset + b.size >= start + item);
+                    assert!(b.offset + b.size < start + item + 4);
+                }
+            }
+        }
     }
 }

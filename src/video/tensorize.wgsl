@@ -24,6 +24,12 @@ struct Params {
     // 1: output pixel i samples the source at i * scale (OpenCV's
     // warpAffine); 0: pixel centres map to pixel centres.
     asymmetric: u32,
+    // Element index of this item's first value in `dst`: a batched tensor's
+    // slot lies where the binding (offset-aligned) does not start.
+    dst_offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(1) @binding(0) var<storage, read_write> dst: array<out_t>;
@@ -92,14 +98,17 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     let v = rgb * params.scale.xyz + params.offset.xyz;
     let pixel = id.y * out_w + id.x;
+    let base = params.dst_offset;
+    // One scalar store per value (f16 too: never a packed pair), so an item
+    // may start at any element, odd ones included.
     if NCHW {
         let plane = out_w * out_h;
-        dst[pixel] = out_t(v.x);
-        dst[plane + pixel] = out_t(v.y);
-        dst[2u * plane + pixel] = out_t(v.z);
+        dst[base + pixel] = out_t(v.x);
+        dst[base + plane + pixel] = out_t(v.y);
+        dst[base + 2u * plane + pixel] = out_t(v.z);
     } else {
-        dst[pixel * 3u] = out_t(v.x);
-        dst[pixel * 3u + 1u] = out_t(v.y);
-        dst[pixel * 3u + 2u] = out_t(v.z);
+        dst[base + pixel * 3u] = out_t(v.x);
+        dst[base + pixel * 3u + 1u] = out_t(v.y);
+        dst[base + pixel * 3u + 2u] = out_t(v.z);
     }
 }

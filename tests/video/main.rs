@@ -15,4 +15,5 @@ mod frames;
 mod selfie_pipeline;
 mod tensorize;
 mod tensorize_region;
+mod tensorize_slots;
 mod upload_ring;

@@ -210,7 +210,7 @@ impl Bench {
             precision: o.precision,
             ..SegmentOptions::new(SegmentEffect::Blur { strength: o.blur })
         };
-        let mut segmenter = Segmenter::new(&Device::Gpu(gpu.clone()), &model, &options)?;
+        let mut segmenter = Segmenter::new(&Device::Gpu(gpu.clone()), model.into(), &options)?;
         let stages = segmenter.gpu_stages()?;
         let tensor_shape = stages.input().shape().to_vec();
         let mask_shape = stages.mask().shape().to_vec();

@@ -15,7 +15,9 @@ use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
 use crate::gst::frames::Intake;
+use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
+use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -56,6 +58,7 @@ struct Settings {
     precision: PrecisionChoice,
     results_location: Option<PathBuf>,
     post_messages: bool,
+    instance: InstanceSettings,
 }
 
 impl Default for Settings {
@@ -72,6 +75,7 @@ impl Default for Settings {
             precision: PrecisionChoice::default(),
             results_location: None,
             post_messages: false,
+            instance: InstanceSettings::default(),
         }
     }
 }
@@ -131,6 +135,8 @@ pub struct WgnnClassify {
     results: Mutex<ResultsOut>,
     state: Mutex<Option<State>>,
     precision_log: PrecisionLog,
+    /// `profile` and `gpu-ms`.
+    clock: ModelClock,
 }
 
 impl Default for WgnnClassify {
@@ -143,6 +149,7 @@ impl Default for WgnnClassify {
             results: Mutex::default(),
             state: Mutex::default(),
             precision_log: PrecisionLog::default(),
+            clock: ModelClock::default(),
         }
     }
 }
@@ -230,6 +237,8 @@ impl ObjectImpl for WgnnClassify {
                 precision_choice::used_property(),
             ];
             props.extend(results::properties());
+            props.extend(ModelClock::properties());
+            props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
         });
@@ -237,7 +246,13 @@ impl ObjectImpl for WgnnClassify {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.clock.set(pspec.name(), value) {
+            return;
+        }
         let mut s = self.settings.lock().unwrap();
+        if s.instance.set(pspec.name(), value) {
+            return;
+        }
         match pspec.name() {
             name @ ("model" | "model-proc" | "labels" | "results-location") => {
                 let (accepted, parse) = property::model_file_property(name, MODEL_ACCEPTED)
@@ -277,10 +292,19 @@ impl ObjectImpl for WgnnClassify {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.core.meter.property(pspec.name()) {
+        if let Some(v) = self
+            .core
+            .meter
+            .property(pspec.name())
+            .or_else(|| self.core.users.property(pspec.name()))
+            .or_else(|| self.clock.property(pspec.name()))
+        {
             return v;
         }
         let s = self.settings.lock().unwrap();
+        if let Some(v) = s.instance.get(pspec.name()) {
+            return v;
+        }
         match pspec.name() {
             "precision-used" => self.precision_log.used(),
             "model" => path_value(&s.model),
@@ -351,9 +375,8 @@ impl WgnnClassify {
         let p = prepared
             .as_ref()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        Classifier::new(
-            &s.device,
-            s.model.clone(),
+        Classifier::with_instance(
+            &s.instance,
             p.proc.as_ref(),
             p.labels.clone(),
             s.settings.options(p.proc.as_ref()),
@@ -411,6 +434,7 @@ impl BaseTransformImpl for WgnnClassify {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
+        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -427,13 +451,13 @@ impl BaseTransformImpl for WgnnClassify {
             settings.clone(),
             &path,
             settings.device,
+            &settings.instance,
             |_, _| Ok(()),
         )?;
         // A model that is no classifier, or labels that do not cover its
         // classes, fail here rather than on the first frame.
-        let checked = Classifier::new(
-            &started.device,
-            started.model.clone(),
+        let checked = Classifier::with_instance(
+            &started.instance,
             proc.as_ref(),
             labels.clone(),
             settings.options(proc.as_ref()),
@@ -489,6 +513,11 @@ impl BaseTransformImpl for WgnnClassify {
         Ok(())
     }
 
+    fn sink_event(&self, event: gst::Event) -> bool {
+        self.core.users.sink_event(&event);
+        self.parent_sink_event(event)
+    }
+
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
         self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
@@ -529,9 +558,15 @@ impl BaseTransformImpl for WgnnClassify {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
+            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
+                task.inference_mut().time_next_run();
+            }
             let (classes, m) = task
                 .classify_gpu(&frame, &rects)
                 .map_err(|e| fail(element, "classification failed", e))?;
+            if let Some(ms) = task.inference_mut().take_model_ms() {
+                self.clock.record(ms);
+            }
             moved += m;
             classes
         };

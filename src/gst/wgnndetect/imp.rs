@@ -14,14 +14,15 @@ use crate::gst::element::{
     fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
 };
 use crate::gst::frames::Intake;
+use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
+use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
 use crate::gst::stats::Stats;
-use crate::models::Model;
 use crate::tasks::{
-    DetectOptions, Detector, Device, FrameResults, Labels, ModelProc, ObjectResult,
+    DetectOptions, Detector, FrameResults, Labels, ModelInstance, ModelProc, ObjectResult,
 };
 use crate::video::{ColorSpec, TexturePool};
 
@@ -43,6 +44,7 @@ struct Settings {
     precision: PrecisionChoice,
     results_location: Option<PathBuf>,
     post_messages: bool,
+    instance: InstanceSettings,
 }
 
 impl Default for Settings {
@@ -57,6 +59,7 @@ impl Default for Settings {
             precision: PrecisionChoice::default(),
             results_location: None,
             post_messages: false,
+            instance: InstanceSettings::default(),
         }
     }
 }
@@ -104,15 +107,9 @@ impl Setup {
         })
     }
 
-    fn detector(
-        &self,
-        device: &Device,
-        model: Arc<Model>,
-        color: ColorSpec,
-    ) -> crate::Result<Detector> {
-        Detector::new(
-            device,
-            model,
+    fn detector(&self, instance: &Arc<ModelInstance>, color: ColorSpec) -> crate::Result<Detector> {
+        Detector::with_instance(
+            instance,
             &self.proc,
             self.labels.clone(),
             self.options,
@@ -138,6 +135,8 @@ pub struct WgnnDetect {
     refusals: Refusals,
     run: Mutex<Option<Run>>,
     precision_log: PrecisionLog,
+    /// `profile` and `gpu-ms`.
+    clock: ModelClock,
 }
 
 impl Default for WgnnDetect {
@@ -147,6 +146,7 @@ impl Default for WgnnDetect {
             core: Processing::new(*CAT),
             refusals: Refusals::default(),
             run: Mutex::default(),
+            clock: ModelClock::default(),
             precision_log: PrecisionLog::default(),
         }
     }
@@ -224,6 +224,8 @@ impl ObjectImpl for WgnnDetect {
                 precision_choice::used_property(),
             ];
             props.extend(results::properties());
+            props.extend(ModelClock::properties());
+            props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
         });
@@ -231,7 +233,13 @@ impl ObjectImpl for WgnnDetect {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.clock.set(pspec.name(), value) {
+            return;
+        }
         let mut settings = self.settings.lock().unwrap();
+        if settings.instance.set(pspec.name(), value) {
+            return;
+        }
         match pspec.name() {
             name @ ("model" | "model-proc" | "labels" | "results-location") => {
                 let (accepted, parse) = property::model_file_property(name, MODEL_ACCEPTED)
@@ -259,10 +267,19 @@ impl ObjectImpl for WgnnDetect {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.core.meter.property(pspec.name()) {
+        if let Some(v) = self
+            .core
+            .meter
+            .property(pspec.name())
+            .or_else(|| self.core.users.property(pspec.name()))
+            .or_else(|| self.clock.property(pspec.name()))
+        {
             return v;
         }
         let settings = self.settings.lock().unwrap();
+        if let Some(v) = settings.instance.get(pspec.name()) {
+            return v;
+        }
         match pspec.name() {
             "precision-used" => self.precision_log.used(),
             "model" => path_to_value(&settings.model),
@@ -330,7 +347,7 @@ impl WgnnDetect {
                 .core
                 .started()
                 .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-            run.detector = s.settings.detector(&s.device, s.model.clone(), color)?;
+            run.detector = s.settings.detector(&s.instance, color)?;
             run.color = color;
         }
         Ok(())
@@ -345,6 +362,7 @@ impl BaseTransformImpl for WgnnDetect {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
+        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -356,18 +374,21 @@ impl BaseTransformImpl for WgnnDetect {
         let results =
             ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)?;
         let obj = self.obj();
-        let started =
-            self.core
-                .start(obj.upcast_ref(), setup, &path, settings.device, |_, _| {
-                    Ok(())
-                })?;
+        let started = self.core.start(
+            obj.upcast_ref(),
+            setup,
+            &path,
+            settings.device,
+            &settings.instance,
+            |_, _| Ok(()),
+        )?;
         // Made now, so that a decoder that does not fit the model's outputs
         // or labels short of its classes fail the state change; remade at
         // the first frame only if the stream's colours differ.
         let color = ColorSpec::default();
         let detector = started
             .settings
-            .detector(&started.device, started.model.clone(), color)
+            .detector(&started.instance, color)
             .map_err(|e| {
                 self.core.stop();
                 unusable_model(&path, &e)
@@ -416,6 +437,11 @@ impl BaseTransformImpl for WgnnDetect {
         Ok(())
     }
 
+    fn sink_event(&self, event: gst::Event) -> bool {
+        self.core.users.sink_event(&event);
+        self.parent_sink_event(event)
+    }
+
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
         self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
@@ -443,10 +469,16 @@ impl BaseTransformImpl for WgnnDetect {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &run.uploads, &input, buf, &mut moved)?;
+            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
+                run.detector.inference_mut().time_next_run();
+            }
             let (found, read) = run
                 .detector
                 .detect_gpu(&frame)
                 .map_err(|e| fail(element, "detection failed", e))?;
+            if let Some(ms) = run.detector.inference_mut().take_model_ms() {
+                self.clock.record(ms);
+            }
             moved += read;
             found
         };

@@ -14,7 +14,9 @@ use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
 use crate::gst::frames::Intake;
+use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
+use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::WgnnTensorMeta;
@@ -34,6 +36,7 @@ struct Settings {
     bgr: bool,
     device: DeviceChoice,
     precision: PrecisionChoice,
+    instance: InstanceSettings,
 }
 
 impl Settings {
@@ -68,6 +71,8 @@ pub struct WgnnInfer {
     refusals: Refusals,
     state: Mutex<Option<State>>,
     precision_log: PrecisionLog,
+    /// `profile` and `gpu-ms`.
+    clock: ModelClock,
 }
 
 impl Default for WgnnInfer {
@@ -78,6 +83,7 @@ impl Default for WgnnInfer {
             refusals: Refusals::default(),
             state: Mutex::default(),
             precision_log: PrecisionLog::default(),
+            clock: ModelClock::default(),
         }
     }
 }
@@ -128,6 +134,8 @@ impl ObjectImpl for WgnnInfer {
                 precision_choice::property(),
                 precision_choice::used_property(),
             ];
+            props.extend(ModelClock::properties());
+            props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
         });
@@ -135,7 +143,13 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.clock.set(pspec.name(), value) {
+            return;
+        }
         let mut settings = self.settings.lock().unwrap();
+        if settings.instance.set(pspec.name(), value) {
+            return;
+        }
         match pspec.name() {
             "model" => {
                 if let Some(model) = self.refusals.parse(
@@ -169,10 +183,19 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.core.meter.property(pspec.name()) {
+        if let Some(v) = self
+            .core
+            .meter
+            .property(pspec.name())
+            .or_else(|| self.core.users.property(pspec.name()))
+            .or_else(|| self.clock.property(pspec.name()))
+        {
             return v;
         }
         let settings = self.settings.lock().unwrap();
+        if let Some(v) = settings.instance.get(pspec.name()) {
+            return v;
+        }
         match pspec.name() {
             "precision-used" => self.precision_log.used(),
             "model" => settings
@@ -241,7 +264,7 @@ impl WgnnInfer {
             .started()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
         let options = s.settings.options(caps::color_spec(info));
-        ImageInference::new(&s.device, s.model.clone(), options)
+        ImageInference::with_instance(&s.instance, options)
     }
 }
 
@@ -253,6 +276,7 @@ impl BaseTransformImpl for WgnnInfer {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
+        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -266,6 +290,7 @@ impl BaseTransformImpl for WgnnInfer {
             settings.clone(),
             &path,
             settings.device,
+            &settings.instance,
             |model, settings| {
                 // A model that takes no image fails at start rather than on
                 // the first frame.
@@ -307,6 +332,11 @@ impl BaseTransformImpl for WgnnInfer {
         Ok(())
     }
 
+    fn sink_event(&self, event: gst::Event) -> bool {
+        self.core.users.sink_event(&event);
+        self.parent_sink_event(event)
+    }
+
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
         self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
@@ -336,8 +366,16 @@ impl BaseTransformImpl for WgnnInfer {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
-            task.run_gpu(&frame)
-                .map_err(|e| fail(element, "inference failed", e))?
+            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
+                task.time_next_run();
+            }
+            let outputs = task
+                .run_gpu(&frame)
+                .map_err(|e| fail(element, "inference failed", e))?;
+            if let Some(ms) = task.take_model_ms() {
+                self.clock.record(ms);
+            }
+            outputs
         };
         self.precision_log.note(*CAT, element, task.precision());
         WgnnTensorMeta::add(buf, outputs);

@@ -14,7 +14,9 @@ use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
 use crate::gst::frames::Intake;
+use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
+use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::ml::Precision;
@@ -72,7 +74,7 @@ struct Settings {
     smoothing: f64,
     device: DeviceChoice,
     precision: PrecisionChoice,
-    profile: bool,
+    instance: InstanceSettings,
 }
 
 impl Default for Settings {
@@ -87,7 +89,7 @@ impl Default for Settings {
             smoothing: 0.0,
             device: DeviceChoice::default(),
             precision: PrecisionChoice::default(),
-            profile: false,
+            instance: InstanceSettings::default(),
         }
     }
 }
@@ -144,8 +146,8 @@ pub struct WgnnSegment {
     precision_log: PrecisionLog,
     refusals: Refusals,
     state: Mutex<Option<State>>,
-    /// The model's GPU time from the last profiled frame, and when it was taken.
-    gpu_ms: Mutex<(f64, Option<Instant>)>,
+    /// `profile` and `gpu-ms`.
+    clock: ModelClock,
 }
 
 impl Default for WgnnSegment {
@@ -157,7 +159,7 @@ impl Default for WgnnSegment {
             precision_log: PrecisionLog::default(),
             refusals: Refusals::default(),
             state: Mutex::default(),
-            gpu_ms: Mutex::default(),
+            clock: ModelClock::default(),
         }
     }
 }
@@ -243,26 +245,9 @@ impl ObjectImpl for WgnnSegment {
                     .build(),
                 precision_choice::property(),
                 precision_choice::used_property(),
-                glib::ParamSpecBoolean::builder("profile")
-                    .nick("Profile")
-                    .blurb(
-                        "Once a second, time the model with GPU timestamp queries (when the \
-                         adapter has them) and show it in gpu-ms; that frame waits for the GPU",
-                    )
-                    .default_value(false)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecDouble::builder("gpu-ms")
-                    .nick("Model GPU time")
-                    .blurb(
-                        "GPU milliseconds of the model on the last profiled frame (-1: not \
-                         measured; see profile)",
-                    )
-                    .minimum(-1.0)
-                    .default_value(-1.0)
-                    .read_only()
-                    .build(),
             ];
+            props.extend(ModelClock::properties());
+            props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
         });
@@ -270,7 +255,16 @@ impl ObjectImpl for WgnnSegment {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        // Timing does not change what the segmenter computes.
+        if self.clock.set(pspec.name(), value) {
+            return;
+        }
         let mut settings = self.settings.lock().unwrap();
+        if settings.instance.set(pspec.name(), value) {
+            // Read at start: the running segmenter keeps its instance.
+            gst::debug!(CAT, imp = self, "{} set to {:?}", pspec.name(), value);
+            return;
+        }
         match pspec.name() {
             "model" => {
                 let Some(model) = self.refusals.parse(
@@ -303,11 +297,6 @@ impl ObjectImpl for WgnnSegment {
             "smoothing" => settings.smoothing = value.get().unwrap(),
             "device" => settings.device = value.get().unwrap(),
             "precision" => settings.precision = value.get().unwrap(),
-            "profile" => {
-                settings.profile = value.get().unwrap();
-                // Timing does not change what the segmenter computes.
-                return;
-            }
             _ => unreachable!("no other writable properties are registered"),
         }
         gst::debug!(CAT, imp = self, "{} set to {:?}", pspec.name(), value);
@@ -318,7 +307,18 @@ impl ObjectImpl for WgnnSegment {
         if let Some(v) = self.core.meter.property(pspec.name()) {
             return v;
         }
+        if let Some(v) = self
+            .core
+            .users
+            .property(pspec.name())
+            .or_else(|| self.clock.property(pspec.name()))
+        {
+            return v;
+        }
         let settings = self.settings.lock().unwrap();
+        if let Some(v) = settings.instance.get(pspec.name()) {
+            return v;
+        }
         match pspec.name() {
             "precision-used" => self.precision_log.used(),
             "model" => settings
@@ -334,11 +334,6 @@ impl ObjectImpl for WgnnSegment {
             "smoothing" => settings.smoothing.to_value(),
             "device" => settings.device.to_value(),
             "precision" => settings.precision.to_value(),
-            "profile" => settings.profile.to_value(),
-            "gpu-ms" => match *self.gpu_ms.lock().unwrap() {
-                (ms, Some(_)) => ms.to_value(),
-                _ => (-1.0f64).to_value(),
-            },
             _ => unreachable!("no other properties are registered"),
         }
     }
@@ -390,19 +385,10 @@ impl WgnnSegment {
             .started()
             .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
         options.precision = started.settings;
-        let task = Segmenter::new(&started.device, &started.model, &options)?;
+        let task = Segmenter::with_instance(&started.instance, &options)?;
         self.precision_log
             .note(*CAT, self.obj().upcast_ref(), Some(task.precision()));
         Ok(task)
-    }
-
-    /// Whether this frame's model run is timed: `profile` is on and a
-    /// second has passed since the last timed one.
-    fn profile_now(&self) -> bool {
-        self.settings.lock().unwrap().profile && {
-            let last = self.gpu_ms.lock().unwrap().1;
-            last.is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0)
-        }
     }
 }
 
@@ -413,7 +399,7 @@ impl BaseTransformImpl for WgnnSegment {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        *self.gpu_ms.lock().unwrap() = (-1.0, None);
+        self.clock.reset();
         self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         // A background image that cannot be read fails now, saying so,
@@ -440,6 +426,7 @@ impl BaseTransformImpl for WgnnSegment {
             settings.precision.into(),
             &settings.model_path(),
             settings.device,
+            &settings.instance,
             |model, _| Segmenter::check(model, &settings.options(ColorSpec::default())),
         )?;
         Ok(())
@@ -492,6 +479,7 @@ impl BaseTransformImpl for WgnnSegment {
     }
 
     fn sink_event(&self, event: gst::Event) -> bool {
+        self.core.users.sink_event(&event);
         if let gst::EventView::FlushStop(_) = event.view() {
             // Frames after a seek are not continuous with the ones before.
             if let Some(t) = self
@@ -551,7 +539,7 @@ impl BaseTransformImpl for WgnnSegment {
                 inbuf,
                 &mut moved,
             )?;
-            let timing = if self.profile_now() && task.can_time_model() {
+            let timing = if self.clock.due() && task.can_time_model() {
                 ModelTiming::PerKernel
             } else {
                 ModelTiming::Off
@@ -560,7 +548,7 @@ impl BaseTransformImpl for WgnnSegment {
                 .run_gpu(&frame, timing)
                 .map_err(|e| fail(element, "segmentation failed", e))?;
             if let Some(ms) = ms {
-                *self.gpu_ms.lock().unwrap() = (ms, Some(Instant::now()));
+                self.clock.record(ms);
             }
             gpu_frame_out(
                 element,

@@ -13,6 +13,7 @@ use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
 use crate::gst::frames::Intake;
+use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
@@ -263,6 +264,8 @@ impl BaseTransformImpl for WgnnSuperres {
             settings.clone(),
             &settings.model_path(),
             settings.device,
+            // The upscaler builds a graph per frame size and shares no model.
+            &InstanceSettings::default(),
             |model, settings| Upscaler::check(model, settings.scale).map(|_| ()),
         )?;
         Ok(())

@@ -71,10 +71,13 @@ pub(super) struct Writer<'s> {
     pub(super) location: String,
     /// The opset of the node being written.
     pub(super) opset: i64,
+    /// Items in the batch being written: a graph input's open or declared-1
+    /// leading dimension is this.
+    pub(super) batch: usize,
 }
 
 impl<'s> Writer<'s> {
-    pub(super) fn new(src: &'s OnnxSource, b: &'s GraphBuilder) -> Self {
+    pub(super) fn new(src: &'s OnnxSource, b: &'s GraphBuilder, batch: usize) -> Self {
         Writer {
             src,
             b,
@@ -85,6 +88,7 @@ impl<'s> Writer<'s> {
             folded: HashSet::new(),
             location: "graph".into(),
             opset: src.opset,
+            batch,
         }
     }
 
@@ -243,6 +247,7 @@ impl<'s> Writer<'s> {
         let mut seen = HashSet::new();
         for o in &self.src.graph.output {
             self.location = format!("output '{}'", o.name());
+            self.b.note_origin(&self.location);
             let v = self
                 .values
                 .get(o.name())
@@ -260,8 +265,9 @@ impl<'s> Writer<'s> {
         Ok(outputs)
     }
 
-    /// An input's shape for this build: symbolic batch is 1, a 4-D input's
-    /// symbolic height and width are `hw`.
+    /// An input's shape for this build: a symbolic batch, or one the file
+    /// fixes at 1, is the batch being written; a 4-D input's symbolic height
+    /// and width are `hw`.
     fn input_shape(
         &self,
         shape: &[Option<usize>],
@@ -282,8 +288,8 @@ impl<'s> Writer<'s> {
                         Ok(*d)
                     }
                 }
+                (Some(1) | None, 0, _) => Ok(self.batch),
                 (Some(d), _, _) => Ok(*d),
-                (None, 0, _) => Ok(1),
                 (None, 2, Some((h, _))) if rank == 4 => Ok(h),
                 (None, 3, Some((_, w))) if rank == 4 => Ok(w),
                 (None, 2 | 3, None) if rank == 4 => {
@@ -312,6 +318,7 @@ impl<'s> Writer<'s> {
             )));
         }
         self.location = describe(n, index, self.src.opset);
+        self.b.note_origin(&self.location);
         if self.folded.contains(&index) {
             // A BatchNormalization folded into the Conv that writes its input:
             // its output is that Conv's (already normalized) value.

@@ -174,8 +174,9 @@ impl Source for OnnxSource {
         &self,
         builder: &GraphBuilder,
         hw: Option<(usize, usize)>,
+        batch: usize,
     ) -> Result<Vec<(String, Operand)>> {
-        graph::Writer::new(self, builder).write(hw)
+        graph::Writer::new(self, builder, batch).write(hw)
     }
 
     /// A model with a symbolic image height or width is checked at 64x64

@@ -304,7 +304,18 @@ impl<'s> Writer<'s> {
                     .need_const(inputs, 1, "shape")?
                     .ok_or_else(|| self.err("input 1 (shape) is missing"))?;
                 let allowzero = attrs.int("allowzero", 0) != 0;
-                let shape = self.msg(fold::reshape_target(x.shape(), &spec.as_i64(), allowzero))?;
+                let mut spec = spec.as_i64();
+                // A batch of items: a constant target that starts with the
+                // single-item batch of 1 (an exporter's trace at batch 1)
+                // starts with the batch instead; 0 and -1 follow by
+                // themselves. `models::batch` checks the result.
+                if self.batch > 1
+                    && spec.first() == Some(&1)
+                    && x.shape().first().is_some_and(|d| d % self.batch == 0)
+                {
+                    spec[0] = self.batch as i64;
+                }
+                let shape = self.msg(fold::reshape_target(x.shape(), &spec, allowzero))?;
                 self.reshape_to(inputs, x, shape)
             }
             "Squeeze" => {

@@ -27,6 +27,7 @@ pub(super) fn write(
     src: &TfjsSource,
     b: &GraphBuilder,
     hw: Option<(usize, usize)>,
+    batch: usize,
 ) -> Result<Vec<(String, Operand)>> {
     let [h, w, c] = [src.input_shape[0], src.input_shape[1], src.input_shape[2]];
     let (h, w) = match (hw, h, w) {
@@ -42,6 +43,7 @@ pub(super) fn write(
     let mut values: HashMap<&str, Operand> = HashMap::new();
     for layer in &src.layers {
         let loc = format!("layer '{}' ({})", layer.name, layer.class);
+        b.note_origin(&loc);
         let err = |m: &dyn std::fmt::Display| src.err(&loc, m);
         let mut inputs = Vec::new();
         for i in &layer.inputs {
@@ -55,7 +57,7 @@ pub(super) fn write(
             if !src.input_layers.contains(&layer.name) {
                 return Err(err(&"is not one of the model's input_layers"));
             }
-            let shape = [1, h, w, c.unwrap_or(1)];
+            let shape = [batch, h, w, c.unwrap_or(1)];
             b.input(&layer.name, OperandDescriptor::f32(shape))
                 .map_err(|e| err(&e))?
         } else {

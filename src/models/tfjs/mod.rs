@@ -306,8 +306,9 @@ impl Source for TfjsSource {
         &self,
         builder: &GraphBuilder,
         hw: Option<(usize, usize)>,
+        batch: usize,
     ) -> Result<Vec<(String, Operand)>> {
-        layers::write(self, builder, hw)
+        layers::write(self, builder, hw, batch)
     }
 
     fn probe_size(&self) -> Option<(usize, usize)> {

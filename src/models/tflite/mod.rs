@@ -205,10 +205,11 @@ impl Source for TfliteSource {
         &self,
         builder: &GraphBuilder,
         hw: Option<(usize, usize)>,
+        batch: usize,
     ) -> Result<Vec<(String, Operand)>> {
         let model = self.root()?;
         let graph = self.subgraph(&model)?;
-        ops::Writer::new(self, &model, graph, builder)?.write(hw)
+        ops::Writer::new(self, &model, graph, builder, batch)?.write(hw)
     }
 
     fn probe_size(&self) -> Option<(usize, usize)> {

@@ -22,7 +22,9 @@ use crate::video::{ColorSpec, GpuFrame, Tensorizer};
 
 use super::model_proc::Decoder;
 use super::objects::{Classification, Labels, Rect};
-use super::{wrong_device, Device, ImageInference, InferOptions, InferenceOutputs, ModelProc};
+use super::{
+    wrong_device, Device, ImageInference, InferOptions, InferenceOutputs, ModelInstance, ModelProc,
+};
 use scores::{ranked, softmax, ScoresOutput};
 
 /// What a classifier keeps of a region's scores.
@@ -84,6 +86,21 @@ impl Classifier {
         options: ClassifyOptions,
         color: ColorSpec,
     ) -> Result<Classifier> {
+        let instance = ModelInstance::private(device, model)?;
+        Classifier::with_instance(&instance, proc, labels, options, color)
+    }
+
+    /// [`Classifier::new`] running `instance`'s model, on its device, its
+    /// regions batched with those of the instance's other tasks.
+    pub fn with_instance(
+        instance: &Arc<ModelInstance>,
+        proc: Option<&ModelProc>,
+        labels: Labels,
+        options: ClassifyOptions,
+        color: ColorSpec,
+    ) -> Result<Classifier> {
+        let device = instance.device();
+        let model = instance.model().clone();
         if options.top_k == 0 {
             return Err(Error::invalid(
                 "classify: top-k is 0; it must be at least 1",
@@ -120,7 +137,7 @@ impl Classifier {
             precision: options.precision,
             ..infer
         };
-        let inference = ImageInference::new(device, model.clone(), infer)?;
+        let inference = ImageInference::with_instance(instance, infer)?;
         let output = ScoresOutput::find(&model, inference.input(), named.as_deref())?;
         labels.check(output.classes)?;
         Ok(Classifier {
@@ -136,6 +153,11 @@ impl Classifier {
 
     pub fn is_cpu(&self) -> bool {
         self.inference.is_cpu()
+    }
+
+    /// The model inference, for its instance and its timing.
+    pub fn inference_mut(&mut self) -> &mut ImageInference {
+        &mut self.inference
     }
 
     /// What the model computes in for the last region size, and why;
@@ -176,16 +198,22 @@ impl Classifier {
             })?);
         }
         let gathered = self.gathered.as_ref().expect("made just now");
-        for (i, r) in regions.iter().enumerate() {
-            let outputs = self.inference.run_gpu_region(frame, [r.x, r.y, r.w, r.h])?;
-            let scores = self.output.tensor(&outputs)?;
+        // All regions in one call: a batched instance takes them into as
+        // few dispatches as it can.
+        let boxes: Vec<[f32; 4]> = regions.iter().map(|r| [r.x, r.y, r.w, r.h]).collect();
+        let sets = self.inference.run_gpu_regions(frame, &boxes)?;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let mut lent = Vec::with_capacity(sets.len());
+        for (i, outputs) in sets.iter().enumerate() {
+            let scores = self.output.tensor(outputs)?;
             let rented = outputs.context().export_to_gpu(scores)?;
-            let mut encoder = gpu.device().create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(rented.buffer(), 0, gathered, i as u64 * stride, stride);
-            // Queued behind this region's model run and before the next
-            // one's, so the output set can be reused at once.
-            gpu.scoped("classify gather", || gpu.queue().submit([encoder.finish()]))?;
+            lent.push(rented);
         }
+        // Queued behind the regions' model runs and before any later run,
+        // so the output sets can be reused once these copies are queued.
+        gpu.scoped("classify gather", || gpu.queue().submit([encoder.finish()]))?;
+        drop(lent);
         let bytes = gpu.download_buffer(gathered, 0, needed)?.wait()?;
         let moved = TransferStats {
             uploads: regions.len() as u64,

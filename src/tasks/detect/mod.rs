@@ -37,7 +37,9 @@ use crate::video::{ColorSpec, GpuFrame, Resize};
 
 use super::model_proc::{Decoder, ModelProc, YoloLayout};
 use super::objects::{Detection, Labels};
-use super::{wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs};
+use super::{
+    wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs, ModelInstance,
+};
 use gpu::GpuDecoder;
 use post::ToFrame;
 pub use post::MAX_CANDIDATES;
@@ -101,6 +103,21 @@ impl Detector {
         options: DetectOptions,
         color: ColorSpec,
     ) -> Result<Detector> {
+        let instance = ModelInstance::private(device, model)?;
+        Detector::with_instance(&instance, proc, labels, options, color)
+    }
+
+    /// [`Detector::new`] running `instance`'s model, on its device, its
+    /// frames batched with those of the instance's other tasks.
+    pub fn with_instance(
+        instance: &Arc<ModelInstance>,
+        proc: &ModelProc,
+        labels: Labels,
+        options: DetectOptions,
+        color: ColorSpec,
+    ) -> Result<Detector> {
+        let device = instance.device();
+        let model = instance.model().clone();
         let decoder = match &proc.decoder {
             Some(d @ (Decoder::SsdAnchors(_) | Decoder::Yolo(_))) => d.clone(),
             Some(other) => {
@@ -130,7 +147,7 @@ impl Detector {
             precision: options.precision,
             ..proc.infer_options(color)
         };
-        let inference = ImageInference::new(device, model.clone(), infer)?;
+        let inference = ImageInference::with_instance(instance, infer)?;
         let mut detector = Detector {
             inference,
             model,
@@ -150,6 +167,11 @@ impl Detector {
 
     pub fn is_cpu(&self) -> bool {
         self.inference.is_cpu()
+    }
+
+    /// The model inference, for its instance and its timing.
+    pub fn inference_mut(&mut self) -> &mut ImageInference {
+        &mut self.inference
     }
 
     /// What the model computes in for the last frame size, and why; `None`

@@ -14,7 +14,8 @@ use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Sampling, Tensorizer};
 
-use super::{wrong_device, Device, ImageInput};
+use super::instance::{BatchRun, ItemRequest};
+use super::{wrong_device, Device, ImageInput, ModelInstance, ModelTiming};
 pub use outputs::InferenceOutputs;
 
 /// How frames are fitted to the model's input.
@@ -54,12 +55,19 @@ enum CpuValues {
     F16(Vec<half::f16>),
 }
 
-/// What is built for one input size: a context of its own (output sets
-/// handed out keep it alive), the graph, the input tensor and its filler.
+/// What is built for one input size: the graph (the instance's), the input
+/// tensor (the CPU's; GPU frames go into the instance's batched input), its
+/// filler, and the output sets handed out (they keep the context alive).
 struct Runner {
     size: (u32, u32),
     /// What the graph computes in, and why.
     precision: PrecisionChoice,
+    /// The model, its context and graphs, perhaps shared with other tasks
+    /// whose frames go in the same batches.
+    instance: Arc<ModelInstance>,
+    /// (build size, precision asked for): the key of this runner's batches.
+    key: (Option<(usize, usize)>, Precision),
+    /// The instance's context.
     ctx: Context,
     graph: Graph,
     input_name: String,
@@ -72,24 +80,21 @@ struct Runner {
 
 impl Runner {
     fn new(
-        device: &Device,
-        model: &Model,
+        instance: &Arc<ModelInstance>,
         input: &ImageInput,
         options: &InferOptions,
         frame: (u32, u32),
     ) -> Result<Runner> {
-        let ctx = match device {
-            Device::Gpu(gpu) => Context::gpu(gpu),
-            Device::Cpu => Context::cpu(),
-        };
-        let (graph, precision) =
-            super::build_graph(model, &ctx, input.build_size(frame), options.precision)?;
+        let device = instance.device();
+        let ctx = instance.context().clone();
+        let build_size = input.build_size(frame);
+        let (graph, precision) = instance.graph(build_size, options.precision)?;
         let (input_name, desc) = graph.inputs().remove(0);
         let shape = input.shape_for(frame);
         if desc.shape != shape || desc.data_type != input.data_type {
             return Err(Error::invalid(format!(
                 "{}: input '{input_name}' is {desc}, the frame mapping gives {} {shape:?}",
-                model.path().display(),
+                instance.path().display(),
                 input.data_type
             )));
         }
@@ -116,6 +121,8 @@ impl Runner {
         Ok(Runner {
             size: input_size(&desc.shape, frame),
             precision,
+            instance: instance.clone(),
+            key: (build_size, options.precision),
             ctx,
             graph,
             input_name,
@@ -140,12 +147,13 @@ impl Runner {
                 Ok((name, self.ctx.create_tensor(desc)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let o = Arc::new(InferenceOutputs::new(self.ctx.clone(), tensors));
+        let o = Arc::new(InferenceOutputs::new(&self.instance, tensors));
         self.outputs.push(o.clone());
         Ok(o)
     }
 
-    /// Dispatches the graph from the filled input into a free output set.
+    /// Dispatches the graph from the filled input into a free output set
+    /// (the CPU path).
     fn dispatch(&mut self) -> Result<Arc<InferenceOutputs>> {
         let outputs = self.free_outputs()?;
         let named: Vec<(&str, &Tensor)> = outputs
@@ -158,7 +166,52 @@ impl Runner {
             &[(self.input_name.as_str(), &self.input)],
             &named,
         )?;
+        self.instance.count_dispatch(1);
         Ok(outputs)
+    }
+
+    /// Runs the model on `regions` of `frame` (`None`: the whole frame)
+    /// through the instance, which batches them with its other tasks'
+    /// frames; one free output set each.
+    fn run_gpu(
+        &mut self,
+        frame: &GpuFrame,
+        regions: &[Option<[f32; 4]>],
+        timing: ModelTiming,
+    ) -> Result<(Vec<Arc<InferenceOutputs>>, BatchRun)> {
+        let gpu = self
+            .instance
+            .device()
+            .gpu()
+            .cloned()
+            .ok_or_else(|| wrong_device("inference", "run_gpu", true))?;
+        let mut sets = Vec::with_capacity(regions.len());
+        for _ in regions {
+            let set = self.free_outputs()?;
+            // Held until the run is done, so the next region takes another.
+            sets.push(set);
+        }
+        let items = sets
+            .iter()
+            .map(|o| ItemRequest {
+                outputs: o.tensors().iter().map(|(_, t)| t.clone()).collect(),
+                timing,
+            })
+            .collect();
+        let Fill::Gpu(tensorizer) = &self.fill else {
+            unreachable!("a GPU runner fills with the GPU tensorizer");
+        };
+        let run = self
+            .instance
+            .run_gpu(self.key.0, self.key.1, items, |i, dst, slot| {
+                let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                tensorizer.encode_slot(&mut encoder, frame, regions[i], dst, slot)?;
+                gpu.scoped("tensorize submit", || {
+                    gpu.queue().submit([encoder.finish()])
+                })?;
+                Ok(())
+            })?;
+        Ok((sets, run))
     }
 }
 
@@ -170,35 +223,61 @@ fn input_size(shape: &[usize], frame: (u32, u32)) -> (u32, u32) {
     }
 }
 
-impl Drop for Runner {
-    fn drop(&mut self) {
-        // Output sets still held elsewhere keep their tensors and the
-        // context; the graph's own memory goes now.
-        self.graph.destroy();
-    }
-}
-
 /// Runs one model on frames, on the GPU or the CPU (see [`Device`]). A
 /// model that takes any size is built for each frame size met.
 pub struct ImageInference {
-    device: Device,
-    model: Arc<Model>,
+    instance: Arc<ModelInstance>,
     input: ImageInput,
     options: InferOptions,
     runner: Option<Runner>,
+    /// How the next GPU run times the model, and what the last timed one took.
+    timing: ModelTiming,
+    model_ms: Option<f64>,
+    last_batch: BatchRun,
 }
 
 impl ImageInference {
     /// Fails, naming the cause, when the model's first input is no image.
+    /// The model gets an instance of its own.
     pub fn new(device: &Device, model: Arc<Model>, options: InferOptions) -> Result<Self> {
-        let input = ImageInference::input_of(&model, &options)?;
+        ImageInference::input_of(&model, &options)?;
+        ImageInference::with_instance(&ModelInstance::private(device, model)?, options)
+    }
+
+    /// Runs `instance`'s model, on its device, its frames batched with those
+    /// of the instance's other tasks.
+    pub fn with_instance(instance: &Arc<ModelInstance>, options: InferOptions) -> Result<Self> {
+        let input = ImageInference::input_of(instance.model(), &options)?;
         Ok(ImageInference {
-            device: device.clone(),
-            model,
+            instance: instance.clone(),
             input,
             options,
             runner: None,
+            timing: ModelTiming::Off,
+            model_ms: None,
+            last_batch: BatchRun::default(),
         })
+    }
+
+    pub fn instance(&self) -> &Arc<ModelInstance> {
+        &self.instance
+    }
+
+    /// Times the model on the next GPU run (with the batch it goes in), for
+    /// [`ImageInference::take_model_ms`].
+    pub fn time_next_run(&mut self) {
+        self.timing = ModelTiming::Whole;
+    }
+
+    /// The model's GPU ms of the last timed run, once.
+    pub fn take_model_ms(&mut self) -> Option<f64> {
+        self.model_ms.take()
+    }
+
+    /// What the last GPU run's batches were: their size and how long the
+    /// run waited for them.
+    pub fn last_batch(&self) -> BatchRun {
+        self.last_batch
     }
 
     /// The model's input as frames fill it with `options`.
@@ -215,7 +294,7 @@ impl ImageInference {
     }
 
     pub fn is_cpu(&self) -> bool {
-        self.device.is_cpu()
+        self.instance.device().is_cpu()
     }
 
     /// What the model computes in for the last frame size, and why; `None`
@@ -229,8 +308,7 @@ impl ImageInference {
         if self.runner.as_ref().is_none_or(|r| r.size != size) {
             self.runner = None;
             self.runner = Some(Runner::new(
-                &self.device,
-                &self.model,
+                &self.instance,
                 &self.input,
                 &self.options,
                 frame,
@@ -257,31 +335,50 @@ impl ImageInference {
         self.gpu_on(frame, Some(region))
     }
 
+    /// Runs the model on each of `regions` of `frame` (x, y, w, h in frame
+    /// pixels, as [`ImageInference::run_gpu_region`]) in one call, so that
+    /// a batched instance takes them into as few dispatches as it can; one
+    /// output set per region, in order.
+    pub fn run_gpu_regions(
+        &mut self,
+        frame: &GpuFrame,
+        regions: &[[f32; 4]],
+    ) -> Result<Vec<Arc<InferenceOutputs>>> {
+        let regions: Vec<Option<[f32; 4]>> = regions.iter().copied().map(Some).collect();
+        self.gpu_on_all(frame, &regions, "run_gpu_regions")
+    }
+
     fn gpu_on(
         &mut self,
         frame: &GpuFrame,
         region: Option<[f32; 4]>,
     ) -> Result<Arc<InferenceOutputs>> {
-        if self.device.is_cpu() {
-            let call = if region.is_some() {
-                "run_gpu_region"
-            } else {
-                "run_gpu"
-            };
+        let call = if region.is_some() {
+            "run_gpu_region"
+        } else {
+            "run_gpu"
+        };
+        let mut sets = self.gpu_on_all(frame, &[region], call)?;
+        Ok(sets.remove(0))
+    }
+
+    fn gpu_on_all(
+        &mut self,
+        frame: &GpuFrame,
+        regions: &[Option<[f32; 4]>],
+        call: &str,
+    ) -> Result<Vec<Arc<InferenceOutputs>>> {
+        if self.is_cpu() {
             return Err(wrong_device("inference", call, true));
         }
+        let timing = std::mem::take(&mut self.timing);
         let r = self.runner((frame.width(), frame.height()))?;
-        let Fill::Gpu(tensorizer) = &r.fill else {
-            unreachable!("a GPU runner fills with the GPU tensorizer");
-        };
-        {
-            let rented = r.ctx.export_to_gpu(&r.input)?;
-            match region {
-                None => tensorizer.run(frame, &rented)?,
-                Some(region) => tensorizer.run_region(frame, region, &rented)?,
-            }
+        let (sets, run) = r.run_gpu(frame, regions, timing)?;
+        self.last_batch = run;
+        if run.model_ms.is_some() {
+            self.model_ms = run.model_ms;
         }
-        r.dispatch()
+        Ok(sets)
     }
 
     /// Runs the model on `frame`; the outputs are queued on the CPU
@@ -304,7 +401,7 @@ impl ImageInference {
         frame: &CpuFrame,
         region: Option<[f32; 4]>,
     ) -> Result<Arc<InferenceOutputs>> {
-        if !self.device.is_cpu() {
+        if !self.is_cpu() {
             let call = if region.is_some() {
                 "run_cpu_region"
             } else {

@@ -1,13 +1,18 @@
 //! [`InferenceOutputs`]: the output tensors of one inference, handed to
 //! whoever reads them (e.g. with a buffer, in `wgnninfer`'s tensor meta).
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::ml::{Context, Tensor};
+use crate::tasks::ModelInstance;
 
 /// The outputs of one inference, on the context that computed them.
 pub struct InferenceOutputs {
     context: Context,
     tensors: Vec<(String, Tensor)>,
+    /// Keeps the context alive (its instance destroys it when it goes).
+    _instance: Arc<ModelInstance>,
 }
 
 impl std::fmt::Debug for InferenceOutputs {
@@ -19,8 +24,12 @@ impl std::fmt::Debug for InferenceOutputs {
 }
 
 impl InferenceOutputs {
-    pub(crate) fn new(context: Context, tensors: Vec<(String, Tensor)>) -> Self {
-        InferenceOutputs { context, tensors }
+    pub(crate) fn new(instance: &Arc<ModelInstance>, tensors: Vec<(String, Tensor)>) -> Self {
+        InferenceOutputs {
+            context: instance.context().clone(),
+            tensors,
+            _instance: instance.clone(),
+        }
     }
 
     /// The context the tensors live on (GPU or CPU), for `read_tensor`,

@@ -3,11 +3,12 @@
 //! mask is composited onto the frame in system memory. Nothing crosses to a
 //! GPU.
 
+use std::sync::Arc;
+
 use crate::error::Result;
-use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
-use crate::models::Model;
-use crate::tasks::context::{read_f32_into, OwnedContext};
-use crate::tasks::BackgroundSpec;
+use crate::ml::{DataType, Graph, Tensor, TensorDescriptor};
+use crate::tasks::context::read_f32_into;
+use crate::tasks::{BackgroundSpec, ModelInstance};
 use crate::video::cpu::{
     Background, CompositeOptions, Compositor, CpuFrame, Effect, RgbaImage, Tensorizer,
 };
@@ -18,7 +19,8 @@ use super::{SegmentEffect, SegmentModel, SegmentOptions};
 pub(super) struct CpuSegmenter {
     /// What the model computes in, and why.
     pub precision: crate::models::PrecisionChoice,
-    ctx: OwnedContext,
+    /// The model and the CPU context, perhaps shared with other tasks.
+    instance: Arc<ModelInstance>,
     graph: Graph,
     names: (String, String),
     input: Tensor,
@@ -34,12 +36,12 @@ pub(super) struct CpuSegmenter {
 
 impl CpuSegmenter {
     pub fn new(
-        model: &Model,
+        instance: &Arc<ModelInstance>,
         shape: &SegmentModel,
         options: &SegmentOptions,
     ) -> Result<CpuSegmenter> {
-        let ctx = OwnedContext(Context::cpu());
-        let (graph, precision) = crate::tasks::build_graph(model, &ctx, None, options.precision)?;
+        let ctx = instance.context();
+        let (graph, precision) = instance.graph(None, options.precision)?;
         let (in_name, in_desc) = graph.inputs().remove(0);
         let (out_name, out_desc) = graph.outputs().remove(0);
         let input = ctx.create_tensor(
@@ -77,7 +79,7 @@ impl CpuSegmenter {
         let (mw, mh) = shape.mask;
         Ok(CpuSegmenter {
             precision,
-            ctx,
+            instance: instance.clone(),
             graph,
             names: (in_name, out_name),
             input,
@@ -92,13 +94,14 @@ impl CpuSegmenter {
 
     pub fn run(&mut self, frame: &CpuFrame, out: &mut [u8], out_stride: usize) -> Result<()> {
         if self.runs_model {
+            let ctx = self.instance.context();
             self.tensorizer.run(frame, &mut self.input_values)?;
-            self.ctx
-                .write_tensor(&self.input, bytemuck::cast_slice(&self.input_values))?;
+            ctx.write_tensor(&self.input, bytemuck::cast_slice(&self.input_values))?;
             let inputs = [(self.names.0.as_str(), &self.input)];
             let outputs = [(self.names.1.as_str(), &self.mask)];
-            self.ctx.dispatch(&self.graph, &inputs, &outputs)?;
-            read_f32_into(&self.ctx, &self.mask, &mut self.mask_values, "mask")?;
+            ctx.dispatch(&self.graph, &inputs, &outputs)?;
+            self.instance.count_dispatch(1);
+            read_f32_into(ctx, &self.mask, &mut self.mask_values, "mask")?;
         }
         self.compositor
             .run(frame, &self.mask_values, out, out_stride)

@@ -3,14 +3,15 @@
 //! reads the rented mask to write the output frame. Nothing is read back,
 //! and no host wait sits between the stages: wgpu's queue orders them.
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::gpu::transfer::TextureRegion;
 use crate::gpu::{Gpu, TransferStats};
-use crate::ml::{Context, DataType, Graph, Tensor, TensorDescriptor};
-use crate::models::Model;
-use crate::tasks::context::OwnedContext;
+use crate::ml::{Context, DataType, Graph, Precision, Tensor, TensorDescriptor};
+use crate::tasks::instance::ItemRequest;
 use crate::tasks::timing::{self, marked};
-use crate::tasks::{BackgroundSpec, GpuRun, ModelTiming, Stage, StageMarks};
+use crate::tasks::{BackgroundSpec, GpuRun, ModelInstance, ModelTiming, Stage, StageMarks};
 use crate::video::{
     create_rgba_texture, Background, CompositeOptions, Compositor, Effect, GpuFrame, Resize,
     Tensorizer, TexturePool,
@@ -22,9 +23,16 @@ pub(super) struct GpuSegmenter {
     /// What the model computes in, and why.
     pub precision: crate::models::PrecisionChoice,
     gpu: Gpu,
-    ctx: OwnedContext,
+    /// The model, its context and graphs, perhaps shared with other tasks
+    /// whose frames go in the same batches.
+    instance: Arc<ModelInstance>,
+    /// What the options asked for: the key of this task's batches.
+    asked: Precision,
+    /// The batch-1 graph, for [`GpuStages::run_model`].
     graph: Graph,
     names: (String, String),
+    /// The model input of [`GpuStages`]; frames go into the instance's
+    /// batched input.
     input: Tensor,
     mask: Tensor,
     tensorizer: Tensorizer,
@@ -38,12 +46,12 @@ pub(super) struct GpuSegmenter {
 impl GpuSegmenter {
     pub fn new(
         gpu: &Gpu,
-        model: &Model,
+        instance: &Arc<ModelInstance>,
         shape: &SegmentModel,
         options: &SegmentOptions,
     ) -> Result<GpuSegmenter> {
-        let ctx = OwnedContext(Context::gpu(gpu));
-        let (graph, precision) = crate::tasks::build_graph(model, &ctx, None, options.precision)?;
+        let ctx = instance.context();
+        let (graph, precision) = instance.graph(None, options.precision)?;
         let (in_name, in_desc) = graph.inputs().remove(0);
         let (out_name, out_desc) = graph.outputs().remove(0);
         // Readable and writable too, for callers of `stages` that move the
@@ -95,7 +103,8 @@ impl GpuSegmenter {
         Ok(GpuSegmenter {
             precision,
             gpu: gpu.clone(),
-            ctx,
+            instance: instance.clone(),
+            asked: options.precision,
             graph,
             names: (in_name, out_name),
             input,
@@ -135,19 +144,27 @@ impl GpuSegmenter {
         let gpu = self.gpu.clone();
         let mut model_ms = None;
         if self.runs_model {
-            let mut encoder = gpu.device().create_command_encoder(&Default::default());
-            let rented = self.ctx.export_to_gpu(&self.input)?;
-            marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
-                self.tensorizer.encode(e, frame, &rented)
-            })?;
-            gpu.scoped("tensorize submit", || {
-                gpu.queue().submit([encoder.finish()])
-            })?;
-            drop(rented);
-            model_ms = self.stages().run_model(timing)?;
+            let item = ItemRequest {
+                outputs: vec![self.mask.clone()],
+                timing,
+            };
+            let tensorizer = &self.tensorizer;
+            let run = self
+                .instance
+                .run_gpu(None, self.asked, vec![item], |_, dst, slot| {
+                    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                    marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
+                        tensorizer.encode_slot(e, frame, None, dst, slot)
+                    })?;
+                    gpu.scoped("tensorize submit", || {
+                        gpu.queue().submit([encoder.finish()])
+                    })?;
+                    Ok(())
+                })?;
+            model_ms = run.model_ms;
         }
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let rented = self.ctx.export_to_gpu(&self.mask)?;
+        let rented = self.instance.context().export_to_gpu(&self.mask)?;
         let compositor = &mut self.compositor;
         marked(&mut marks, &mut encoder, Stage::Output, |e| {
             compositor.encode(e, frame, &rented, out)
@@ -194,7 +211,7 @@ impl GpuStages<'_> {
 
     /// The context the model and its tensors live on.
     pub fn context(&self) -> &Context {
-        &self.s.ctx
+        self.s.instance.context()
     }
 
     /// The model's input tensor (readable, writable, exportable).
@@ -212,7 +229,7 @@ impl GpuStages<'_> {
     pub fn run_model(&self, timing: ModelTiming) -> Result<Option<f64>> {
         let s = &*self.s;
         timing::dispatch(
-            &s.ctx,
+            s.instance.context(),
             &s.graph,
             &[(s.names.0.as_str(), &s.input)],
             &[(s.names.1.as_str(), &s.mask)],

@@ -7,6 +7,8 @@ mod gpu;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::gpu::TransferStats;
 use crate::ml::{DataType, Precision};
@@ -14,7 +16,10 @@ use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, EdgeSoftening, GpuFrame, MaskOptions};
 
-use super::{wrong_device, BackgroundSpec, Device, GpuRun, ImageInput, ModelTiming, StageMarks};
+use super::{
+    wrong_device, BackgroundSpec, Device, GpuRun, ImageInput, ModelInstance, ModelTiming,
+    StageMarks,
+};
 pub use gpu::GpuStages;
 
 /// What the segmenter does with the mask.
@@ -127,13 +132,24 @@ pub struct Segmenter {
 }
 
 impl Segmenter {
-    pub fn new(device: &Device, model: &Model, options: &SegmentOptions) -> Result<Segmenter> {
-        let shape = SegmentModel::of(model)?;
-        let imp = match device {
+    /// A segmenter with a model instance of its own.
+    pub fn new(device: &Device, model: Arc<Model>, options: &SegmentOptions) -> Result<Segmenter> {
+        SegmentModel::of(&model)?;
+        Segmenter::with_instance(&ModelInstance::private(device, model)?, options)
+    }
+
+    /// A segmenter running `instance`'s model, on its device, its frames
+    /// batched with those of the instance's other tasks.
+    pub fn with_instance(
+        instance: &Arc<ModelInstance>,
+        options: &SegmentOptions,
+    ) -> Result<Segmenter> {
+        let shape = SegmentModel::of(instance.model())?;
+        let imp = match instance.device() {
             Device::Gpu(gpu) => Imp::Gpu(Box::new(gpu::GpuSegmenter::new(
-                gpu, model, &shape, options,
+                gpu, instance, &shape, options,
             )?)),
-            Device::Cpu => Imp::Cpu(Box::new(cpu::CpuSegmenter::new(model, &shape, options)?)),
+            Device::Cpu => Imp::Cpu(Box::new(cpu::CpuSegmenter::new(instance, &shape, options)?)),
         };
         Ok(Segmenter { imp })
     }

@@ -38,7 +38,7 @@ fn on_gpu(s: &mut Segmenter, gpu: &Gpu, picture: &Picture) -> Vec<u8> {
 #[test]
 fn gpu_and_cpu_segment_a_frame_alike() {
     let gpu = gpu();
-    let model = selfie();
+    let model: std::sync::Arc<Model> = selfie().into();
     let picture = Picture::astronaut(48, 40);
     let cases = [
         SegmentOptions::new(SegmentEffect::Mask),
@@ -58,8 +58,8 @@ fn gpu_and_cpu_segment_a_frame_alike() {
         SegmentOptions::new(SegmentEffect::None),
     ];
     for options in cases {
-        let mut g = Segmenter::new(&Device::Gpu(gpu.clone()), &model, &options).unwrap();
-        let mut c = Segmenter::new(&Device::Cpu, &model, &options).unwrap();
+        let mut g = Segmenter::new(&Device::Gpu(gpu.clone()), model.clone(), &options).unwrap();
+        let mut c = Segmenter::new(&Device::Cpu, model.clone(), &options).unwrap();
         assert!(!g.is_cpu() && c.is_cpu());
         // Twice: the second frame goes through the temporal smoothing.
         for frame in 0..2 {
@@ -85,7 +85,7 @@ fn the_mask_finds_the_person() {
     let gpu = gpu();
     let picture = Picture::astronaut(64, 64);
     let options = SegmentOptions::new(SegmentEffect::Mask);
-    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), &selfie(), &options).unwrap();
+    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), selfie().into(), &options).unwrap();
     let mask = on_gpu(&mut s, &gpu, &picture);
     // The astronaut fills the middle of the photo; the top corners are
     // background.
@@ -121,7 +121,7 @@ fn stage_marks_bracket_each_video_stage_and_the_model_can_be_timed() {
     let picture = Picture::astronaut(32, 24);
     let frame = picture.on_gpu(&gpu);
     let options = SegmentOptions::new(SegmentEffect::Blur { strength: 1.5 });
-    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), &selfie(), &options).unwrap();
+    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), selfie().into(), &options).unwrap();
     let out = create_rgba_texture(&gpu, 32, 24).unwrap();
     let mut marks = Recorder::default();
     let run = s
@@ -151,7 +151,7 @@ fn stage_marks_bracket_each_video_stage_and_the_model_can_be_timed() {
     }
     // effect=none runs no model, so there is nothing to time.
     let none = SegmentOptions::new(SegmentEffect::None);
-    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), &selfie(), &none).unwrap();
+    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), selfie().into(), &none).unwrap();
     let mut marks = Recorder::default();
     s.run_gpu_into(&frame, &out, ModelTiming::PerKernel, Some(&mut marks))
         .unwrap();
@@ -168,12 +168,12 @@ fn a_background_image_is_uploaded_once_and_counted_once() {
         .unwrap();
     let options = SegmentOptions::new(SegmentEffect::Replace(BackgroundSpec::Image(path.clone())));
     Segmenter::check(&selfie(), &options).unwrap();
-    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), &selfie(), &options).unwrap();
+    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), selfie().into(), &options).unwrap();
     let taken = s.take_setup_transfers();
     assert_eq!((taken.uploads, taken.upload_bytes), (1, 5 * 3 * 4));
     assert_eq!(s.take_setup_transfers(), Default::default(), "only once");
     // The CPU twin reads the same file and never touches a GPU.
-    let mut c = Segmenter::new(&Device::Cpu, &selfie(), &options).unwrap();
+    let mut c = Segmenter::new(&Device::Cpu, selfie().into(), &options).unwrap();
     assert_eq!(c.take_setup_transfers(), Default::default());
     let picture = Picture::astronaut(16, 16);
     on_cpu(&mut c, &picture);
@@ -184,7 +184,7 @@ fn a_background_image_is_uploaded_once_and_counted_once() {
 fn wrong_models_backgrounds_and_entry_points_are_errors() {
     let esrgan = models::load(models::bundled("esrgan-slim/x2/model.json")).unwrap();
     let options = SegmentOptions::new(SegmentEffect::Mask);
-    let err = Segmenter::new(&Device::Cpu, &esrgan, &options)
+    let err = Segmenter::new(&Device::Cpu, esrgan.into(), &options)
         .err()
         .unwrap()
         .to_string();
@@ -204,7 +204,7 @@ fn wrong_models_backgrounds_and_entry_points_are_errors() {
 
     let gpu = gpu();
     let picture = Picture::flat(8, 8, 10);
-    let mut c = Segmenter::new(&Device::Cpu, &selfie(), &options).unwrap();
+    let mut c = Segmenter::new(&Device::Cpu, selfie().into(), &options).unwrap();
     let err = c
         .run_gpu(&picture.on_gpu(&gpu), ModelTiming::Off)
         .err()
@@ -217,7 +217,7 @@ fn wrong_models_backgrounds_and_entry_points_are_errors() {
         "{err}"
     );
     assert!(c.gpu_stages().is_err());
-    let mut g = Segmenter::new(&Device::Gpu(gpu.clone()), &selfie(), &options).unwrap();
+    let mut g = Segmenter::new(&Device::Gpu(gpu.clone()), selfie().into(), &options).unwrap();
     let err = g
         .run_cpu(&picture.on_cpu(), &mut [0; 256], 32)
         .unwrap_err()

@@ -32,6 +32,9 @@ pub(super) struct Writer<'s, 'a> {
     folded: HashMap<usize, Vec<f32>>,
     /// Where errors point: the operator being written.
     location: String,
+    /// Items in the batch being written: the file declares 1 in dim 0 of
+    /// the inputs and of what is computed from them; the graph has this.
+    batch: usize,
 }
 
 /// The operator being written: its options and its tensors.
@@ -55,6 +58,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         model: &fb::Model<'a>,
         graph: Subgraph<'a>,
         b: &'s GraphBuilder,
+        batch: usize,
     ) -> Result<Self> {
         Ok(Writer {
             src,
@@ -64,6 +68,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             values: HashMap::new(),
             folded: HashMap::new(),
             location: "subgraph 0".into(),
+            batch,
         })
     }
 
@@ -248,6 +253,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             let index = self.tensor_index(raw)?;
             let (t, dt, shape) = self.tensor(index)?;
             let name = t.name().unwrap_or_default().to_string();
+            let shape = self.batched_shape(&shape);
             if let Some((h, w)) = hw {
                 if shape.len() != 4 || shape[1] != h || shape[2] != w {
                     return Err(self.err(format!(
@@ -325,6 +331,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         self.location = format!("operator #{i}");
         let (builtin, name) = self.op_code(op)?;
         self.location = format!("operator #{i} ({name})");
+        self.b.note_origin(&self.location);
         let outputs = op
             .outputs()
             .map(|v| v.iter().collect::<Vec<i32>>())
@@ -470,10 +477,30 @@ impl<'s, 'a> Writer<'s, 'a> {
         Ok(())
     }
 
-    /// Checks that what the operator computes has the shape the file declares.
+    /// `declared` (a shape the file gives for one item) for the batch
+    /// being written: its leading dimension times the batch.
+    fn batched_shape(&self, declared: &[usize]) -> Vec<usize> {
+        let mut shape = declared.to_vec();
+        if let Some(d) = shape.first_mut() {
+            *d *= self.batch;
+        }
+        shape
+    }
+
+    /// Whether `value`, computed for tensor `index`, carries the batch: it
+    /// has the file's shape with the leading dimension times the batch.
+    fn is_batched(&self, index: usize, value: &Operand) -> Result<bool> {
+        let (_, _, declared) = self.tensor(index)?;
+        Ok(self.batch > 1 && value.shape() == self.batched_shape(&declared).as_slice())
+    }
+
+    /// Checks that what the operator computes has the shape the file
+    /// declares, or (where it carries the batch) that shape with the
+    /// leading dimension times the batch: whether the items stay apart is
+    /// `models::batch`'s to check over the whole graph.
     fn check_shape(&self, out: usize, value: &Operand) -> Result<()> {
         let (t, _, declared) = self.tensor(out)?;
-        if value.shape() != declared.as_slice() {
+        if value.shape() != declared.as_slice() && !self.is_batched(out, value)? {
             return Err(self.err(format!(
                 "computes {:?} for tensor {out} '{}', which the file declares as {declared:?}",
                 value.shape(),

@@ -38,6 +38,9 @@ impl<'a> Writer<'_, 'a> {
     /// tensor leaves the output's declared shape as the only static answer.
     pub(super) fn reshape(&mut self, call: &Call<'_, 'a>) -> Result<Operand> {
         let x = self.input(call, 0)?;
+        // A batch of items: a new shape that starts with the file's batch
+        // of 1 starts with the batch instead.
+        let batched = self.is_batched(self.arg(call, 0)?, &x)?;
         let from_tensor = match call.inputs.get(1) {
             Some(&raw) if raw >= 0 => {
                 let i = self.tensor_index(raw)?;
@@ -55,7 +58,13 @@ impl<'a> Writer<'_, 'a> {
             .and_then(|o| o.new_shape())
             .map(|v| v.iter().map(i64::from).collect::<Vec<i64>>());
         let shape = match from_tensor.or(from_options) {
-            Some(spec) => self.resolve_shape(&spec, x.shape())?,
+            Some(mut spec) => {
+                if batched && spec.first() == Some(&1) {
+                    spec[0] = self.batch as i64;
+                }
+                self.resolve_shape(&spec, x.shape())?
+            }
+            None if batched => self.batched_shape(&self.out_shape(call)?),
             None => self.out_shape(call)?,
         };
         self.ctx(self.b.reshape(&x, &shape))

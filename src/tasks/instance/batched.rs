@@ -1,0 +1,267 @@
+//! One key's batched graph (input size and precision) and its tensors: the
+//! inputs batches are filled in (one per batch in flight, reused) and, for a
+//! batch size above 1, the batched outputs each item's slice is copied out
+//! of.
+
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::ml::{Context, DataType, Graph, RentedBuffer, Tensor, TensorDescriptor};
+use crate::tasks::{timing, ModelTiming};
+
+use super::{ItemRequest, Key, ModelInstance};
+
+pub(super) struct Batched {
+    ctx: Context,
+    graph: Graph,
+    input_name: String,
+    input_type: DataType,
+    /// [N, ...].
+    input_shape: Vec<usize>,
+    /// Each output's name and one item's descriptor ([1, ...]).
+    items: Vec<(String, TensorDescriptor)>,
+    /// The batched outputs ([N, ...]); empty for batch size 1, whose
+    /// dispatch writes the item's own tensors.
+    outputs: Vec<(String, Tensor)>,
+    /// Input tensors not lent to a batch.
+    spare: Mutex<Vec<Tensor>>,
+}
+
+impl Batched {
+    pub fn new(instance: &ModelInstance, (input_hw, precision): Key) -> Result<Batched> {
+        let n = instance.batch.size;
+        let ctx = instance.context().clone();
+        let model = instance.model();
+        let (one, choice) = instance.graph(input_hw, precision)?;
+        let items: Vec<(String, TensorDescriptor)> = one
+            .outputs()
+            .into_iter()
+            .map(|(name, d)| {
+                let desc = TensorDescriptor::new(d.data_type, d.shape)
+                    .readable()
+                    .exportable_to_gpu();
+                (name, desc)
+            })
+            .collect();
+        // What the batch needs, checked before building anything.
+        let limit = match instance.device() {
+            crate::tasks::Device::Gpu(gpu) => {
+                let l = gpu.limits();
+                l.max_storage_buffer_binding_size.min(l.max_buffer_size)
+            }
+            crate::tasks::Device::Cpu => u64::MAX,
+        };
+        let needs =
+            one.inputs()
+                .into_iter()
+                .map(|(name, d)| (format!("input '{name}'"), d.byte_length() as u64))
+                .chain(items.iter().map(|(name, d)| {
+                    (format!("output '{name}'"), d.operand().byte_length() as u64)
+                }));
+        for (what, per_item) in needs {
+            let bytes = per_item.saturating_mul(n as u64);
+            if bytes > limit {
+                return Err(too_large(
+                    instance,
+                    n,
+                    format!(
+                        "its {what} needs {bytes} bytes at that batch, the device allows {limit}                          in one buffer (at most batch size {})",
+                        (limit / per_item.max(1)).max(1)
+                    ),
+                ));
+            }
+            if n > 1 && what.starts_with("output") && per_item % 4 != 0 {
+                return Err(Error::invalid(format!(
+                    "{}: {what} holds {per_item} bytes per frame; a batch is split in multiples                      of 4 bytes; use batch size 1",
+                    model.path().display()
+                )));
+            }
+        }
+        let graph = if n == 1 {
+            one.clone()
+        } else {
+            model
+                .build_batched(&ctx, input_hw, choice.precision, n)
+                .map_err(|e| Error::invalid(format!("batch size {n}: {e}")))?
+        };
+        let mut inputs = graph.inputs();
+        if inputs.len() != 1 {
+            return Err(Error::invalid(format!(
+                "{}: the model has {} inputs; frames feed a model with one",
+                model.path().display(),
+                inputs.len()
+            )));
+        }
+        let (input_name, input) = inputs.remove(0);
+        let mut outputs = Vec::new();
+        if n > 1 {
+            for ((name, item), (bname, batched)) in items.iter().zip(graph.outputs()) {
+                let want: Vec<usize> = std::iter::once(n)
+                    .chain(item.shape.iter().skip(1).copied())
+                    .collect();
+                if *name != bname || batched.shape != want || item.shape.first() != Some(&1) {
+                    return Err(Error::invalid(format!(
+                        "{}: output '{name}' is {:?} at batch {n}, not [{n}, ...] of the \
+                         batch-1 {:?}; use batch size 1",
+                        model.path().display(),
+                        batched.shape,
+                        item.shape
+                    )));
+                }
+                let t = ctx.create_tensor(
+                    TensorDescriptor::new(batched.data_type, batched.shape).exportable_to_gpu(),
+                )?;
+                outputs.push((name.clone(), t));
+            }
+        }
+        Ok(Batched {
+            ctx,
+            graph,
+            input_name,
+            input_type: input.data_type,
+            input_shape: input.shape,
+            items,
+            outputs,
+            spare: Mutex::default(),
+        })
+    }
+
+    pub fn input_shape(&self) -> &[usize] {
+        &self.input_shape
+    }
+
+    pub fn input_type(&self) -> DataType {
+        self.input_type
+    }
+
+    /// Checks that `item`'s outputs are the batch-1 graph's.
+    pub fn check_item(&self, item: &ItemRequest) -> Result<()> {
+        if item.outputs.len() != self.items.len() {
+            return Err(Error::invalid(format!(
+                "batched run: {} output tensors given, the model has {}",
+                item.outputs.len(),
+                self.items.len()
+            )));
+        }
+        for (t, (name, want)) in item.outputs.iter().zip(&self.items) {
+            if t.data_type() != want.data_type || t.shape() != want.shape.as_slice() {
+                return Err(Error::invalid(format!(
+                    "batched run: the tensor for output '{name}' is {} {:?}, the model gives {} \
+                     {:?}",
+                    t.data_type(),
+                    t.shape(),
+                    want.data_type,
+                    want.shape
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A free input tensor, lent to the fillers.
+    pub fn take_input(&self) -> Result<(Tensor, RentedBuffer)> {
+        let t = match self.spare.lock().unwrap().pop() {
+            Some(t) => t,
+            None => self.ctx.create_tensor(
+                TensorDescriptor::new(self.input_type, self.input_shape.clone())
+                    .exportable_to_gpu(),
+            )?,
+        };
+        let rented = self.ctx.export_to_gpu(&t)?;
+        Ok((t, rented))
+    }
+
+    pub fn give_input(&self, t: Tensor) {
+        self.spare.lock().unwrap().push(t);
+    }
+
+    /// Dispatches the graph on `input` and hands each filled slot its
+    /// outputs: for batch size 1 the dispatch writes them, otherwise one
+    /// buffer copy per output and item, queued behind the dispatch.
+    pub fn execute(
+        &self,
+        ctx: &Context,
+        n: usize,
+        input: &Tensor,
+        slots: &[Option<(Vec<Tensor>, ModelTiming)>],
+    ) -> Result<Option<f64>> {
+        let timing = slots
+            .iter()
+            .flatten()
+            .map(|(_, t)| *t)
+            .max_by_key(|t| match t {
+                ModelTiming::Off => 0,
+                ModelTiming::Whole => 1,
+                ModelTiming::PerKernel => 2,
+            })
+            .unwrap_or_default();
+        let inputs = [(self.input_name.as_str(), input)];
+        if n == 1 {
+            let Some(Some((outputs, _))) = slots.first() else {
+                return Ok(None);
+            };
+            let named: Vec<(&str, &Tensor)> = self
+                .items
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .zip(outputs)
+                .collect();
+            return timing::dispatch(ctx, &self.graph, &inputs, &named, timing);
+        }
+        let named: Vec<(&str, &Tensor)> =
+            self.outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let ms = timing::dispatch(ctx, &self.graph, &inputs, &named, timing)?;
+        let gpu = ctx
+            .gpu_handle()
+            .ok_or_else(|| Error::invalid("a batch above 1 runs on the GPU"))?;
+        let sources = self
+            .outputs
+            .iter()
+            .map(|(_, t)| ctx.export_to_gpu(t))
+            .collect::<Result<Vec<_>>>()?;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let mut lent = Vec::new();
+        for (slot, (outputs, _)) in slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
+        {
+            for ((src, (_, item)), dst) in sources.iter().zip(&self.items).zip(outputs) {
+                let bytes = item.operand().byte_length() as u64;
+                let dst = ctx.export_to_gpu(dst)?;
+                encoder.copy_buffer_to_buffer(
+                    src.buffer(),
+                    slot as u64 * bytes,
+                    dst.buffer(),
+                    0,
+                    bytes,
+                );
+                lent.push(dst);
+            }
+        }
+        gpu.scoped("batch split submit", || {
+            gpu.queue().submit([encoder.finish()])
+        })?;
+        Ok(ms)
+    }
+
+    pub fn destroy(&self) {
+        self.graph.destroy();
+        for (_, t) in &self.outputs {
+            t.destroy();
+        }
+        for t in self.spare.lock().unwrap().drain(..) {
+            t.destroy();
+        }
+    }
+}
+
+/// The error of a batch size the model's batched graph does not fit on
+/// the device at.
+fn too_large(instance: &ModelInstance, n: usize, why: String) -> Error {
+    Error::invalid(format!(
+        "batch size {n} is too large for {} on {}: {why}",
+        instance.path().display(),
+        instance.device().describe(),
+    ))
+}

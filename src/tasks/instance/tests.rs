@@ -1,0 +1,275 @@
+//! Shared model instances on lavapipe: batched results equal unbatched ones
+//! item for item, no user waits on another beyond the batch latency, and
+//! the registry's sharing rules.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use super::registry::{self, InstanceSpec, JoinError};
+use super::{BatchOptions, ModelInstance};
+use crate::models::{self, Model};
+use crate::tasks::tests::{gpu, Picture};
+use crate::tasks::{Device, ImageInference, InferOptions};
+
+const FACE: &str = "mediapipe/face_detection_short_range.tflite";
+
+fn model(rel: &str) -> Arc<Model> {
+    Arc::new(models::load(models::bundled(rel)).unwrap())
+}
+
+fn batched(rel: &str, size: usize, latency_ms: u64) -> Arc<ModelInstance> {
+    let batch = BatchOptions::new(size, Duration::from_millis(latency_ms)).unwrap();
+    ModelInstance::with_batch(&Device::Gpu(gpu()), model(rel), batch).unwrap()
+}
+
+/// Every output of `task` on `frame`, read back.
+fn outputs_of(task: &mut ImageInference, picture: &Picture) -> Vec<Vec<f32>> {
+    let out = task.run_gpu(&picture.on_gpu(&gpu())).unwrap();
+    (0..out.tensors().len())
+        .map(|i| out.read_f32(i).unwrap())
+        .collect()
+}
+
+fn assert_close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.len(), w.len(), "{what}");
+        let worst = g
+            .iter()
+            .zip(w)
+            .map(|(a, b)| (a - b).abs() / b.abs().max(1.0))
+            .fold(0.0f32, f32::max);
+        // The same kernels at another batch: float rounding only.
+        assert!(worst <= 1e-4, "{what}: relative difference {worst}");
+    }
+}
+
+#[test]
+fn frames_of_three_streams_go_in_one_batch_and_come_back_each_its_own() {
+    let pictures = [
+        Picture::astronaut(40, 30),
+        Picture::astronaut(17, 23),
+        Picture::flat(8, 8, 200),
+    ];
+    let mut alone =
+        ImageInference::new(&Device::Gpu(gpu()), model(FACE), Default::default()).unwrap();
+    let want: Vec<_> = pictures.iter().map(|p| outputs_of(&mut alone, p)).collect();
+
+    // A long latency: the batch goes at once because all three are in it.
+    let instance = batched(FACE, 3, 1000);
+    let members: Vec<_> = (0..3).map(|_| instance.member()).collect();
+    let start = Barrier::new(3);
+    let got: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = pictures
+            .iter()
+            .map(|p| {
+                let instance = instance.clone();
+                let start = &start;
+                s.spawn(move || {
+                    let mut task =
+                        ImageInference::with_instance(&instance, InferOptions::default()).unwrap();
+                    start.wait();
+                    let out = outputs_of(&mut task, p);
+                    (out, task.last_batch())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, ((g, run), w)) in got.iter().zip(&want).enumerate() {
+        assert_close(g, w, &format!("stream {i}"));
+        assert_eq!(run.batch, 3, "stream {i}");
+        // Full, it went as soon as the last frame was written.
+        assert!(
+            run.waited < Duration::from_millis(900),
+            "stream {i}: {run:?}"
+        );
+    }
+    let stats = instance.stats();
+    assert_eq!((stats.batches, stats.items), (1, 3), "{stats:?}");
+    drop(members);
+    gpu().check().unwrap();
+}
+
+#[test]
+fn regions_of_one_frame_fill_batches_and_keep_their_order() {
+    let picture = Picture::astronaut(48, 36);
+    let regions = [
+        [0.0, 0.0, 24.0, 18.0],
+        [24.0, 0.0, 24.0, 18.0],
+        [0.0, 18.0, 24.0, 18.0],
+        [24.0, 18.0, 24.0, 18.0],
+        [10.0, 5.0, 30.0, 30.0],
+    ];
+    let mut alone =
+        ImageInference::new(&Device::Gpu(gpu()), model(FACE), Default::default()).unwrap();
+    let frame = picture.on_gpu(&gpu());
+    let want: Vec<Vec<f32>> = regions
+        .iter()
+        .map(|r| {
+            alone
+                .run_gpu_region(&frame, *r)
+                .unwrap()
+                .read_f32(0)
+                .unwrap()
+        })
+        .collect();
+    // Batches of 2: 2 + 2 + 1.
+    let instance = batched(FACE, 2, 1000);
+    let mut task = ImageInference::with_instance(&instance, InferOptions::default()).unwrap();
+    let sets = task.run_gpu_regions(&frame, &regions).unwrap();
+    assert_eq!(sets.len(), regions.len());
+    for (i, (set, w)) in sets.iter().zip(&want).enumerate() {
+        assert_close(
+            &[set.read_f32(0).unwrap()],
+            std::slice::from_ref(w),
+            &format!("region {i}"),
+        );
+    }
+    let stats = instance.stats();
+    assert_eq!((stats.batches, stats.items), (3, 5), "{stats:?}");
+}
+
+#[test]
+fn a_stalled_stream_holds_the_others_no_longer_than_the_latency() {
+    let picture = Picture::astronaut(20, 20);
+    let latency = Duration::from_millis(300);
+    let instance = batched(FACE, 4, latency.as_millis() as u64);
+    // Warm up: the batched graph and its pipelines are built once.
+    let mut task = ImageInference::with_instance(&instance, InferOptions::default()).unwrap();
+    outputs_of(&mut task, &picture);
+
+    // Two active streams; the other one sends nothing.
+    let me = instance.member();
+    let stalled = instance.member();
+    outputs_of(&mut task, &picture);
+    let waited = task.last_batch().waited;
+    assert!(
+        waited >= latency && waited < latency + Duration::from_millis(250),
+        "waited {waited:?} with a latency of {latency:?}"
+    );
+
+    // At end of stream the other stream no longer counts: no wait at all.
+    stalled.set_active(false);
+    outputs_of(&mut task, &picture);
+    let waited = task.last_batch().waited;
+    assert!(
+        waited < Duration::from_millis(100),
+        "waited {waited:?} for a stream at end of stream"
+    );
+    drop(me);
+    let stats = instance.stats();
+    assert_eq!(stats.batches, stats.items, "every batch held one frame");
+}
+
+#[test]
+fn an_id_shares_one_instance_while_it_has_users_and_refuses_other_settings() {
+    let path = models::bundled(FACE);
+    let device = Device::Gpu(gpu());
+    let batch = BatchOptions::new(2, Duration::from_millis(5)).unwrap();
+    let spec = InstanceSpec {
+        id: "instance-test-share",
+        model: &path,
+        device: &device,
+        batch,
+        user: "first",
+    };
+    let load = || models::load(&path);
+    let a = registry::join(&spec, load).unwrap();
+    let b = registry::join(
+        &InstanceSpec {
+            user: "second",
+            ..spec.clone()
+        },
+        || -> Result<Model, ()> { panic!("a second user loads nothing") },
+    )
+    .unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+
+    let refused = |other: InstanceSpec<'_>| match registry::join(&other, load) {
+        Err(JoinError::Instance(e)) => e.to_string(),
+        Err(JoinError::Load(e)) => panic!("{e}"),
+        Ok(_) => panic!("joined with other settings"),
+    };
+    let selfie = models::bundled("selfie/selfie_segmentation.tflite");
+    let e = refused(InstanceSpec {
+        model: &selfie,
+        ..spec.clone()
+    });
+    assert!(
+        e.contains("model-instance-id 'instance-test-share' is first's, with model")
+            && e.contains("selfie_segmentation.tflite"),
+        "{e}"
+    );
+    let e = refused(InstanceSpec {
+        batch: BatchOptions { size: 4, ..batch },
+        ..spec.clone()
+    });
+    assert!(e.ends_with("with batch-size 2, not 4"), "{e}");
+    let e = refused(InstanceSpec {
+        batch: BatchOptions {
+            max_latency: Duration::from_millis(6),
+            ..batch
+        },
+        ..spec.clone()
+    });
+    assert!(e.ends_with("with max-batch-latency 5 ms, not 6 ms"), "{e}");
+    let e = refused(InstanceSpec {
+        device: &Device::Cpu,
+        ..spec.clone()
+    });
+    assert!(e.contains("this element's device is the CPU"), "{e}");
+
+    // The last user going frees it; the id then makes a new one.
+    drop(a);
+    assert!(registry::find(spec.id).is_some());
+    drop(b);
+    assert!(registry::find(spec.id).is_none());
+    let c = registry::join(
+        &InstanceSpec {
+            user: "third",
+            ..spec.clone()
+        },
+        load,
+    )
+    .unwrap();
+    assert_eq!(c.stats().batches, 0);
+}
+
+#[test]
+fn batch_sizes_the_cpu_or_the_device_cannot_take_are_refused() {
+    let batch = BatchOptions::new(2, Duration::ZERO).unwrap();
+    let e = ModelInstance::with_batch(&Device::Cpu, model(FACE), batch)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "batch size 2 needs the GPU: on the CPU frames run one at a time (batch size 1)"
+    );
+    for (size, ms) in [(0, 0), (super::MAX_BATCH_SIZE + 1, 0), (1, 1001)] {
+        let e = BatchOptions::new(size, Duration::from_millis(ms))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("out of range") || e.contains("more than the most"),
+            "{e}"
+        );
+    }
+    // More frames than one buffer of the device holds.
+    let limit = gpu().limits().max_storage_buffer_binding_size;
+    let selfie_input = 256 * 256 * 3 * 4;
+    let size = usize::try_from(limit / selfie_input + 1).unwrap();
+    if size <= super::MAX_BATCH_SIZE {
+        let instance = batched("selfie/selfie_segmentation.tflite", size, 0);
+        let mut task = ImageInference::with_instance(&instance, InferOptions::default()).unwrap();
+        let e = task
+            .run_gpu(&Picture::flat(4, 4, 9).on_gpu(&gpu()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("batch size {size} is too large for "))
+                && e.contains("the device allows"),
+            "{e}"
+        );
+    }
+}
