@@ -491,6 +491,11 @@ fn streams_detect_json() {
             "{key}: {r}"
         );
     }
+    // The elements share one instance: its batches hold 1 to 2 frames.
+    if let Some(b) = r["mean_batch"].as_f64() {
+        assert!((1.0..=2.0).contains(&b), "{r}");
+    }
+    assert_eq!(r["missing_properties"], serde_json::json!([]), "{r}");
 }
 
 /// Bad flags are refused before any device or pipeline: one line each, exit 2.

@@ -282,12 +282,14 @@ enum Command {
     /// device: for each count in --streams, that many pipelines of
     /// filesrc (the bundled astronaut photo) ! pngdec ! videoconvert !
     /// videoscale ! imagefreeze is-live=true ! wgnnupload ! the task's
-    /// elements ! fakesink sync=true qos=true. After every stream's first
-    /// frame and a 2 s warm-up, --seconds are measured: streams that kept
-    /// the frame rate with no frame dropped (QoS), fps, capture-to-sink
-    /// latency, the instance's mean batch and GPU ms per batch (profile on
-    /// one element), host CPU per stream (user + system, % of one core),
-    /// RSS and wgnn's live GPU memory. Needs the gst feature.
+    /// elements ! fakesink sync=true qos=true max-lateness=20ms. After
+    /// every stream's first frames (at most 5 s past the first, which builds
+    /// the model) and a 2 s warm-up, --seconds are measured: streams that
+    /// kept the frame rate (within one frame and 1%) with no frame dropped
+    /// (QoS), fps, capture-to-sink latency, the instance's mean batch and
+    /// GPU ms per batch (profile on one element), host CPU per stream
+    /// (user and system, % of one core), RSS and wgnn's live GPU memory.
+    /// Needs the gst feature.
     Streams {
         /// Stream counts, one run each in this process (e.g. 1,8,32,64).
         #[arg(long, default_value = "1,8,32,64", value_name = "N,...")]

@@ -10,6 +10,15 @@
 //! and errors, and it is what the instance must serve. Every pipeline gets
 //! the same `gst::Context` carrying the bench's device before it starts.
 //!
+//! Each N: the pipelines start with their latency pinned at 0, every stream
+//! processes its first frame (the model built, shaders compiled) and then
+//! more frames than the elements remember for their latency answer (or 5 s
+//! pass), the latency is asked again, 2 s of warm-up pass, and the window of
+//! `--seconds` is measured. Without the pin, the first frame's seconds would
+//! become every pipeline's latency (the elements report the slowest recent
+//! frame and say so only when it grows): each sink would hold every frame
+//! that long and the live source skip the frames in between.
+//!
 //! The source of every stream is the bundled astronaut photo (a person for
 //! the segmenter, a face for the detector), decoded and scaled into the caps
 //! once, then repeated by `imagefreeze is-live=true` at the frame rate: the
@@ -209,8 +218,6 @@ impl RunReport {
     pub fn gpu_ms_frame(&self) -> Option<f64> {
         match (self.gpu_ms_batch, self.mean_batch) {
             (Some(ms), Some(b)) if b > 0.0 => Some(ms / b),
-            // Without batching each dispatch is one frame.
-            (Some(ms), None) => Some(ms),
             _ => None,
         }
     }
@@ -552,11 +559,7 @@ fn measure(
     streams: &[Stream],
     measuring: &AtomicBool,
 ) -> Result<RunReport, String> {
-    // The elements answer the latency query with the slowest of their
-    // recent frames, and the first frames build the model (seconds): with
-    // that as the pipeline's latency every sink would hold each frame for
-    // seconds and the live source skip the frames in between. So the
-    // latency is pinned at 0 until those frames are forgotten, then asked.
+    // Pinned until the first frames are forgotten (see the module's doc).
     for s in streams {
         s.pipeline.set_latency(gst::ClockTime::ZERO);
     }
