@@ -496,6 +496,12 @@ fn streams_detect_json() {
         assert!((1.0..=2.0).contains(&b), "{r}");
     }
     assert_eq!(r["missing_properties"], serde_json::json!([]), "{r}");
+    // The streams held graphs and buffers on the bench's device; once all
+    // stopped, the shared instance went with its last user.
+    assert!(num(&r["live_running"], "graphs") >= 1.0, "{r}");
+    for key in ["graphs", "buffers", "textures"] {
+        assert_eq!(num(&r["live_after_stop"], key), 0.0, "{key}: {r}");
+    }
 }
 
 /// Bad flags are refused before any device or pipeline: one line each, exit 2.

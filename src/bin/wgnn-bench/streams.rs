@@ -13,7 +13,7 @@
 //! Each N: the pipelines start with their latency pinned at 0, every stream
 //! processes its first frame (the model built, shaders compiled) and then
 //! more frames than the elements remember for their latency answer (or 5 s
-//! pass), the latency is asked again, 2 s of warm-up pass, and the window of
+//! pass, longer at low frame rates), the latency is asked again, 2 s of warm-up pass, and the window of
 //! `--seconds` is measured. Without the pin, the first frame's seconds would
 //! become every pipeline's latency (the elements report the slowest recent
 //! frame and say so only when it grows): each sink would hold every frame
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use gst::prelude::*;
 use serde_json::json;
-use wgnn::gpu::Gpu;
+use wgnn::gpu::{live, Gpu};
 use wgnn::video::VideoFormat;
 
 /// How long the first frame of every stream may take (models are built and
@@ -42,8 +42,13 @@ const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(180);
 /// Frames every stream shows before its latency is asked again: more than
 /// the elements remember for their latency answer (src/gst/latency.rs).
 const SETTLE_FRAMES: u64 = 33;
-/// How long the streams may take to process those frames.
-const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the streams may take to process those frames: 5 s, or a fifth
+/// more than the frame rate needs for them where that is longer.
+fn settle_timeout(fps: u32) -> Duration {
+    Duration::from_secs(5).max(Duration::from_secs_f64(
+        1.2 * SETTLE_FRAMES as f64 / f64::from(fps.max(1)),
+    ))
+}
 /// Not counted: after the latency is settled.
 const WARMUP: Duration = Duration::from_secs(2);
 /// A late frame is dropped by the sink past this, as a video sink does.
@@ -208,6 +213,10 @@ pub struct RunReport {
     pub gpu_allocator: Option<(u64, u64)>,
     /// Properties the elements lack (reported as n/a).
     pub missing: Vec<&'static str>,
+    /// wgnn's live objects on the device while the streams ran, and after
+    /// they all stopped.
+    pub live_running: live::Counts,
+    pub live_after_stop: live::Counts,
 }
 
 impl RunReport {
@@ -243,6 +252,8 @@ impl RunReport {
             "gpu_allocated_bytes": self.gpu_allocator.map(|a| a.0),
             "gpu_reserved_bytes": self.gpu_allocator.map(|a| a.1),
             "missing_properties": self.missing,
+            "live_running": live_json(&self.live_running),
+            "live_after_stop": live_json(&self.live_after_stop),
         })
     }
 
@@ -290,6 +301,18 @@ impl RunReport {
             mib(self.gpu_live_bytes.max(0) as u64),
         )
     }
+}
+
+fn live_json(c: &live::Counts) -> serde_json::Value {
+    json!({
+        "buffers": c.buffers,
+        "buffer_bytes": c.buffer_bytes,
+        "textures": c.textures,
+        "texture_bytes": c.texture_bytes,
+        "compute_pipelines": c.compute_pipelines,
+        "render_pipelines": c.render_pipelines,
+        "graphs": c.graphs,
+    })
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -544,9 +567,16 @@ fn run_one(
             options, index, instance, batch, context, &measuring,
         )?);
     }
-    let result = measure(gpu, options, n, batch, &streams, &measuring);
+    let mut result = measure(gpu, options, n, batch, &streams, &measuring);
     for s in &streams {
         let _ = s.pipeline.set_state(gst::State::Null);
+    }
+    drop(streams);
+    // What the device still holds once every stream has stopped: the
+    // shared instance goes with its last user, so the graphs count falls
+    // back to what the bench held before (none).
+    if let Ok(r) = &mut result {
+        r.live_after_stop = gpu.live();
     }
     result
 }
@@ -590,7 +620,7 @@ fn measure(
     let began = Instant::now();
     // Bounded: a device too slow for the frame rate gets there late or
     // never, and is then measured as it is.
-    while began.elapsed() < SETTLE_TIMEOUT
+    while began.elapsed() < settle_timeout(options.fps)
         && streams
             .iter()
             .zip(&settled)
@@ -681,6 +711,8 @@ fn measure(
             .map(|(a, b)| (b - a) / window / f64::from(n) * 100.0),
         rss_bytes: rss,
         gpu_live_bytes: live.buffer_bytes + live.texture_bytes,
+        live_running: live,
+        live_after_stop: live::Counts::default(),
         gpu_allocator: allocator,
         missing,
     })
