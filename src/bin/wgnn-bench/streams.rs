@@ -13,8 +13,8 @@
 //! Each N: the pipelines start with their latency pinned at 0, every stream
 //! processes its first frame (the model built, shaders compiled) and then
 //! more frames than the elements remember for their latency answer (or 5 s
-//! pass, longer at low frame rates), the latency is asked again, 2 s of warm-up pass, and the window of
-//! `--seconds` is measured. Without the pin, the first frame's seconds would
+//! pass, longer at low frame rates), the latency is asked again, 2 s of
+//! warm-up pass, and the window of `--seconds` is measured. Without the pin, the first frame's seconds would
 //! become every pipeline's latency (the elements report the slowest recent
 //! frame and say so only when it grows): each sink would hold every frame
 //! that long and the live source skip the frames in between.
