@@ -9,8 +9,15 @@
 #   mkdir -p .devbin && strip -o .devbin/wgnn-bench target/release/wgnn-bench
 #   .gl/  the Vulkan loader .debs (/work/.library/device/README.md)
 #   .whl/ tflite-2.18.0-py2.py3-none-any.whl (the anchor parses TFLite with it)
-# Then run with carry [".devbin", ".gl", ".whl"]:
+# and for `wgnn-bench streams` (GStreamer elements; the device has no GStreamer),
+# built first, as the line above overwrites target/release/wgnn-bench:
+#   cargo build --release --bin wgnn-bench
+#   strip -o .devbin/wgnn-bench-gst target/release/wgnn-bench
+#   bash benches/anchors/gst_debs.sh   # .gst/: GStreamer's Debian 12 .debs, 8 MB
+# Then run with carry [".devbin", ".gl", ".gst", ".whl"]:
 #   bash benches/anchors/device_run.sh
+# or only the streams runs (carry [".devbin", ".gl", ".gst"]):
+#   bash benches/anchors/device_run.sh streams
 set -u
 OUT=${OUT:-/tmp/wgnn-bench-out}
 mkdir -p "$OUT"
@@ -23,12 +30,43 @@ if ! python3 -c "import tflite" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
         export PYTHONPATH=/tmp/site
 fi
+# wgnn-bench streams (issue 20): N live 1080p30 streams through the elements
+# sharing one model instance, for segmentation + blur and detection + overlay.
+# GStreamer comes from .gst/ unpacked into /tmp/gstroot (unpacking into /
+# can break the machine), found through LD_LIBRARY_PATH; only the four
+# plugins the pipelines use are on the plugin path, so no other plugin is
+# loaded (or fails to load for a library it lacks).
+streams() {
+    if [ ! -x .devbin/wgnn-bench-gst ] || ! ls .gst/*.deb >/dev/null 2>&1; then
+        echo "streams: skipped (carry .devbin/wgnn-bench-gst and .gst)" | tee "$OUT/streams.txt"
+        return
+    fi
+    local G=/tmp/gstroot A=x86_64-linux-gnu
+    for f in .gst/*.deb; do dpkg -x "$f" $G; done
+    mkdir -p $G/plugins
+    for p in coreelements videoconvertscale png imagefreeze; do
+        ln -sf $G/usr/lib/$A/gstreamer-1.0/libgst$p.so $G/plugins/
+    done
+    (
+        export LD_LIBRARY_PATH=$G/usr/lib/$A:$G/lib/$A${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
+        export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
+        export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
+        for task in segment detect; do
+            .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task $task
+        done
+    ) 2>&1 | tee "$OUT/streams.txt"
+}
 {
     date -u
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
     echo "cpus: $(nproc)"
     $B adapters
 } 2>&1 | tee "$OUT/env.txt"
+if [ "${1:-}" = streams ]; then
+    streams
+    exit
+fi
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
 # What the tensor cores reach through wgpu: the tensor-core conv2d's ceilings.
 $B tensor-cores 2>&1 | tee "$OUT/tensor_cores.txt"
@@ -61,4 +99,5 @@ python3 benches/anchors/conv2d_torch.py 2>&1 | tee -a "$OUT/torch.txt"
 # Last, as it is slow: ESRGAN on the CPU context (one inference each).
 timeout 240 $B models --context both --filter esrgan --iterations 10 --cpu-iterations 1 2>&1 |
     tee -a "$OUT/models.txt"
+streams
 date -u | tee -a "$OUT/env.txt"

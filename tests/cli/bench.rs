@@ -388,3 +388,148 @@ fn tensor_cores_without_cooperative_matrices_says_so() {
         "{err}"
     );
 }
+
+/// `streams` on tiny live frames (lavapipe cannot keep 10 fps here, so
+/// whether the streams were sustained is not asserted): one row per stream
+/// count, the default batch is the stream count, and what the row claims
+/// is consistent with itself.
+#[test]
+fn streams_segment_prints_a_row_per_stream_count() {
+    let table = bench(&[
+        "streams",
+        "--streams",
+        "1,2",
+        "--width",
+        "64",
+        "--height",
+        "48",
+        "--seconds",
+        "1",
+        "--fps",
+        "10",
+        "--task",
+        "segment",
+    ]);
+    assert!(table.contains("segment x 64x48 NV12 at 10 fps"), "{table}");
+    let header = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("streams batch sustained"))
+        .unwrap_or_else(|| panic!("no header:\n{table}"));
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.first().is_some_and(|w| w.parse::<u32>().is_ok()))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for (row, n) in rows.iter().zip([1u32, 2]) {
+        // Words: streams, batch, sustained (count, yes/no), min fps, mean
+        // fps, drops, latency mean/max, mean batch, GPU ms per batch and per
+        // frame, CPU % per stream, RSS MiB, GPU MiB.
+        assert_eq!(row.len(), 14, "{row:?}");
+        assert_eq!(row[0], n.to_string(), "{row:?}");
+        assert_eq!(row[1], n.to_string(), "batch = streams: {row:?}");
+        let sustained: u32 = row[2].parse().unwrap();
+        assert!(sustained <= n, "{row:?}");
+        assert_eq!(row[3] == "yes", sustained == n, "{row:?}");
+        let (min, mean): (f64, f64) = (row[4].parse().unwrap(), row[5].parse().unwrap());
+        assert!(min >= 0.0 && min <= mean + 1e-9, "{row:?}");
+        let (lat_mean, lat_max) = row[7].split_once('/').unwrap();
+        assert!(lat_mean.parse::<f64>().unwrap() <= lat_max.parse::<f64>().unwrap() + 1e-9);
+        let rss: f64 = row[row.len() - 2].parse().unwrap();
+        let gpu: f64 = row[row.len() - 1].parse().unwrap();
+        assert!(rss > 0.0 && gpu > 0.0, "{row:?}");
+    }
+}
+
+/// The detect task as JSON: the keys the table claims, the measured window
+/// (expected frames = fps x seconds) and the live GPU memory of the device
+/// the streams share.
+#[test]
+fn streams_detect_json() {
+    let v = bench_json(&[
+        "streams",
+        "--streams",
+        "2",
+        "--width",
+        "64",
+        "--height",
+        "48",
+        "--seconds",
+        "1",
+        "--fps",
+        "10",
+        "--task",
+        "detect",
+        "--batch-size",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        v["what"].as_str().unwrap().starts_with("detect x 64x48"),
+        "{v}"
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{v}");
+    let r = &runs[0];
+    assert_eq!(num(r, "streams"), 2.0);
+    assert_eq!(num(r, "batch_size"), 2.0);
+    let expected = num(r, "frames_expected_per_stream");
+    assert!((9.0..12.0).contains(&expected), "{r}");
+    assert!(num(r, "gpu_live_bytes") > 0.0, "{r}");
+    assert!(num(r, "rss_bytes") > 0.0, "{r}");
+    assert!(num(r, "fps_min") <= num(r, "fps_mean") + 1e-9, "{r}");
+    assert_eq!(
+        r["sustained"].as_bool().unwrap(),
+        num(r, "sustained_streams") == 2.0,
+        "{r}"
+    );
+    for key in ["mean_batch", "gpu_ms_per_batch", "gpu_ms_per_frame"] {
+        assert!(
+            r[key].is_null() || r[key].as_f64().unwrap() > 0.0,
+            "{key}: {r}"
+        );
+    }
+    // The elements share one instance: its batches hold 1 to 2 frames.
+    if let Some(b) = r["mean_batch"].as_f64() {
+        assert!((1.0..=2.0).contains(&b), "{r}");
+    }
+    assert_eq!(r["missing_properties"], serde_json::json!([]), "{r}");
+    // The streams held graphs and buffers on the bench's device; once all
+    // stopped, the shared instance went with its last user.
+    assert!(num(&r["live_running"], "graphs") >= 1.0, "{r}");
+    for key in ["graphs", "buffers", "textures"] {
+        assert_eq!(num(&r["live_after_stop"], key), 0.0, "{key}: {r}");
+    }
+}
+
+/// Bad flags are refused before any device or pipeline: one line each, exit 2.
+#[test]
+fn streams_refuses_bad_flags_in_one_line() {
+    for (flags, says) in [
+        (&["--streams", "0"][..], "--streams"),
+        (&["--streams", "1,x"][..], "--streams"),
+        (&["--fps", "0"][..], "--fps"),
+        (&["--width", "0"][..], "--width"),
+        (&["--seconds", "0"][..], "--seconds"),
+        (&["--batch-size", "0"][..], "--batch-size"),
+        (&["--batch-size", "257"][..], "--batch-size"),
+        (&["--max-batch-latency", "1001"][..], "--max-batch-latency"),
+        (&["--format", "XYZ"][..], "XYZ"),
+        (&["--model", "/nonexistent/model.tflite"][..], "--model"),
+    ] {
+        let mut args = vec!["streams"];
+        args.extend_from_slice(flags);
+        let out = common::run_bin(env!("CARGO_BIN_EXE_wgnn-bench"), &args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{flags:?}: {err}");
+        assert!(
+            lines[0].starts_with("error: ") && lines[0].contains(says),
+            "{flags:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{flags:?}");
+    }
+}

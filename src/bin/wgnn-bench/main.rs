@@ -10,6 +10,8 @@ mod ops;
 mod pipeline;
 mod soak;
 mod stamps;
+#[cfg(feature = "gst")]
+mod streams;
 mod tensor_cores;
 
 use std::path::PathBuf;
@@ -76,6 +78,11 @@ const SECTIONS: [&Section; 2] = [
             Item::Entry(
                 "wgnn-bench soak --frames 20000 --every 2000",
                 "Memory and live GPU objects over many frames; fails if they grow.",
+            ),
+            Item::Entry(
+                "wgnn-bench streams --streams 1,8,32,64 --task detect",
+                "1, 8, 32 and 64 live 1080p30 streams through wgnndetect ! wgnnoverlay \
+                 sharing one model instance: which keep 30 fps, batches, GPU and CPU per stream.",
             ),
         ],
     },
@@ -270,6 +277,52 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Live streams through wgnn's GStreamer elements in one process, every
+    /// model element sharing one model instance (model-instance-id) and one
+    /// device: for each count in --streams, that many pipelines of
+    /// filesrc (the bundled astronaut photo) ! pngdec ! videoconvert !
+    /// videoscale ! imagefreeze is-live=true ! wgnnupload ! the task's
+    /// elements ! fakesink sync=true qos=true max-lateness=20ms. After
+    /// every stream's first frames (at most 5 s past the first, which builds
+    /// the model) and a 2 s warm-up, --seconds are measured: streams that
+    /// kept the frame rate (within one frame and 1%) with no frame dropped
+    /// (QoS), fps, capture-to-sink latency, the instance's mean batch and
+    /// GPU ms per batch (profile on one element), host CPU per stream
+    /// (user and system, % of one core), RSS and wgnn's live GPU memory.
+    /// Needs the gst feature.
+    Streams {
+        /// Stream counts, one run each in this process (e.g. 1,8,32,64).
+        #[arg(long, default_value = "1,8,32,64", value_name = "N,...")]
+        streams: String,
+        #[arg(long, value_enum, default_value_t = StreamsTask::Segment)]
+        task: StreamsTask,
+        /// Frames per dispatch of the shared instance (default: the
+        /// stream count, at most 64).
+        #[arg(long)]
+        batch_size: Option<u32>,
+        /// How long a partial batch waits for more frames, ms.
+        #[arg(long, default_value_t = 10, value_name = "MS")]
+        max_batch_latency: u32,
+        /// Seconds measured (after the warm-up).
+        #[arg(long, default_value_t = 10)]
+        seconds: u32,
+        #[arg(long, default_value_t = 1920)]
+        width: u32,
+        #[arg(long, default_value_t = 1080)]
+        height: u32,
+        /// Frames per second of every source.
+        #[arg(long, default_value_t = 30)]
+        fps: u32,
+        /// Frame format of the sources (GStreamer name): NV12, RGBA, ...
+        #[arg(long, default_value = "NV12")]
+        format: String,
+        /// The task's model (default: the bundled selfie model for segment,
+        /// the MediaPipe short-range face detector for detect).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Seed 002's interop experiment: conv2d [1,100,100,100], 3x3 100->100,
     /// then add + relu, in custom WGSL, through the CPU, through a rented
     /// buffer, and all in the graph.
@@ -282,6 +335,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `streams --task`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum StreamsTask {
+    /// Selfie segmentation + background blur (wgnnsegment effect=blur).
+    Segment,
+    /// Face detection + boxes drawn (wgnndetect ! wgnnoverlay).
+    Detect,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -474,6 +536,56 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_FAILED)
                 }
             }
+        }
+        #[cfg(feature = "gst")]
+        Command::Streams {
+            streams,
+            task,
+            batch_size,
+            max_batch_latency,
+            seconds,
+            width,
+            height,
+            fps,
+            format,
+            model,
+            json,
+        } => {
+            let streams = match streams::parse_streams(&streams) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let format = match video_format(&format) {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
+            let options = streams::Options {
+                streams,
+                task: match task {
+                    StreamsTask::Segment => streams::Task::Segment,
+                    StreamsTask::Detect => streams::Task::Detect,
+                },
+                batch_size,
+                max_batch_latency_ms: max_batch_latency,
+                seconds,
+                width,
+                height,
+                fps,
+                format,
+                model,
+            };
+            bench_streams(&options, json)
+        }
+        #[cfg(not(feature = "gst"))]
+        Command::Streams { .. } => {
+            eprintln!(
+                "error: wgnn-bench streams runs GStreamer elements; this build has no GStreamer \
+                 (built with --no-default-features)"
+            );
+            ExitCode::from(EXIT_USAGE)
         }
         Command::Interop {
             quick,
@@ -912,6 +1024,50 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
         println!(
             "{} frame uploads: {} through the staging ring, {} through write_texture",
             r.path, r.ring.staged, r.ring.fallbacks
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(feature = "gst")]
+fn bench_streams(options: &streams::Options, json: bool) -> ExitCode {
+    if let Err(e) = options.validate() {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let gpu = match open_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    if !json {
+        println!("device: {}", gpu.describe());
+        println!("{}", options.describe());
+        println!("{}", streams::RunReport::header());
+    }
+    // Rows print as each N finishes: the largest N may take a while to start.
+    let result = streams::run(&gpu, options, |r| {
+        if !json {
+            println!("{}", r.row());
+        }
+    });
+    let reports = match result {
+        Ok(r) => r,
+        Err(e) => return fail("streams", e),
+    };
+    let missing = reports.first().map_or(&[][..], |r| &r.missing[..]);
+    if json {
+        println!(
+            "{}",
+            json!({
+                "device": gpu.describe(),
+                "what": options.describe(),
+                "runs": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+            })
+        );
+    } else if !missing.is_empty() {
+        println!(
+            "n/a: these elements have no {} (built before shared model instances)",
+            missing.join(", ")
         );
     }
     ExitCode::SUCCESS

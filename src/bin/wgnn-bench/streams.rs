@@ -1,0 +1,719 @@
+//! `wgnn-bench streams`: N live streams through wgnn's GStreamer elements in
+//! one process, every model element sharing one model instance
+//! (`model-instance-id`) and one device, for each N asked for. What it
+//! reports per N is what a many-streams deployment is sized by: how many
+//! streams kept the frame rate with nothing dropped, the batches the shared
+//! instance made and their GPU time, and the host CPU and memory per stream.
+//!
+//! One pipeline per stream (not one pipeline with N branches): that is how
+//! streams come and go in an application, each with its own clock wait, QoS
+//! and errors, and it is what the instance must serve. Every pipeline gets
+//! the same `gst::Context` carrying the bench's device before it starts.
+//!
+//! Each N: the pipelines start with their latency pinned at 0, every stream
+//! processes its first frame (the model built, shaders compiled) and then
+//! more frames than the elements remember for their latency answer (or 5 s
+//! pass, longer at low frame rates), the latency is asked again, 2 s of
+//! warm-up pass, and the window of `--seconds` is measured. Without the pin, the first frame's seconds would
+//! become every pipeline's latency (the elements report the slowest recent
+//! frame and say so only when it grows): each sink would hold every frame
+//! that long and the live source skip the frames in between.
+//!
+//! The source of every stream is the bundled astronaut photo (a person for
+//! the segmenter, a face for the detector), decoded and scaled into the caps
+//! once, then repeated by `imagefreeze is-live=true` at the frame rate: the
+//! same buffer each frame, so the host CPU measured is wgnn's (upload,
+//! batching, dispatch), not a pattern generator's; and a real face and
+//! person give the detector's overlay and the blur their real work.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+use serde_json::json;
+use wgnn::gpu::{live, Gpu};
+use wgnn::video::VideoFormat;
+
+/// How long the first frame of every stream may take (models are built and
+/// shaders compiled on the first frames; software adapters are slow).
+const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(180);
+/// Frames every stream shows before its latency is asked again: more than
+/// the elements remember for their latency answer (src/gst/latency.rs).
+const SETTLE_FRAMES: u64 = 33;
+/// How long the streams may take to process those frames: 5 s, or a fifth
+/// more than the frame rate needs for them where that is longer.
+fn settle_timeout(fps: u32) -> Duration {
+    Duration::from_secs(5).max(Duration::from_secs_f64(
+        1.2 * SETTLE_FRAMES as f64 / f64::from(fps.max(1)),
+    ))
+}
+/// Not counted: after the latency is settled.
+const WARMUP: Duration = Duration::from_secs(2);
+/// A late frame is dropped by the sink past this, as a video sink does.
+const MAX_LATENESS_NS: i64 = 20_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    /// Selfie segmentation + background blur (wgnnsegment effect=blur).
+    Segment,
+    /// Face detection + boxes drawn (wgnndetect ! wgnnoverlay).
+    Detect,
+}
+
+impl Task {
+    fn name(self) -> &'static str {
+        match self {
+            Task::Segment => "segment",
+            Task::Detect => "detect",
+        }
+    }
+
+    fn default_model(self) -> PathBuf {
+        wgnn::models::bundled(match self {
+            Task::Segment => "selfie/selfie_segmentation.tflite",
+            Task::Detect => "mediapipe/face_detection_short_range.tflite",
+        })
+    }
+
+    /// The elements after wgnnupload; the model element is named `model`.
+    fn elements(self) -> &'static str {
+        match self {
+            Task::Segment => "wgnnsegment name=model effect=blur",
+            Task::Detect => "wgnndetect name=model ! wgnnoverlay",
+        }
+    }
+}
+
+pub struct Options {
+    pub streams: Vec<u32>,
+    pub task: Task,
+    /// None: N, at most 64.
+    pub batch_size: Option<u32>,
+    pub max_batch_latency_ms: u32,
+    pub seconds: u32,
+    pub width: u32,
+    pub height: u32,
+    pub fps: u32,
+    pub format: VideoFormat,
+    pub model: Option<PathBuf>,
+}
+
+/// The largest batch the elements take (their `batch-size` range).
+pub const MAX_BATCH: u32 = 256;
+const DEFAULT_BATCH_CAP: u32 = 64;
+
+/// `--streams`: a comma-separated list of stream counts, each at least 1.
+pub fn parse_streams(text: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let n: u32 = part.trim().parse().map_err(|_| {
+            format!("--streams: '{part}' is not a number of streams (a list such as 1,8,32)")
+        })?;
+        if n == 0 {
+            return Err("--streams: 0 streams; each count must be at least 1".into());
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+impl Options {
+    /// The flags agree with each other (checked before a device is opened).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.fps == 0 {
+            return Err("--fps must be at least 1".into());
+        }
+        if self.seconds == 0 {
+            return Err("--seconds must be at least 1".into());
+        }
+        if self.width == 0 || self.height == 0 {
+            return Err(format!(
+                "--width and --height must be at least 1 (got {}x{})",
+                self.width, self.height
+            ));
+        }
+        if let Some(b) = self.batch_size {
+            if b == 0 || b > MAX_BATCH {
+                return Err(format!("--batch-size {b}: must be 1 to {MAX_BATCH}"));
+            }
+        }
+        if self.max_batch_latency_ms > 1000 {
+            return Err(format!(
+                "--max-batch-latency {}: must be 0 to 1000 ms",
+                self.max_batch_latency_ms
+            ));
+        }
+        if let Some(m) = &self.model {
+            if !m.is_file() {
+                return Err(format!("--model {}: no such file", m.display()));
+            }
+        }
+        Ok(())
+    }
+
+    fn batch_for(&self, streams: u32) -> u32 {
+        self.batch_size
+            .unwrap_or_else(|| streams.min(DEFAULT_BATCH_CAP))
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {}, source {}",
+            self.task.name(),
+            self.width,
+            self.height,
+            self.format.name(),
+            self.fps,
+            self.seconds,
+            WARMUP.as_secs(),
+            self.model().display(),
+            source_photo().display()
+        )
+    }
+
+    fn model(&self) -> PathBuf {
+        self.model
+            .clone()
+            .unwrap_or_else(|| self.task.default_model())
+    }
+}
+
+fn source_photo() -> PathBuf {
+    wgnn::assets_dir().join("samples/astronaut.png")
+}
+
+/// One N's results.
+pub struct RunReport {
+    pub streams: u32,
+    pub batch_size: u32,
+    /// Streams that rendered the frames the window holds (within one frame
+    /// and 1%) with nothing dropped.
+    pub sustained: u32,
+    pub fps_min: f64,
+    pub fps_mean: f64,
+    pub frames_expected: f64,
+    /// Frames dropped in the window (QoS messages: the sinks' late frames
+    /// and the model elements' QoS skips), all streams.
+    pub dropped: u64,
+    /// Capture (the frame's running time) to the sink's render, ms.
+    pub latency_mean_ms: f64,
+    pub latency_max_ms: f64,
+    /// From the first stream's model element: None where the elements have
+    /// no such property (built before shared instances) or nothing was
+    /// batched in the window.
+    pub mean_batch: Option<f64>,
+    pub gpu_ms_batch: Option<f64>,
+    pub cpu_percent_per_stream: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    /// wgnn's live buffers and textures on the device, bytes.
+    pub gpu_live_bytes: i64,
+    /// wgpu's allocator report (allocated, reserved) where the backend has one.
+    pub gpu_allocator: Option<(u64, u64)>,
+    /// Properties the elements lack (reported as n/a).
+    pub missing: Vec<&'static str>,
+    /// wgnn's live objects on the device while the streams ran, and after
+    /// they all stopped.
+    pub live_running: live::Counts,
+    pub live_after_stop: live::Counts,
+}
+
+impl RunReport {
+    pub fn all_sustained(&self) -> bool {
+        self.sustained == self.streams
+    }
+
+    pub fn gpu_ms_frame(&self) -> Option<f64> {
+        match (self.gpu_ms_batch, self.mean_batch) {
+            (Some(ms), Some(b)) if b > 0.0 => Some(ms / b),
+            _ => None,
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "streams": self.streams,
+            "batch_size": self.batch_size,
+            "sustained_streams": self.sustained,
+            "sustained": self.all_sustained(),
+            "fps_min": self.fps_min,
+            "fps_mean": self.fps_mean,
+            "frames_expected_per_stream": self.frames_expected,
+            "dropped": self.dropped,
+            "latency_mean_ms": self.latency_mean_ms,
+            "latency_max_ms": self.latency_max_ms,
+            "mean_batch": self.mean_batch,
+            "gpu_ms_per_batch": self.gpu_ms_batch,
+            "gpu_ms_per_frame": self.gpu_ms_frame(),
+            "cpu_percent_per_stream": self.cpu_percent_per_stream,
+            "rss_bytes": self.rss_bytes,
+            "gpu_live_bytes": self.gpu_live_bytes,
+            "gpu_allocated_bytes": self.gpu_allocator.map(|a| a.0),
+            "gpu_reserved_bytes": self.gpu_allocator.map(|a| a.1),
+            "missing_properties": self.missing,
+            "live_running": live_json(&self.live_running),
+            "live_after_stop": live_json(&self.live_after_stop),
+        })
+    }
+
+    pub fn header() -> String {
+        format!(
+            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>10} {:>8} {:>8}",
+            "streams",
+            "batch",
+            "sustained",
+            "min fps",
+            "mean fps",
+            "drops",
+            "latency ms",
+            "mean b",
+            "GPU ms/b",
+            "GPU ms/f",
+            "CPU %/strm",
+            "RSS MiB",
+            "GPU MiB"
+        )
+    }
+
+    pub fn row(&self) -> String {
+        let opt = |v: Option<f64>, digits: usize| {
+            v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
+        };
+        format!(
+            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>10} {:>8} {:>8.1}",
+            self.streams,
+            self.batch_size,
+            format!(
+                "{} {}",
+                self.sustained,
+                if self.all_sustained() { "yes" } else { "no" }
+            ),
+            self.fps_min,
+            self.fps_mean,
+            self.dropped,
+            format!("{:.1}/{:.1}", self.latency_mean_ms, self.latency_max_ms),
+            opt(self.mean_batch, 1),
+            opt(self.gpu_ms_batch, 3),
+            opt(self.gpu_ms_frame(), 3),
+            opt(self.cpu_percent_per_stream, 1),
+            opt(self.rss_bytes.map(mib), 1),
+            mib(self.gpu_live_bytes.max(0) as u64),
+        )
+    }
+}
+
+fn live_json(c: &live::Counts) -> serde_json::Value {
+    json!({
+        "buffers": c.buffers,
+        "buffer_bytes": c.buffer_bytes,
+        "textures": c.textures,
+        "texture_bytes": c.texture_bytes,
+        "compute_pipelines": c.compute_pipelines,
+        "render_pipelines": c.render_pipelines,
+        "graphs": c.graphs,
+    })
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1u32 << 20)
+}
+
+/// What one stream's sink saw while the window was open.
+#[derive(Default)]
+struct Tally {
+    /// Frames rendered since the pipeline started (for the warm-up).
+    seen: u64,
+    frames: u64,
+    latency_sum_ms: f64,
+    latency_max_ms: f64,
+}
+
+struct Stream {
+    pipeline: gst::Pipeline,
+    model: gst::Element,
+    tally: Arc<Mutex<Tally>>,
+    /// QoS messages (each one a dropped frame) while the window was open.
+    dropped: Arc<AtomicU64>,
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl Stream {
+    fn error(&self) -> Option<String> {
+        self.error.lock().unwrap().clone()
+    }
+}
+
+/// The batching properties the lead's elements have; each one absent from
+/// this build's elements is left unset and reported as n/a.
+const INSTANCE_PROPERTIES: [&str; 7] = [
+    "model-instance-id",
+    "batch-size",
+    "max-batch-latency",
+    "batches",
+    "batched-frames",
+    "profile",
+    "gpu-ms",
+];
+
+fn build_stream(
+    options: &Options,
+    index: u32,
+    instance: &str,
+    batch: u32,
+    context: &gst::Context,
+    measuring: &Arc<AtomicBool>,
+) -> Result<Stream, String> {
+    let desc = format!(
+        "filesrc name=src ! pngdec ! videoconvert ! videoscale ! \
+         video/x-raw,format={format},width={w},height={h},pixel-aspect-ratio=1/1 ! \
+         imagefreeze is-live=true ! video/x-raw,framerate={fps}/1 ! wgnnupload ! {elements} ! \
+         fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
+         signal-handoffs=true",
+        format = options.format.name(),
+        w = options.width,
+        h = options.height,
+        fps = options.fps,
+        elements = options.task.elements(),
+    );
+    let pipeline = gst::parse::launch(&desc)
+        .map_err(|e| format!("stream {index}: {e} (needs GStreamer's pngdec, imagefreeze, videoconvert, videoscale)"))?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| format!("stream {index}: not a pipeline"))?;
+    pipeline.set_property("name", format!("stream{index}"));
+    let by_name = |name: &str| {
+        pipeline
+            .by_name(name)
+            .ok_or_else(|| format!("stream {index}: no element {name}"))
+    };
+    let src = by_name("src")?;
+    src.set_property("location", source_photo().to_string_lossy().to_string());
+    let model = by_name("model")?;
+    model.set_property("model", Some(options.model().to_string_lossy().to_string()));
+    if model.find_property("model-instance-id").is_some() {
+        model.set_property("model-instance-id", Some(instance));
+    }
+    if model.find_property("batch-size").is_some() {
+        model.set_property("batch-size", batch);
+    }
+    if model.find_property("max-batch-latency").is_some() {
+        model.set_property("max-batch-latency", options.max_batch_latency_ms);
+    }
+    // One stream times the shared instance's batches: timing makes that
+    // batch wait for the GPU, so only one element asks.
+    if index == 0 && model.find_property("profile").is_some() {
+        model.set_property("profile", true);
+    }
+    // Every element takes this device, whichever asks first.
+    pipeline.set_context(context);
+
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let sink = by_name("sink")?;
+    {
+        let tally = tally.clone();
+        let measuring = measuring.clone();
+        sink.connect("handoff", false, move |args| {
+            let latency = args
+                .first()
+                .and_then(|v| v.get::<gst::Element>().ok())
+                .zip(args.get(1).and_then(|v| v.get::<gst::Buffer>().ok()))
+                .zip(args.get(2).and_then(|v| v.get::<gst::Pad>().ok()))
+                .and_then(|((sink, buffer), pad)| frame_latency(&sink, &buffer, &pad));
+            let mut t = tally.lock().unwrap();
+            t.seen += 1;
+            if measuring.load(Ordering::Acquire) {
+                t.frames += 1;
+                if let Some(ms) = latency {
+                    t.latency_sum_ms += ms;
+                    t.latency_max_ms = t.latency_max_ms.max(ms);
+                }
+            }
+            None
+        });
+    }
+    let dropped = Arc::new(AtomicU64::new(0));
+    let error = Arc::new(Mutex::new(None));
+    {
+        let dropped = dropped.clone();
+        let error = error.clone();
+        let measuring = measuring.clone();
+        let bus = pipeline.bus().expect("a pipeline has a bus");
+        // Handled on the posting thread: nothing runs a main loop here, and
+        // a drop is counted when it happens, inside the window or not.
+        bus.set_sync_handler(move |_, message| {
+            match message.view() {
+                gst::MessageView::Qos(_) if measuring.load(Ordering::Acquire) => {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                gst::MessageView::Error(e) => {
+                    let mut slot = error.lock().unwrap();
+                    if slot.is_none() {
+                        let from = e
+                            .src()
+                            .map(|s| s.name().to_string())
+                            .unwrap_or_else(|| "pipeline".into());
+                        *slot = Some(format!("{from}: {}", e.error()));
+                    }
+                }
+                // Late frames are counted as drops; the sinks' warnings
+                // about them would repeat that once a second per stream.
+                gst::MessageView::Warning(w) => {
+                    log::info!("stream {index}: {} ({:?})", w.error(), w.debug());
+                }
+                _ => {}
+            }
+            gst::BusSyncReply::Drop
+        });
+    }
+    Ok(Stream {
+        pipeline,
+        model,
+        tally,
+        dropped,
+        error,
+    })
+}
+
+/// From the frame's running time (when the live source captured it) to now,
+/// in ms.
+fn frame_latency(sink: &gst::Element, buffer: &gst::Buffer, pad: &gst::Pad) -> Option<f64> {
+    let pts = buffer.pts()?;
+    let segment = pad.sticky_event::<gst::event::Segment>(0)?;
+    let segment = segment.segment().downcast_ref::<gst::ClockTime>()?;
+    let captured = segment.to_running_time(pts)?;
+    let now = sink.current_running_time()?;
+    Some(now.saturating_sub(captured).nseconds() as f64 / 1e6)
+}
+
+fn read_u64(element: &gst::Element, name: &str) -> Option<u64> {
+    element
+        .find_property(name)
+        .map(|_| element.property::<u64>(name))
+}
+
+/// User + system CPU seconds of this process.
+#[cfg(target_os = "linux")]
+fn cpu_seconds() -> Option<f64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(usage.ru_utime) + secs(usage.ru_stime))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cpu_seconds() -> Option<f64> {
+    None
+}
+
+fn first_error(streams: &[Stream]) -> Result<(), String> {
+    for (i, s) in streams.iter().enumerate() {
+        if let Some(e) = s.error() {
+            return Err(format!("stream {i}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Sleeps `how_long`, stopping early with the first stream error.
+fn watch(streams: &[Stream], how_long: Duration) -> Result<(), String> {
+    let end = Instant::now() + how_long;
+    loop {
+        first_error(streams)?;
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Runs every N of `options.streams`, calling `done` with each result.
+pub fn run(
+    gpu: &Gpu,
+    options: &Options,
+    mut done: impl FnMut(&RunReport),
+) -> Result<Vec<RunReport>, String> {
+    wgnn::gst::register_static().map_err(|e| e.to_string())?;
+    let context = wgnn::gst::device::context_for(gpu);
+    let mut reports = Vec::new();
+    for (i, &n) in options.streams.iter().enumerate() {
+        // A fresh instance per N, so that each N's batch size is its own.
+        let instance = format!("wgnn-bench-streams-{}-{i}", std::process::id());
+        let report = run_one(gpu, options, n, &instance, &context)?;
+        done(&report);
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+fn run_one(
+    gpu: &Gpu,
+    options: &Options,
+    n: u32,
+    instance: &str,
+    context: &gst::Context,
+) -> Result<RunReport, String> {
+    let batch = options.batch_for(n);
+    let measuring = Arc::new(AtomicBool::new(false));
+    let mut streams = Vec::with_capacity(n as usize);
+    for index in 0..n {
+        streams.push(build_stream(
+            options, index, instance, batch, context, &measuring,
+        )?);
+    }
+    let mut result = measure(gpu, options, n, batch, &streams, &measuring);
+    for s in &streams {
+        let _ = s.pipeline.set_state(gst::State::Null);
+    }
+    drop(streams);
+    // What the device still holds once every stream has stopped: the
+    // shared instance goes with its last user, so the graphs count falls
+    // back to what the bench held before (none).
+    if let Ok(r) = &mut result {
+        r.live_after_stop = gpu.live();
+    }
+    result
+}
+
+fn measure(
+    gpu: &Gpu,
+    options: &Options,
+    n: u32,
+    batch: u32,
+    streams: &[Stream],
+    measuring: &AtomicBool,
+) -> Result<RunReport, String> {
+    // Pinned until the first frames are forgotten (see the module's doc).
+    for s in streams {
+        s.pipeline.set_latency(gst::ClockTime::ZERO);
+    }
+    for (i, s) in streams.iter().enumerate() {
+        s.pipeline.set_state(gst::State::Playing).map_err(|_| {
+            let why = s.error().unwrap_or_else(|| "did not start".into());
+            format!("stream {i}: {why}")
+        })?;
+    }
+    // Every stream processes its first frame (models built, shaders
+    // compiled), then enough frames for the elements to forget it, then
+    // the latency is asked, then the warm-up, then the window.
+    let processed = |s: &Stream| read_u64(&s.model, "frames").unwrap_or(0);
+    let began = Instant::now();
+    while let Some(i) = streams.iter().position(|s| processed(s) == 0) {
+        if began.elapsed() > FIRST_FRAME_TIMEOUT {
+            return Err(format!(
+                "stream {i}: no frame within {} s",
+                FIRST_FRAME_TIMEOUT.as_secs()
+            ));
+        }
+        watch(streams, Duration::from_millis(50))?;
+    }
+    let settled: Vec<u64> = streams
+        .iter()
+        .map(|s| processed(s) + SETTLE_FRAMES)
+        .collect();
+    let began = Instant::now();
+    // Bounded: a device too slow for the frame rate gets there late or
+    // never, and is then measured as it is.
+    while began.elapsed() < settle_timeout(options.fps)
+        && streams
+            .iter()
+            .zip(&settled)
+            .any(|(s, &enough)| processed(s) < enough)
+    {
+        watch(streams, Duration::from_millis(50))?;
+    }
+    for (i, s) in streams.iter().enumerate() {
+        s.pipeline.set_latency(None);
+        let mut q = gst::query::Latency::new();
+        if s.pipeline.query(&mut q) {
+            log::debug!(
+                "stream {i}: {} frames processed, latency {:?}",
+                processed(s),
+                q.result()
+            );
+        }
+    }
+    watch(streams, WARMUP)?;
+
+    let first = &streams[0].model;
+    let batches0 = read_u64(first, "batches");
+    let items0 = read_u64(first, "batched-frames");
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    measuring.store(true, Ordering::Release);
+    watch(streams, Duration::from_secs(u64::from(options.seconds)))?;
+    measuring.store(false, Ordering::Release);
+    let window = t0.elapsed().as_secs_f64();
+    let cpu1 = cpu_seconds();
+    let batches1 = read_u64(first, "batches");
+    let items1 = read_u64(first, "batched-frames");
+    let gpu_ms = first
+        .find_property("gpu-ms")
+        .map(|_| first.property::<f64>("gpu-ms"))
+        .filter(|ms| *ms >= 0.0);
+    let rss = crate::soak::rss();
+    let live = gpu.live();
+    let allocator = gpu
+        .device()
+        .generate_allocator_report()
+        .map(|r| (r.total_allocated_bytes, r.total_reserved_bytes));
+
+    let expected = f64::from(options.fps) * window;
+    let mut sustained = 0;
+    let mut dropped = 0;
+    let mut fps = Vec::with_capacity(streams.len());
+    let (mut latency_sum, mut latency_max, mut frames_all) = (0.0, 0.0f64, 0u64);
+    for s in streams {
+        let t = s.tally.lock().unwrap();
+        let d = s.dropped.load(Ordering::Relaxed);
+        dropped += d;
+        fps.push(t.frames as f64 / window);
+        // The window's edges fall between frames: one frame and 1% of
+        // slack, no more.
+        if d == 0 && t.frames as f64 + 1.0 >= expected * 0.99 {
+            sustained += 1;
+        }
+        latency_sum += t.latency_sum_ms;
+        latency_max = latency_max.max(t.latency_max_ms);
+        frames_all += t.frames;
+    }
+    let mean_batch = match (batches0, batches1, items0, items1) {
+        (Some(b0), Some(b1), Some(i0), Some(i1)) if b1 > b0 => {
+            Some((i1 - i0) as f64 / (b1 - b0) as f64)
+        }
+        _ => None,
+    };
+    let missing = INSTANCE_PROPERTIES
+        .iter()
+        .copied()
+        .filter(|p| first.find_property(p).is_none())
+        .collect();
+    Ok(RunReport {
+        streams: n,
+        batch_size: batch,
+        sustained,
+        fps_min: fps.iter().copied().fold(f64::INFINITY, f64::min),
+        fps_mean: fps.iter().sum::<f64>() / fps.len().max(1) as f64,
+        frames_expected: expected,
+        dropped,
+        latency_mean_ms: latency_sum / frames_all.max(1) as f64,
+        latency_max_ms: latency_max,
+        mean_batch,
+        gpu_ms_batch: gpu_ms,
+        cpu_percent_per_stream: cpu0
+            .zip(cpu1)
+            .map(|(a, b)| (b - a) / window / f64::from(n) * 100.0),
+        rss_bytes: rss,
+        gpu_live_bytes: live.buffer_bytes + live.texture_bytes,
+        live_running: live,
+        live_after_stop: live::Counts::default(),
+        gpu_allocator: allocator,
+        missing,
+    })
+}
