@@ -13,6 +13,7 @@ mod common;
 #[path = "../models/face_refs.rs"]
 mod face_refs;
 
+mod batch;
 mod classify;
 mod detect;
 mod dmabuf;

@@ -65,14 +65,16 @@ impl Batched {
                     instance,
                     n,
                     format!(
-                        "its {what} needs {bytes} bytes at that batch, the device allows {limit}                          in one buffer (at most batch size {})",
+                        "its {what} needs {bytes} bytes at that batch, the device allows {limit} \
+                         in one buffer (at most batch size {})",
                         (limit / per_item.max(1)).max(1)
                     ),
                 ));
             }
             if n > 1 && what.starts_with("output") && per_item % 4 != 0 {
                 return Err(Error::invalid(format!(
-                    "{}: {what} holds {per_item} bytes per frame; a batch is split in multiples                      of 4 bytes; use batch size 1",
+                    "{}: {what} holds {per_item} bytes per frame; a batch is split in multiples \
+                     of 4 bytes; use batch size 1",
                     model.path().display()
                 )));
             }
