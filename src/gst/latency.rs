@@ -20,8 +20,11 @@ pub struct LatencyMeter {
 
 impl LatencyMeter {
     /// Records one frame's processing time. Returns true when the latency
-    /// grew by more than half of what was last reported (post a latency
-    /// message then, so that the pipeline asks again).
+    /// grew by more than half of what was last reported, or fell below half
+    /// of it (post a latency message then, so that the pipeline asks
+    /// again): a first frame that built the model must not stay the
+    /// pipeline's latency once it has left the window, or a live sink
+    /// holds every frame that long.
     pub fn record(&self, took: Duration) -> bool {
         let mut recent = self.recent.lock().unwrap();
         if recent.len() == WINDOW {
@@ -30,7 +33,7 @@ impl LatencyMeter {
         recent.push_back(took);
         let now = self.worst(&recent);
         let reported = *self.reported.lock().unwrap();
-        now > reported + reported / 2
+        now > reported + reported / 2 || (recent.len() == WINDOW && now < reported / 2)
     }
 
     fn worst(&self, recent: &VecDeque<Duration>) -> gst::ClockTime {
@@ -64,5 +67,43 @@ impl LatencyMeter {
             let ours = self.latency();
             q.set(live, min + ours, max.map(|m| m + ours));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_slow_first_frame_is_reported_and_then_forgotten() {
+        let m = LatencyMeter::default();
+        assert!(m.record(2000 * MS), "the first frame grows it");
+        assert_eq!(m.latency(), gst::ClockTime::from_mseconds(2000));
+        // Fast frames: nothing to say while the slow one is in the window.
+        for _ in 1..WINDOW {
+            assert!(!m.record(3 * MS));
+        }
+        // It leaves the window: the latency fell, say so once.
+        assert!(m.record(3 * MS));
+        assert_eq!(m.latency(), gst::ClockTime::from_mseconds(3));
+        assert!(!m.record(3 * MS));
+        // Growth by half is said again; small changes are not.
+        assert!(!m.record(4 * MS));
+        assert!(m.record(5 * MS));
+    }
+
+    #[test]
+    fn the_floor_holds_before_and_after_frames() {
+        let m = LatencyMeter::default();
+        m.set_floor(300 * MS);
+        assert_eq!(m.latency(), gst::ClockTime::from_mseconds(300));
+        for _ in 0..WINDOW {
+            assert!(!m.record(2 * MS), "never below the floor");
+        }
+        assert_eq!(m.latency(), gst::ClockTime::from_mseconds(300));
+        m.reset();
+        assert_eq!(m.latency(), gst::ClockTime::ZERO);
     }
 }
