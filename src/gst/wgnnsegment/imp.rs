@@ -539,8 +539,11 @@ impl BaseTransformImpl for WgnnSegment {
                 inbuf,
                 &mut moved,
             )?;
+            // The dispatch as it runs (its whole batch), not kernel by
+            // kernel: a per-kernel profile would hold every stream sharing
+            // the instance for as long as it takes.
             let timing = if self.clock.due() && task.can_time_model() {
-                ModelTiming::PerKernel
+                ModelTiming::Whole
             } else {
                 ModelTiming::Off
             };
