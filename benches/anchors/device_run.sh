@@ -52,9 +52,8 @@ streams() {
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
-        for task in segment detect; do
-            .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task $task
-        done
+        .devbin/wgnn-bench-gst streams --streams 1,8,16,24,32,48,64 --task segment
+        .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task detect
     ) 2>&1 | tee "$OUT/streams.txt"
 }
 {
