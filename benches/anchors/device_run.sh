@@ -14,6 +14,7 @@
 #   cargo build --release --bin wgnn-bench
 #   strip -o .devbin/wgnn-bench-gst target/release/wgnn-bench
 #   bash benches/anchors/gst_debs.sh   # .gst/: GStreamer's Debian 12 .debs, 8 MB
+#   xz -f .devbin/wgnn-bench .devbin/wgnn-bench-gst   # under the 64 MiB carry limit
 # Then run with carry [".devbin", ".gl", ".gst", ".whl"]:
 #   bash benches/anchors/device_run.sh
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
@@ -21,6 +22,10 @@
 set -u
 OUT=${OUT:-/tmp/wgnn-bench-out}
 mkdir -p "$OUT"
+# Binaries carried xz-compressed (the working tree plus carry stays under 64 MiB).
+for f in .devbin/*.xz; do
+    [ -e "$f" ] && xz -dkf "$f" && chmod +x "${f%.xz}"
+done
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
