@@ -126,6 +126,10 @@ pub struct ModelInstance {
     batch: BatchOptions,
     /// Batched graphs and their tensors, by key, built at first use.
     batched: Mutex<HashMap<Key, Arc<Batched>>>,
+    /// Held while a batch-1 graph is built: `auto` precision builds both
+    /// graphs and destroys the one it does not choose, which a user
+    /// building at the same time could be holding.
+    building: Mutex<()>,
     gather: Mutex<Gather>,
     changed: Condvar,
     /// Held while a batch is dispatched, so that a key's batched outputs
@@ -197,6 +201,7 @@ impl ModelInstance {
             ctx,
             batch,
             batched: Mutex::default(),
+            building: Mutex::new(()),
             gather: Mutex::default(),
             changed: Condvar::new(),
             exec: Mutex::new(()),
@@ -247,6 +252,7 @@ impl ModelInstance {
         input_hw: Option<(usize, usize)>,
         precision: Precision,
     ) -> Result<(Graph, PrecisionChoice)> {
+        let _one_at_a_time = self.building.lock().unwrap();
         super::build_graph(&self.model, &self.ctx, input_hw, precision)
     }
 

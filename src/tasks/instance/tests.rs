@@ -352,3 +352,36 @@ fn float16_frames_in_a_batch_are_as_close_to_float32_as_frames_alone() {
         );
     }
 }
+
+#[test]
+fn users_starting_together_with_auto_precision_share_the_graph_it_keeps() {
+    // `auto` builds both precisions and destroys the one it does not keep:
+    // users building at once must not be left holding that one.
+    let instance = batched(FACE, 3, 1000);
+    let members: Vec<_> = (0..3).map(|_| instance.member()).collect();
+    let start = Barrier::new(3);
+    let picture = Picture::astronaut(24, 24);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let instance = instance.clone();
+                let (start, picture) = (&start, &picture);
+                s.spawn(move || {
+                    let options = InferOptions {
+                        precision: Precision::Auto,
+                        ..InferOptions::default()
+                    };
+                    let mut task = ImageInference::with_instance(&instance, options).unwrap();
+                    start.wait();
+                    let frame = picture.on_gpu(&gpu());
+                    task.run_gpu(&frame).map(|o| o.read_f32(0).unwrap().len())
+                })
+            })
+            .collect();
+        for h in handles {
+            let n = h.join().unwrap().unwrap();
+            assert!(n > 0);
+        }
+    });
+    drop(members);
+}
