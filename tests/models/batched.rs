@@ -19,12 +19,13 @@ use prost::Message;
 use rand::Rng;
 use wgnn::ml::{Context, HostTensor, Precision};
 use wgnn::models::onnx::proto::{
-    attribute_proto, tensor_proto, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    attribute_proto, tensor_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, TensorProto,
 };
 use wgnn::models::{self, bundled, Model};
 
 use crate::common;
+use crate::onnx_bad_input::value_info as value;
 
 /// Items in a batch: odd, so a kernel that takes items in pairs shows.
 const N: usize = 3;
@@ -280,32 +281,6 @@ fn batch_of_zero_is_refused_and_one_is_build_with() {
 
 // ONNX models written here (the generated protobuf types), each with one
 // operator that cannot take a batch.
-
-fn value(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
-    use wgnn::models::onnx::proto::tensor_shape_proto::{dimension::Value, Dimension};
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(tensor_proto::DataType::Float as i32),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            value: Some(match d {
-                                Some(d) => Value::DimValue(d),
-                                None => Value::DimParam("batch".into()),
-                            }),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 fn node(op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
     NodeProto {

@@ -15,6 +15,13 @@ use wgnn::models::onnx::proto::{
 };
 
 fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+    let dims: Vec<Option<i64>> = dims.iter().copied().map(Some).collect();
+    value_info(name, &dims)
+}
+
+/// A float tensor's value info; `None` dimensions are the symbolic "batch"
+/// (also for tests/models/batched).
+pub(crate) fn value_info(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
     use wgnn::models::onnx::proto::tensor_shape_proto::{dimension::Value, Dimension};
     ValueInfoProto {
         name: Some(name.into()),
@@ -25,7 +32,10 @@ fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
                     dim: dims
                         .iter()
                         .map(|&d| Dimension {
-                            value: Some(Value::DimValue(d)),
+                            value: Some(match d {
+                                Some(d) => Value::DimValue(d),
+                                None => Value::DimParam("batch".into()),
+                            }),
                             ..Default::default()
                         })
                         .collect(),
