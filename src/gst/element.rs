@@ -15,6 +15,7 @@ use crate::gst::device_choice::DeviceChoice;
 use crate::gst::frame_meta::buffer_for;
 use crate::gst::frame_meter::FrameMeter;
 use crate::gst::instance::{InstanceSettings, InstanceUse};
+use crate::gst::profile::ModelClock;
 use crate::gst::property;
 use crate::gst::{caps, frames};
 use crate::models::{self, Model};
@@ -42,6 +43,8 @@ pub struct Processing<S> {
     pub slot: DeviceSlot,
     pub meter: FrameMeter,
     pub users: InstanceUse,
+    /// `profile` and `gpu-ms` (of the elements that register them).
+    pub clock: ModelClock,
     started: Mutex<Option<Arc<Started<S>>>>,
 }
 
@@ -52,6 +55,7 @@ impl<S> Processing<S> {
             slot: DeviceSlot::default(),
             meter: FrameMeter::default(),
             users: InstanceUse::default(),
+            clock: ModelClock::default(),
             started: Mutex::new(None),
         }
     }
@@ -72,6 +76,7 @@ impl<S> Processing<S> {
         check: impl FnOnce(&Model, &S) -> crate::Result<()>,
     ) -> Result<Arc<Started<S>>, gst::ErrorMessage> {
         self.meter.reset();
+        self.clock.reset();
         let batch = instance.batch();
         let shared = instance.id.as_deref();
         if let Some(gpu) = shared
@@ -139,6 +144,16 @@ impl<S> Processing<S> {
     pub fn stop(&self) {
         self.started.lock().unwrap().take();
         self.users.clear();
+    }
+
+    /// The value of a read-only property every processing element shares:
+    /// the counters ([`FrameMeter`]), the instance's `batches` and
+    /// `batched-frames`, and `profile` / `gpu-ms`; `None` for other names.
+    pub fn property(&self, name: &str) -> Option<gst::glib::Value> {
+        self.meter
+            .property(name)
+            .or_else(|| self.users.property(name))
+            .or_else(|| self.clock.property(name))
     }
 
     pub fn started(&self) -> Option<Arc<Started<S>>> {

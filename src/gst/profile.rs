@@ -8,6 +8,9 @@ use std::time::Instant;
 use gst::glib;
 use gst::prelude::*;
 
+use crate::gpu::Gpu;
+use crate::tasks::ImageInference;
+
 #[derive(Default)]
 pub struct ModelClock {
     on: Mutex<bool>,
@@ -67,6 +70,21 @@ impl ModelClock {
         *self.on.lock().unwrap() && {
             let last = self.last.lock().unwrap().1;
             last.is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0)
+        }
+    }
+
+    /// Asks `inference` to time its next GPU run when this frame is due
+    /// and `gpu` has timestamp queries; [`ModelClock::collect`] after it.
+    pub fn arm(&self, gpu: &Gpu, inference: &mut ImageInference) {
+        if self.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
+            inference.time_next_run();
+        }
+    }
+
+    /// Records the time of `inference`'s last run, if it was timed.
+    pub fn collect(&self, inference: &mut ImageInference) {
+        if let Some(ms) = inference.take_model_ms() {
+            self.record(ms);
         }
     }
 

@@ -17,7 +17,6 @@ use crate::gst::element::{
 use crate::gst::frames::Intake;
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -135,8 +134,6 @@ pub struct WgnnClassify {
     results: Mutex<ResultsOut>,
     state: Mutex<Option<State>>,
     precision_log: PrecisionLog,
-    /// `profile` and `gpu-ms`.
-    clock: ModelClock,
 }
 
 impl Default for WgnnClassify {
@@ -149,7 +146,6 @@ impl Default for WgnnClassify {
             results: Mutex::default(),
             state: Mutex::default(),
             precision_log: PrecisionLog::default(),
-            clock: ModelClock::default(),
         }
     }
 }
@@ -237,7 +233,7 @@ impl ObjectImpl for WgnnClassify {
                 precision_choice::used_property(),
             ];
             props.extend(results::properties());
-            props.extend(ModelClock::properties());
+            props.extend(crate::gst::profile::ModelClock::properties());
             props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
@@ -246,7 +242,7 @@ impl ObjectImpl for WgnnClassify {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.clock.set(pspec.name(), value) {
+        if self.core.clock.set(pspec.name(), value) {
             return;
         }
         let mut s = self.settings.lock().unwrap();
@@ -292,13 +288,7 @@ impl ObjectImpl for WgnnClassify {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self
-            .core
-            .meter
-            .property(pspec.name())
-            .or_else(|| self.core.users.property(pspec.name()))
-            .or_else(|| self.clock.property(pspec.name()))
-        {
+        if let Some(v) = self.core.property(pspec.name()) {
             return v;
         }
         let s = self.settings.lock().unwrap();
@@ -434,7 +424,6 @@ impl BaseTransformImpl for WgnnClassify {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
-        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -558,15 +547,11 @@ impl BaseTransformImpl for WgnnClassify {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
-            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
-                task.inference_mut().time_next_run();
-            }
+            self.core.clock.arm(&gpu, task.inference_mut());
             let (classes, m) = task
                 .classify_gpu(&frame, &rects)
                 .map_err(|e| fail(element, "classification failed", e))?;
-            if let Some(ms) = task.inference_mut().take_model_ms() {
-                self.clock.record(ms);
-            }
+            self.core.clock.collect(task.inference_mut());
             moved += m;
             classes
         };

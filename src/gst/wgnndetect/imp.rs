@@ -16,7 +16,6 @@ use crate::gst::element::{
 use crate::gst::frames::Intake;
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -135,8 +134,6 @@ pub struct WgnnDetect {
     refusals: Refusals,
     run: Mutex<Option<Run>>,
     precision_log: PrecisionLog,
-    /// `profile` and `gpu-ms`.
-    clock: ModelClock,
 }
 
 impl Default for WgnnDetect {
@@ -146,7 +143,6 @@ impl Default for WgnnDetect {
             core: Processing::new(*CAT),
             refusals: Refusals::default(),
             run: Mutex::default(),
-            clock: ModelClock::default(),
             precision_log: PrecisionLog::default(),
         }
     }
@@ -224,7 +220,7 @@ impl ObjectImpl for WgnnDetect {
                 precision_choice::used_property(),
             ];
             props.extend(results::properties());
-            props.extend(ModelClock::properties());
+            props.extend(crate::gst::profile::ModelClock::properties());
             props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
@@ -233,7 +229,7 @@ impl ObjectImpl for WgnnDetect {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.clock.set(pspec.name(), value) {
+        if self.core.clock.set(pspec.name(), value) {
             return;
         }
         let mut settings = self.settings.lock().unwrap();
@@ -267,13 +263,7 @@ impl ObjectImpl for WgnnDetect {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self
-            .core
-            .meter
-            .property(pspec.name())
-            .or_else(|| self.core.users.property(pspec.name()))
-            .or_else(|| self.clock.property(pspec.name()))
-        {
+        if let Some(v) = self.core.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -362,7 +352,6 @@ impl BaseTransformImpl for WgnnDetect {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
-        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -469,16 +458,12 @@ impl BaseTransformImpl for WgnnDetect {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &run.uploads, &input, buf, &mut moved)?;
-            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
-                run.detector.inference_mut().time_next_run();
-            }
+            self.core.clock.arm(&gpu, run.detector.inference_mut());
             let (found, read) = run
                 .detector
                 .detect_gpu(&frame)
                 .map_err(|e| fail(element, "detection failed", e))?;
-            if let Some(ms) = run.detector.inference_mut().take_model_ms() {
-                self.clock.record(ms);
-            }
+            self.core.clock.collect(run.detector.inference_mut());
             moved += read;
             found
         };

@@ -16,7 +16,6 @@ use crate::gst::element::{fail, gpu_frame_in, with_cpu_frame, Processing};
 use crate::gst::frames::Intake;
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::gst::tensor_meta::WgnnTensorMeta;
@@ -71,8 +70,6 @@ pub struct WgnnInfer {
     refusals: Refusals,
     state: Mutex<Option<State>>,
     precision_log: PrecisionLog,
-    /// `profile` and `gpu-ms`.
-    clock: ModelClock,
 }
 
 impl Default for WgnnInfer {
@@ -83,7 +80,6 @@ impl Default for WgnnInfer {
             refusals: Refusals::default(),
             state: Mutex::default(),
             precision_log: PrecisionLog::default(),
-            clock: ModelClock::default(),
         }
     }
 }
@@ -134,7 +130,7 @@ impl ObjectImpl for WgnnInfer {
                 precision_choice::property(),
                 precision_choice::used_property(),
             ];
-            props.extend(ModelClock::properties());
+            props.extend(crate::gst::profile::ModelClock::properties());
             props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
@@ -143,7 +139,7 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.clock.set(pspec.name(), value) {
+        if self.core.clock.set(pspec.name(), value) {
             return;
         }
         let mut settings = self.settings.lock().unwrap();
@@ -183,13 +179,7 @@ impl ObjectImpl for WgnnInfer {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self
-            .core
-            .meter
-            .property(pspec.name())
-            .or_else(|| self.core.users.property(pspec.name()))
-            .or_else(|| self.clock.property(pspec.name()))
-        {
+        if let Some(v) = self.core.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -276,7 +266,6 @@ impl BaseTransformImpl for WgnnInfer {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
-        self.clock.reset();
         let settings = self.settings.lock().unwrap().clone();
         let Some(path) = settings.model.clone() else {
             return Err(gst::error_msg!(
@@ -366,15 +355,11 @@ impl BaseTransformImpl for WgnnInfer {
         } else {
             let gpu = self.core.gpu()?;
             let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
-            if self.clock.due() && gpu.has(wgpu::Features::TIMESTAMP_QUERY) {
-                task.time_next_run();
-            }
+            self.core.clock.arm(&gpu, task);
             let outputs = task
                 .run_gpu(&frame)
                 .map_err(|e| fail(element, "inference failed", e))?;
-            if let Some(ms) = task.take_model_ms() {
-                self.clock.record(ms);
-            }
+            self.core.clock.collect(task);
             outputs
         };
         self.precision_log.note(*CAT, element, task.precision());

@@ -16,7 +16,6 @@ use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Pro
 use crate::gst::frames::Intake;
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::profile::ModelClock;
 use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::ml::Precision;
@@ -146,8 +145,6 @@ pub struct WgnnSegment {
     precision_log: PrecisionLog,
     refusals: Refusals,
     state: Mutex<Option<State>>,
-    /// `profile` and `gpu-ms`.
-    clock: ModelClock,
 }
 
 impl Default for WgnnSegment {
@@ -159,7 +156,6 @@ impl Default for WgnnSegment {
             precision_log: PrecisionLog::default(),
             refusals: Refusals::default(),
             state: Mutex::default(),
-            clock: ModelClock::default(),
         }
     }
 }
@@ -246,7 +242,7 @@ impl ObjectImpl for WgnnSegment {
                 precision_choice::property(),
                 precision_choice::used_property(),
             ];
-            props.extend(ModelClock::properties());
+            props.extend(crate::gst::profile::ModelClock::properties());
             props.extend(InstanceSettings::properties());
             props.extend(Stats::properties());
             props
@@ -256,7 +252,7 @@ impl ObjectImpl for WgnnSegment {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         // Timing does not change what the segmenter computes.
-        if self.clock.set(pspec.name(), value) {
+        if self.core.clock.set(pspec.name(), value) {
             return;
         }
         let mut settings = self.settings.lock().unwrap();
@@ -304,15 +300,7 @@ impl ObjectImpl for WgnnSegment {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.core.meter.property(pspec.name()) {
-            return v;
-        }
-        if let Some(v) = self
-            .core
-            .users
-            .property(pspec.name())
-            .or_else(|| self.clock.property(pspec.name()))
-        {
+        if let Some(v) = self.core.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();
@@ -399,7 +387,6 @@ impl BaseTransformImpl for WgnnSegment {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.clock.reset();
         self.refusals.check()?;
         let settings = self.settings.lock().unwrap().clone();
         // A background image that cannot be read fails now, saying so,
@@ -542,7 +529,7 @@ impl BaseTransformImpl for WgnnSegment {
             // The dispatch as it runs (its whole batch), not kernel by
             // kernel: a per-kernel profile would hold every stream sharing
             // the instance for as long as it takes.
-            let timing = if self.clock.due() && task.can_time_model() {
+            let timing = if self.core.clock.due() && task.can_time_model() {
                 ModelTiming::Whole
             } else {
                 ModelTiming::Off
@@ -551,7 +538,7 @@ impl BaseTransformImpl for WgnnSegment {
                 .run_gpu(&frame, timing)
                 .map_err(|e| fail(element, "segmentation failed", e))?;
             if let Some(ms) = ms {
-                self.clock.record(ms);
+                self.core.clock.record(ms);
             }
             gpu_frame_out(
                 element,
