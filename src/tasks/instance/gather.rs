@@ -35,7 +35,6 @@ pub(super) struct Gather {
 
 /// A batch being gathered, filled or run.
 struct Batch {
-    key: Key,
     batched: Arc<Batched>,
     input: Tensor,
     /// The input lent to the fillers until the batch runs.
@@ -61,6 +60,8 @@ struct Slot {
     reserved: Instant,
     /// `None` until the owner has written the input.
     filled: Option<Result<(), String>>,
+    /// The owner returned an error before waiting: nobody takes a result.
+    abandoned: bool,
 }
 
 impl Batch {
@@ -93,6 +94,10 @@ pub(super) fn run(
                     // failed) so their batches can run.
                     for &(id, slot, _) in &mine {
                         set_filled(&mut g, id, slot, Err(e.to_string()));
+                        if let Some(s) = g.batches.get_mut(&id).and_then(|b| b.slots.get_mut(slot))
+                        {
+                            s.abandoned = true;
+                        }
                     }
                     g.waiting -= 1;
                     drop(g);
@@ -108,6 +113,7 @@ pub(super) fn run(
             timing: item.timing,
             reserved: Instant::now(),
             filled: None,
+            abandoned: false,
         });
         let buffer = b.buffer.clone();
         if b.slots.len() == size {
@@ -207,7 +213,6 @@ fn open_batch(g: &mut Gather, batched: &Arc<Batched>, key: Key) -> Result<u64> {
     g.batches.insert(
         id,
         Batch {
-            key,
             batched: batched.clone(),
             buffer: rented.buffer().clone(),
             input,
@@ -241,7 +246,6 @@ fn run_batch<'g>(
     drop(b.rented.take());
     let batched = b.batched.clone();
     let input = b.input.clone();
-    let key = b.key;
     let slots: Vec<Option<(Vec<Tensor>, ModelTiming)>> = b
         .slots
         .iter()
@@ -254,9 +258,11 @@ fn run_batch<'g>(
     let result = instance.execute(&batched, &input, &slots);
     let mut g = instance.gather.lock().unwrap();
     let b = g.batches.remove(&id).expect("running batches stay");
-    debug_assert_eq!(b.key, key);
     let n = b.slots.len();
     for (i, s) in b.slots.into_iter().enumerate() {
+        if s.abandoned {
+            continue;
+        }
         let r = match (s.filled, &result) {
             (Some(Err(e)), _) => Err(e),
             (_, Err(e)) => Err(e.to_string()),
