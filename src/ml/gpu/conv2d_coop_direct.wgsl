@@ -86,14 +86,34 @@ fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) {
     if ok1 {
         b1 = bias(mo + 32u);
     }
-    var at = p0 * params.oc + mo;
+    // A fused residual is read for all 16 pixels before any store: the
+    // compiler cannot move a load of r above a store to y (they may alias),
+    // so read in the store loop each store waited for its own load, 32
+    // memory latencies in a row per block (ESRGAN-slim's GFF_2, 3x3 64->64
+    // with a residual: 0.99 ms against 0.62 without, on an H100).
+    var r0: array<f32, 16>;
+    var r1: array<f32, 16>;
+    let first = p0 * params.oc + mo;
+    var at = first;
     for (var i = 0u; i < 16u; i++) {
         if i < valid {
             if ok0 {
-                y[at] = T(act(tile_c[i * TCS + lid] + b0 + residual(at)));
+                r0[i] = residual(at);
             }
             if ok1 {
-                y[at + 32u] = T(act(tile_c[i * TCS + lid + 32u] + b1 + residual(at + 32u)));
+                r1[i] = residual(at + 32u);
+            }
+        }
+        at += params.oc;
+    }
+    at = first;
+    for (var i = 0u; i < 16u; i++) {
+        if i < valid {
+            if ok0 {
+                y[at] = T(act(tile_c[i * TCS + lid] + b0 + r0[i]));
+            }
+            if ok1 {
+                y[at + 32u] = T(act(tile_c[i * TCS + lid + 32u] + b1 + r1[i]));
             }
         }
         at += params.oc;
