@@ -74,6 +74,13 @@ fi
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
 # What the tensor cores reach through wgpu: the tensor-core conv2d's ceilings.
 $B tensor-cores 2>&1 | tee "$OUT/tensor_cores.txt"
+# Whether a frame's upload copy can overlap compute on wgpu's one queue
+# (what bounds the zero-copy / copy ratio): stand-in work near selfie's GPU
+# time, then a heavier one.
+{
+    $B queue-overlap --work 10 --dispatches 60
+    $B queue-overlap --work 100 --dispatches 60
+} 2>&1 | tee "$OUT/queue_overlap.txt"
 # The float16 rows again without cooperative matrices (tensor cores), as A/B.
 echo "WGNN_COOPERATIVE_MATRIX=0:" | tee -a "$OUT/ops.txt"
 WGNN_COOPERATIVE_MATRIX=0 $B ops --iterations 20 --filter float16 2>&1 | tee -a "$OUT/ops.txt"

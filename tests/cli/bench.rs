@@ -533,3 +533,42 @@ fn streams_refuses_bad_flags_in_one_line() {
         assert!(out.stdout.is_empty(), "{flags:?}");
     }
 }
+
+/// `queue-overlap` on tiny frames: the four orders each get a time and the
+/// summary compares two of them (what lavapipe overlaps means nothing for
+/// an NVIDIA queue, so only the shape of the answer is checked).
+#[test]
+fn queue_overlap_times_the_four_orders() {
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &[
+            "queue-overlap",
+            "--frames",
+            "2",
+            "--work",
+            "1",
+            "--dispatches",
+            "2",
+            "--width",
+            "33",
+            "--height",
+            "17",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for order in ["work only", "copy only", "serial", "ahead"] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(order))
+            .unwrap_or_else(|| panic!("no {order} row in {text}"));
+        let ms: f64 = row[order.len()..].trim().parse().expect("ms");
+        assert!(ms > 0.0 && ms.is_finite(), "{row}");
+    }
+    assert!(text.contains("ahead against serial:"), "{text}");
+    assert!(
+        text.contains("33x17 RGBA frames, 2 frames per order"),
+        "{text}"
+    );
+}

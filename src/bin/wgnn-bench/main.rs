@@ -8,6 +8,7 @@ mod interop;
 mod models;
 mod ops;
 mod pipeline;
+mod queue_overlap;
 mod soak;
 mod stamps;
 #[cfg(feature = "gst")]
@@ -108,6 +109,24 @@ enum Command {
         /// Timed dispatches per variant, after two warm-ups.
         #[arg(long, default_value_t = 10)]
         iterations: u32,
+    },
+    /// Whether a frame's upload copy overlaps the previous frame's compute
+    /// work on wgpu's one queue when queued between that frame's first pass
+    /// and the rest (stand-in work, wall ms per frame).
+    QueueOverlap {
+        /// Frames per measured order.
+        #[arg(long, default_value_t = 300)]
+        frames: u32,
+        #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..=8192))]
+        width: u32,
+        #[arg(long, default_value_t = 1080, value_parser = clap::value_parser!(u32).range(1..=8192))]
+        height: u32,
+        /// Multiply-adds per element in each dispatch of the stand-in work.
+        #[arg(long, default_value_t = 10)]
+        work: u32,
+        /// Dependent dispatches of the stand-in work per frame.
+        #[arg(long, default_value_t = 60)]
+        dispatches: u32,
     },
     /// GPU time per operator (median of timestamped dispatches).
     Ops {
@@ -372,6 +391,19 @@ fn main() -> ExitCode {
     match command {
         Command::Adapters => adapters(),
         Command::TensorCores { iterations } => bench_tensor_cores(iterations.max(1)),
+        Command::QueueOverlap {
+            frames,
+            width,
+            height,
+            work,
+            dispatches,
+        } => bench_queue_overlap(&queue_overlap::Options {
+            width,
+            height,
+            frames: frames.max(1),
+            work,
+            dispatches: dispatches.max(1),
+        }),
         Command::Ops {
             quick,
             iterations,
@@ -621,6 +653,20 @@ fn bench_tensor_cores(iterations: u32) -> ExitCode {
         Err(code) => return code,
     };
     match tensor_cores::run(&gpu, iterations) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+fn bench_queue_overlap(o: &queue_overlap::Options) -> ExitCode {
+    let gpu = match open_gpu() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    match queue_overlap::run(&gpu, o) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
