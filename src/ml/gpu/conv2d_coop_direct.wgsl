@@ -223,6 +223,74 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (kind0 == ZERO) & (kind1 == ZERO) & (kind2 == ZERO) & (kind3 == ZERO) {
             continue;
         }
+        // Inside the input (most taps of most runs) no block needs staging:
+        // the next 16 channels' blocks are loaded before this step's
+        // products, so that their loads are in flight while the tensor
+        // cores work.
+        let inside = (kind0 == DIRECT) & (kind1 == DIRECT) & (kind2 == DIRECT) & (kind3 == DIRECT);
+        if inside {
+            let wrow0 = (g * kh * kw + t) * icg * params.ocp + m0;
+            var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0], a_stride);
+            var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1], a_stride);
+            var a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2], a_stride);
+            var a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
+            var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], params.ocp);
+            var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 16u], params.ocp);
+            var w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 32u], params.ocp);
+            var w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 48u], params.ocp);
+            for (var ci = 16u; ci < icg; ci += 16u) {
+                let wrow = wrow0 + ci * params.ocp;
+                let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
+                let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
+                let na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
+                let na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
+                let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
+                let nw2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
+                let nw3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+                c00 = coopMultiplyAdd(a0, w0, c00);
+                c01 = coopMultiplyAdd(a0, w1, c01);
+                c02 = coopMultiplyAdd(a0, w2, c02);
+                c03 = coopMultiplyAdd(a0, w3, c03);
+                c10 = coopMultiplyAdd(a1, w0, c10);
+                c11 = coopMultiplyAdd(a1, w1, c11);
+                c12 = coopMultiplyAdd(a1, w2, c12);
+                c13 = coopMultiplyAdd(a1, w3, c13);
+                c20 = coopMultiplyAdd(a2, w0, c20);
+                c21 = coopMultiplyAdd(a2, w1, c21);
+                c22 = coopMultiplyAdd(a2, w2, c22);
+                c23 = coopMultiplyAdd(a2, w3, c23);
+                c30 = coopMultiplyAdd(a3, w0, c30);
+                c31 = coopMultiplyAdd(a3, w1, c31);
+                c32 = coopMultiplyAdd(a3, w2, c32);
+                c33 = coopMultiplyAdd(a3, w3, c33);
+                a0 = na0;
+                a1 = na1;
+                a2 = na2;
+                a3 = na3;
+                w0 = nw0;
+                w1 = nw1;
+                w2 = nw2;
+                w3 = nw3;
+            }
+            c00 = coopMultiplyAdd(a0, w0, c00);
+            c01 = coopMultiplyAdd(a0, w1, c01);
+            c02 = coopMultiplyAdd(a0, w2, c02);
+            c03 = coopMultiplyAdd(a0, w3, c03);
+            c10 = coopMultiplyAdd(a1, w0, c10);
+            c11 = coopMultiplyAdd(a1, w1, c11);
+            c12 = coopMultiplyAdd(a1, w2, c12);
+            c13 = coopMultiplyAdd(a1, w3, c13);
+            c20 = coopMultiplyAdd(a2, w0, c20);
+            c21 = coopMultiplyAdd(a2, w1, c21);
+            c22 = coopMultiplyAdd(a2, w2, c22);
+            c23 = coopMultiplyAdd(a2, w3, c23);
+            c30 = coopMultiplyAdd(a3, w0, c30);
+            c31 = coopMultiplyAdd(a3, w1, c31);
+            c32 = coopMultiplyAdd(a3, w2, c32);
+            c33 = coopMultiplyAdd(a3, w3, c33);
+            continue;
+        }
         for (var ci = 0u; ci < icg; ci += 16u) {
             let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + m0;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
