@@ -154,7 +154,16 @@ enum Gemm {
     /// im2col operands through workgroup memory lost to the plain f16 one
     /// (1.17 against 1.01 ms, 3x3 64->64 at 512x512 on an H100); this one
     /// takes 0.36.
-    TensorCores,
+    TensorCores {
+        /// 16-channel blocks of a tile: 4 (64 channels), or 2 for groups
+        /// of at most 32 outputs, which a 64-channel tile would leave half
+        /// idle (ESRGAN-slim's 64 -> 32 3x3).
+        blocks: u32,
+        /// The group's outputs come in pairs (ocg even): each lane writes
+        /// two adjacent channels as one vec2, so a subgroup's store is one
+        /// whole 128-byte line of a 64-channel pixel.
+        pairs: bool,
+    },
 }
 
 impl Gemm {
@@ -162,44 +171,57 @@ impl Gemm {
         match self {
             Gemm::Tile64 => GEMM_TILE_PIXELS,
             Gemm::Wide { .. } => WIDE_TILE_PIXELS,
-            Gemm::TensorCores => DIRECT_TILE_PIXELS,
+            Gemm::TensorCores { .. } => DIRECT_TILE_PIXELS,
         }
     }
 
     /// The kernel's WGSL: its directives, the shared params, epilogue and
-    /// loaders, then its own body.
+    /// loaders, then its own body (the tensor-core kernel writes its own
+    /// epilogue: its output may be bound as pairs).
     fn source(self) -> String {
+        let params = include_str!("conv2d_params.wgsl");
+        let store = include_str!("conv2d_gemm_store.wgsl");
         let loads = include_str!("conv2d_gemm_load.wgsl");
-        let (enable, loads, body) = match self {
-            Gemm::Tile64 => ("", "", include_str!("conv2d_gemm.wgsl")),
-            Gemm::Wide { .. } => ("", loads, include_str!("conv2d_gemm_wide.wgsl")),
-            Gemm::TensorCores => (
-                "enable wgpu_cooperative_matrix;\n",
-                "",
-                include_str!("conv2d_coop_direct.wgsl"),
+        match self {
+            Gemm::Tile64 => format!("{params}{store}{}", include_str!("conv2d_gemm.wgsl")),
+            Gemm::Wide { .. } => format!(
+                "{params}{store}{loads}{}",
+                include_str!("conv2d_gemm_wide.wgsl")
             ),
-        };
-        format!(
-            "{enable}{}{}{loads}{body}",
-            include_str!("conv2d_params.wgsl"),
-            include_str!("conv2d_gemm_store.wgsl")
-        )
+            Gemm::TensorCores { .. } => format!(
+                "enable wgpu_cooperative_matrix;\n{params}{}",
+                include_str!("conv2d_coop_direct.wgsl")
+            ),
+        }
     }
 
     fn spec(self, has_bias: bool, has_scale: bool, has_residual: bool) -> Specialization {
         let spec = match self {
             Gemm::Wide { along_k } => Specialization::new().bool("ALONG_K", along_k),
-            Gemm::Tile64 | Gemm::TensorCores => Specialization::new(),
+            Gemm::Tile64 | Gemm::TensorCores { .. } => Specialization::new(),
         };
-        if let Gemm::TensorCores = self {
+        if let Gemm::TensorCores { blocks, pairs } = self {
             // No filter binding (it travels pre-transposed, as the table
             // after the output) and no input scale (A is not touched
             // between memory and the tensor cores).
             debug_assert!(!has_scale);
-            let (code, next) = bindings_after(2, has_bias, false, has_residual, "T");
-            return spec.code(&code).code(&format!(
-                "@group(0) @binding({next}) var<storage, read> wt: array<f16>;"
-            ));
+            let y_ty = if pairs { "vec2<T>" } else { "T" };
+            let (code, next) = bindings_after(2, has_bias, false, has_residual, y_ty);
+            let store = if pairs {
+                "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
+                 \x20   if ok0 {\n        y[at / 2u] = vec2<T>(v);\n    }\n}\n"
+            } else {
+                "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
+                 \x20   if ok0 {\n        y[at] = T(v.x);\n    }\n\
+                 \x20   if ok1 {\n        y[at + 1u] = T(v.y);\n    }\n}\n"
+            };
+            return spec
+                .u32("BN", blocks)
+                .code(&code)
+                .code(store)
+                .code(&format!(
+                    "@group(0) @binding({next}) var<storage, read> wt: array<f16>;"
+                ));
         }
         spec.code(&bias_and_output(has_bias, has_scale, has_residual))
     }
@@ -314,11 +336,17 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let f16 = xd.data_type == DataType::Float16 && fd.data_type == DataType::Float16;
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
         if let (Some(bytes), true) = (l.ir.constant(f), icg % 16 == 0) {
-            let ocp = ocg.next_multiple_of(GEMM_TILE_CHANNELS);
+            let blocks = if ocg <= 32 { 2 } else { 4 };
+            let tile_channels = 16 * blocks as usize;
+            let ocp = ocg.next_multiple_of(tile_channels);
+            let channel_tiles = ocp / tile_channels;
             let table = transposed_filter(bytes, 2, o, shape4(&fd.shape), kh * kw * icg, ocp);
             let runs = pixels / (oh * ow) * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
             let x_tiles = runs.min(65535);
-            let gemm = Gemm::TensorCores;
+            let gemm = Gemm::TensorCores {
+                blocks,
+                pairs: ocg % 2 == 0,
+            };
             let source = gemm.source();
             let inputs = table_inputs(node);
             return l.kernel(Kernel {
@@ -330,6 +358,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 activations: &node.activations,
                 params: Kernel::params(&Params {
                     ocp: ocp as u32,
+                    channel_tiles: channel_tiles as u32,
                     ..params
                 }),
                 table: Some(table),

@@ -14,9 +14,12 @@
 // One workgroup is one 32-wide subgroup (the tensor-core adapters run
 // 32-wide subgroups), so every branch that depends on the workgroup is
 // uniform in the subgroup, as cooperative operations require. It owns a run
-// of 64 output pixels of one output row and 64 channels: 4 x 4 products
-// of 16x16x16 per tap and 16 input channels, sums in f32 until the epilogue;
-// each filter block loaded is used by 4 products.
+// of 64 output pixels of one output row and 16 BN channels (BN = 4, or 2
+// for groups of at most 32 outputs): 4 x BN products of 16x16x16 per tap
+// and 16 input channels, sums in f32 until the epilogue; each filter block
+// loaded is used by 4 products. The products and loads of blocks 2 and 3
+// sit behind `BN == 4u`, a constant, so the 32-channel kernel has neither
+// (nor their registers).
 // Params: conv2d_params.wgsl. WG must be 32.
 
 @group(0) @binding(1) var<storage, read> x: array<f16>;
@@ -66,42 +69,43 @@ fn fill(lid: u32, n: u32, iy: u32, ox0: u32, valid: u32, kx: u32, c: u32) {
     }
 }
 
-// Writes one 16-pixel block's four 16 x 16 sums (pixels p0 .. + 15, `valid`
-// of them). Lane lid writes channels lid and lid + 32 of each pixel, so that
-// a subgroup's stores are consecutive addresses. The output is NHWC, so the
-// address steps by oc per pixel: no division per element, and the bias is
-// read once per lane (store_output's per-element index arithmetic took a
-// tenth of the kernel's time on an H100).
+// Writes one 16-pixel block's sums (pixels p0 .. + 15, `valid` of them):
+// lane lid writes the tile's channels 2 lid and 2 lid + 1 of each pixel,
+// through `store_pair` (conv2d.rs: one vec2 store where the group's
+// outputs come in pairs, so a subgroup stores one 128-byte line of a
+// 64-channel pixel at once; two scalar stores otherwise). The output is
+// NHWC, so the address steps by oc per pixel: no division per element,
+// and the bias is read once per lane.
 fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) {
-    // NHWC: pixel p's channel mo is at p * oc + mo.
-    let mo = g * params.ocg + m0 + lid;
-    let ok0 = m0 + lid < params.ocg;
-    let ok1 = m0 + lid + 32u < params.ocg;
-    // Channels past the group's are padding of the tile: no bias to read.
-    var b0 = 0.0;
-    var b1 = 0.0;
+    let m = m0 + 2u * lid;
+    let mo = g * params.ocg + m;
+    // Lanes past a 32-channel tile, and channels past the group's
+    // (padding of the tile), write nothing.
+    let in_tile = 2u * lid < 16u * BN;
+    let ok0 = in_tile & (m < params.ocg);
+    let ok1 = in_tile & (m + 1u < params.ocg);
+    var b = vec2<f32>(0.0);
     if ok0 {
-        b0 = bias(mo);
+        b.x = bias(mo);
     }
     if ok1 {
-        b1 = bias(mo + 32u);
+        b.y = bias(mo + 1u);
     }
     // A fused residual is read for all 16 pixels before any store: the
     // compiler cannot move a load of r above a store to y (they may alias),
     // so read in the store loop each store waited for its own load, 32
     // memory latencies in a row per block (ESRGAN-slim's GFF_2, 3x3 64->64
     // with a residual: 0.99 ms against 0.62 without, on an H100).
-    var r0: array<f32, 16>;
-    var r1: array<f32, 16>;
+    var r: array<vec2<f32>, 16>;
     let first = p0 * params.oc + mo;
     var at = first;
     for (var i = 0u; i < 16u; i++) {
         if i < valid {
             if ok0 {
-                r0[i] = residual(at);
+                r[i].x = residual(at);
             }
             if ok1 {
-                r1[i] = residual(at + 32u);
+                r[i].y = residual(at + 1u);
             }
         }
         at += params.oc;
@@ -109,12 +113,9 @@ fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) {
     at = first;
     for (var i = 0u; i < 16u; i++) {
         if i < valid {
-            if ok0 {
-                y[at] = T(act(tile_c[i * TCS + lid] + b0 + r0[i]));
-            }
-            if ok1 {
-                y[at + 32u] = T(act(tile_c[i * TCS + lid + 32u] + b1 + r1[i]));
-            }
+            let c = i * TCS + 2u * lid;
+            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b + r[i];
+            store_pair(at, vec2<f32>(act(v.x), act(v.y)), ok0, ok1);
         }
         at += params.oc;
     }
@@ -125,7 +126,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = wid.z;
     let channel_tiles = params.channel_tiles;
-    let m0 = (wid.y % channel_tiles) * 64u;
+    let m0 = (wid.y % channel_tiles) * (16u * BN);
     // Runs of TP pixels per output row; the run index folds over x and y.
     let runs_per_row = (params.ow + TP - 1u) / TP;
     let run = wid.x + (wid.y / channel_tiles) * nwg.x;
@@ -236,8 +237,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             var a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
             var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], params.ocp);
             var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 16u], params.ocp);
-            var w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 32u], params.ocp);
-            var w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 48u], params.ocp);
+            var w2 = w0;
+            var w3 = w1;
+            if BN == 4u {
+                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 32u], params.ocp);
+                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 48u], params.ocp);
+            }
             for (var ci = 16u; ci < icg; ci += 16u) {
                 let wrow = wrow0 + ci * params.ocp;
                 let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
@@ -246,24 +251,36 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
                 let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
                 let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
-                let nw2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
-                let nw3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+                var nw2 = nw0;
+                var nw3 = nw1;
+                if BN == 4u {
+                    nw2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
+                    nw3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+                }
                 c00 = coopMultiplyAdd(a0, w0, c00);
                 c01 = coopMultiplyAdd(a0, w1, c01);
-                c02 = coopMultiplyAdd(a0, w2, c02);
-                c03 = coopMultiplyAdd(a0, w3, c03);
+                if BN == 4u {
+                    c02 = coopMultiplyAdd(a0, w2, c02);
+                    c03 = coopMultiplyAdd(a0, w3, c03);
+                }
                 c10 = coopMultiplyAdd(a1, w0, c10);
                 c11 = coopMultiplyAdd(a1, w1, c11);
-                c12 = coopMultiplyAdd(a1, w2, c12);
-                c13 = coopMultiplyAdd(a1, w3, c13);
+                if BN == 4u {
+                    c12 = coopMultiplyAdd(a1, w2, c12);
+                    c13 = coopMultiplyAdd(a1, w3, c13);
+                }
                 c20 = coopMultiplyAdd(a2, w0, c20);
                 c21 = coopMultiplyAdd(a2, w1, c21);
-                c22 = coopMultiplyAdd(a2, w2, c22);
-                c23 = coopMultiplyAdd(a2, w3, c23);
+                if BN == 4u {
+                    c22 = coopMultiplyAdd(a2, w2, c22);
+                    c23 = coopMultiplyAdd(a2, w3, c23);
+                }
                 c30 = coopMultiplyAdd(a3, w0, c30);
                 c31 = coopMultiplyAdd(a3, w1, c31);
-                c32 = coopMultiplyAdd(a3, w2, c32);
-                c33 = coopMultiplyAdd(a3, w3, c33);
+                if BN == 4u {
+                    c32 = coopMultiplyAdd(a3, w2, c32);
+                    c33 = coopMultiplyAdd(a3, w3, c33);
+                }
                 a0 = na0;
                 a1 = na1;
                 a2 = na2;
@@ -275,28 +292,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             c00 = coopMultiplyAdd(a0, w0, c00);
             c01 = coopMultiplyAdd(a0, w1, c01);
-            c02 = coopMultiplyAdd(a0, w2, c02);
-            c03 = coopMultiplyAdd(a0, w3, c03);
+            if BN == 4u {
+                c02 = coopMultiplyAdd(a0, w2, c02);
+                c03 = coopMultiplyAdd(a0, w3, c03);
+            }
             c10 = coopMultiplyAdd(a1, w0, c10);
             c11 = coopMultiplyAdd(a1, w1, c11);
-            c12 = coopMultiplyAdd(a1, w2, c12);
-            c13 = coopMultiplyAdd(a1, w3, c13);
+            if BN == 4u {
+                c12 = coopMultiplyAdd(a1, w2, c12);
+                c13 = coopMultiplyAdd(a1, w3, c13);
+            }
             c20 = coopMultiplyAdd(a2, w0, c20);
             c21 = coopMultiplyAdd(a2, w1, c21);
-            c22 = coopMultiplyAdd(a2, w2, c22);
-            c23 = coopMultiplyAdd(a2, w3, c23);
+            if BN == 4u {
+                c22 = coopMultiplyAdd(a2, w2, c22);
+                c23 = coopMultiplyAdd(a2, w3, c23);
+            }
             c30 = coopMultiplyAdd(a3, w0, c30);
             c31 = coopMultiplyAdd(a3, w1, c31);
-            c32 = coopMultiplyAdd(a3, w2, c32);
-            c33 = coopMultiplyAdd(a3, w3, c33);
+            if BN == 4u {
+                c32 = coopMultiplyAdd(a3, w2, c32);
+                c33 = coopMultiplyAdd(a3, w3, c33);
+            }
             continue;
         }
         for (var ci = 0u; ci < icg; ci += 16u) {
             let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + m0;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
             let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
-            let w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
-            let w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+            var w2 = w0;
+            var w3 = w1;
+            if BN == 4u {
+                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
+                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+            }
             // Each A block, read directly or staged; its four products are
             // written out in each branch, as a cooperative matrix is not kept
             // in a variable that branches set.
@@ -304,8 +333,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
                 c00 = coopMultiplyAdd(a, w0, c00);
                 c01 = coopMultiplyAdd(a, w1, c01);
-                c02 = coopMultiplyAdd(a, w2, c02);
-                c03 = coopMultiplyAdd(a, w3, c03);
+                if BN == 4u {
+                    c02 = coopMultiplyAdd(a, w2, c02);
+                    c03 = coopMultiplyAdd(a, w3, c03);
+                }
             } else if kind0 == EDGE {
                 workgroupBarrier();
                 fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + ci);
@@ -313,15 +344,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c00 = coopMultiplyAdd(a, w0, c00);
                 c01 = coopMultiplyAdd(a, w1, c01);
-                c02 = coopMultiplyAdd(a, w2, c02);
-                c03 = coopMultiplyAdd(a, w3, c03);
+                if BN == 4u {
+                    c02 = coopMultiplyAdd(a, w2, c02);
+                    c03 = coopMultiplyAdd(a, w3, c03);
+                }
             }
             if kind1 == DIRECT {
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
                 c10 = coopMultiplyAdd(a, w0, c10);
                 c11 = coopMultiplyAdd(a, w1, c11);
-                c12 = coopMultiplyAdd(a, w2, c12);
-                c13 = coopMultiplyAdd(a, w3, c13);
+                if BN == 4u {
+                    c12 = coopMultiplyAdd(a, w2, c12);
+                    c13 = coopMultiplyAdd(a, w3, c13);
+                }
             } else if kind1 == EDGE {
                 workgroupBarrier();
                 fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + ci);
@@ -329,15 +364,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c10 = coopMultiplyAdd(a, w0, c10);
                 c11 = coopMultiplyAdd(a, w1, c11);
-                c12 = coopMultiplyAdd(a, w2, c12);
-                c13 = coopMultiplyAdd(a, w3, c13);
+                if BN == 4u {
+                    c12 = coopMultiplyAdd(a, w2, c12);
+                    c13 = coopMultiplyAdd(a, w3, c13);
+                }
             }
             if kind2 == DIRECT {
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
                 c20 = coopMultiplyAdd(a, w0, c20);
                 c21 = coopMultiplyAdd(a, w1, c21);
-                c22 = coopMultiplyAdd(a, w2, c22);
-                c23 = coopMultiplyAdd(a, w3, c23);
+                if BN == 4u {
+                    c22 = coopMultiplyAdd(a, w2, c22);
+                    c23 = coopMultiplyAdd(a, w3, c23);
+                }
             } else if kind2 == EDGE {
                 workgroupBarrier();
                 fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + ci);
@@ -345,15 +384,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c20 = coopMultiplyAdd(a, w0, c20);
                 c21 = coopMultiplyAdd(a, w1, c21);
-                c22 = coopMultiplyAdd(a, w2, c22);
-                c23 = coopMultiplyAdd(a, w3, c23);
+                if BN == 4u {
+                    c22 = coopMultiplyAdd(a, w2, c22);
+                    c23 = coopMultiplyAdd(a, w3, c23);
+                }
             }
             if kind3 == DIRECT {
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
                 c30 = coopMultiplyAdd(a, w0, c30);
                 c31 = coopMultiplyAdd(a, w1, c31);
-                c32 = coopMultiplyAdd(a, w2, c32);
-                c33 = coopMultiplyAdd(a, w3, c33);
+                if BN == 4u {
+                    c32 = coopMultiplyAdd(a, w2, c32);
+                    c33 = coopMultiplyAdd(a, w3, c33);
+                }
             } else if kind3 == EDGE {
                 workgroupBarrier();
                 fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + ci);
@@ -361,8 +404,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c30 = coopMultiplyAdd(a, w0, c30);
                 c31 = coopMultiplyAdd(a, w1, c31);
-                c32 = coopMultiplyAdd(a, w2, c32);
-                c33 = coopMultiplyAdd(a, w3, c33);
+                if BN == 4u {
+                    c32 = coopMultiplyAdd(a, w2, c32);
+                    c33 = coopMultiplyAdd(a, w3, c33);
+                }
             }
         }
     }
@@ -372,29 +417,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     coopStoreT(c00, &tile_c[0], TCS);
     coopStoreT(c01, &tile_c[16], TCS);
-    coopStoreT(c02, &tile_c[32], TCS);
-    coopStoreT(c03, &tile_c[48], TCS);
+    if BN == 4u {
+        coopStoreT(c02, &tile_c[32], TCS);
+        coopStoreT(c03, &tile_c[48], TCS);
+    }
     workgroupBarrier();
     write_block(lid, p0 + 0u, valid0, m0, g);
     workgroupBarrier();
     coopStoreT(c10, &tile_c[0], TCS);
     coopStoreT(c11, &tile_c[16], TCS);
-    coopStoreT(c12, &tile_c[32], TCS);
-    coopStoreT(c13, &tile_c[48], TCS);
+    if BN == 4u {
+        coopStoreT(c12, &tile_c[32], TCS);
+        coopStoreT(c13, &tile_c[48], TCS);
+    }
     workgroupBarrier();
     write_block(lid, p0 + 16u, valid1, m0, g);
     workgroupBarrier();
     coopStoreT(c20, &tile_c[0], TCS);
     coopStoreT(c21, &tile_c[16], TCS);
-    coopStoreT(c22, &tile_c[32], TCS);
-    coopStoreT(c23, &tile_c[48], TCS);
+    if BN == 4u {
+        coopStoreT(c22, &tile_c[32], TCS);
+        coopStoreT(c23, &tile_c[48], TCS);
+    }
     workgroupBarrier();
     write_block(lid, p0 + 32u, valid2, m0, g);
     workgroupBarrier();
     coopStoreT(c30, &tile_c[0], TCS);
     coopStoreT(c31, &tile_c[16], TCS);
-    coopStoreT(c32, &tile_c[32], TCS);
-    coopStoreT(c33, &tile_c[48], TCS);
+    if BN == 4u {
+        coopStoreT(c32, &tile_c[32], TCS);
+        coopStoreT(c33, &tile_c[48], TCS);
+    }
     workgroupBarrier();
     write_block(lid, p0 + 48u, valid3, m0, g);
 }

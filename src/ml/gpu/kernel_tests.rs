@@ -164,9 +164,11 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// next two the narrow kernel (one group, few outputs), with channels in
 /// runs of 4 (vector loads in NHWC) and not, then a short reduction onto
 /// many outputs (the GEMM kernels). In NHWC the second and third take conv2d_gemm_vec.wgsl (64- and
-/// 128-pixel tiles) where tensor cores do not; the last (33 input channels,
-/// not in runs of 4) keeps the wide tiles in NHWC too.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
+/// 128-pixel tiles) where tensor cores do not; the eighth (33 input channels,
+/// not in runs of 4) keeps the wide tiles in NHWC too. The last has an odd
+/// number of outputs: in float16 NHWC, a 32-channel tensor-core tile that
+/// stores its channels one by one (the third's 12 outputs go in pairs).
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 9] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 6, 3),    // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -175,6 +177,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
     (3, 20, 1, 5, 3),    // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
+    (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
 ];
 
 /// One conv2d graph of the zoo.
@@ -1045,6 +1048,7 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
+        ("tensor cores x32", "const BN: u32 = 2u;"),
         ("tensor cores", "coopMultiplyAdd"),
     ]
     .into_iter()
@@ -1104,6 +1108,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "narrow",
             "narrow vector",
             "tensor cores",
+            "tensor cores x32",
             "vec4 x 128",
             "vec4 x 64",
             "wide",
