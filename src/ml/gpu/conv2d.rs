@@ -7,6 +7,7 @@
 //! order), so every input/filter layout pair shares one pipeline.
 
 use super::conv2d_gemm_vec as gemm_vec;
+use super::conv2d_split::{split_filter, Split};
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -305,6 +306,33 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
+    // Few outputs over a long reduction (ESRGAN's 64 -> 4 and 32 -> 12 3x3),
+    // NHWC with channels in runs of 4 and a constant filter, in either float
+    // type: the reduction split over lanes (conv2d_split.rs has the
+    // estimates against the narrow kernel, the vec4 GEMM and, in float16,
+    // the tensor cores, which pad 4 or 12 outputs to 64 columns).
+    let types = [xd.data_type, fd.data_type, yd.data_type];
+    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
+    let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
+    let split = Split::choose(o.groups, icg, ocg, kh, kw).filter(|_| floats && nhwc);
+    if let (Some(split), Some(bytes)) = (split, l.ir.constant(f)) {
+        let table = split_filter(bytes, fd.data_type, o, shape4(&fd.shape));
+        let inputs = table_inputs(node);
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &Split::source(),
+            spec: split.spec(has_bias, has_scale, has_residual),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params: Kernel::params(&params),
+            table: Some(table),
+            inputs,
+            outputs: vec![y],
+            workgroups: grid(pixels, split.tile_pixels() as u32),
+            workgroup_size: split.workgroup_size(),
+        });
+    }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
     // with a constant filter (pre-transposed here, once), input group
     // channels in runs of 16 and no input scale (A goes from memory to the
@@ -356,11 +384,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // the implicit GEMM with vec4 loads of x along the reduction and of the
     // filter pre-transposed here, once (in float32), and 8 x 8 outputs per
     // invocation (conv2d_gemm_vec.wgsl).
-    let types = [xd.data_type, fd.data_type, yd.data_type];
-    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
     let vec4s = icg % 4 == 0 && ocg % 4 == 0;
     if let (Some(bytes), true) = (l.ir.constant(f), floats && vec4s && params.nhwc == 1) {
-        let ocp = ocg.next_multiple_of(gemm_vec::CHANNELS);
+        let tile = gemm_vec::VecTile::choose(pixels, ocg, o.groups);
+        let ocp = tile.row(ocg);
         let rows = (kh * kw * icg).next_multiple_of(gemm_vec::SLICE);
         let widened: Vec<u8>;
         let bytes = if fd.data_type == DataType::Float16 {
@@ -377,8 +404,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             bytes.as_slice()
         };
         let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
-        let channel_tiles = ocp / gemm_vec::CHANNELS;
-        let tile = gemm_vec::VecTile::choose(pixels, channel_tiles, o.groups);
+        let channel_tiles = ocp / tile.channels;
         let pixel_tiles = pixels.div_ceil(tile.pixels);
         let x_tiles = pixel_tiles.min(65535);
         let inputs = table_inputs(node);
