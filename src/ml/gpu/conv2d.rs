@@ -1,7 +1,8 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
-//! channels, one invocation per output pixel when a single group has few
-//! (up to 8), else (depthwise, narrow groups) one invocation per output
-//! element. Layouts are
+//! channels, each pixel's input channels split over lanes when a single
+//! group has up to 16 over a long NHWC reduction (`conv2d_split.rs`), one
+//! invocation per output pixel when a single group has few (up to 8), else
+//! (depthwise, narrow groups) one invocation per output element. Layouts are
 //! not specialised in the shader text: the lowering passes element strides
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
@@ -337,8 +338,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // with a constant filter (pre-transposed here, once), input group
     // channels in runs of 16 and no input scale (A goes from memory to the
     // tensor cores untouched). Narrow outputs pad the 64-channel tile with
-    // zero filter columns: on an H100 that still beats the other kernels
-    // (ESRGAN-slim's 64->4 3x3 at 960x540: 1.42 ms on the 64x64 tiles).
+    // zero filter columns: on an H100 that still beats the GEMM kernels
+    // (ESRGAN-slim's 64->4 3x3 at 960x540: 0.61 ms here, 1.42 on the 64x64
+    // tiles), but up to 16 outputs over a long reduction took
+    // conv2d_split.wgsl above.
     let f16 = xd.data_type == DataType::Float16 && fd.data_type == DataType::Float16;
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
         if let (Some(bytes), true) = (l.ir.constant(f), icg % 16 == 0) {
