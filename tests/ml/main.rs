@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod conv_few_outputs;
 mod conv_input_fusions;
 mod depthwise_pointwise;
 mod fault;

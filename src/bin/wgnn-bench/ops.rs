@@ -197,9 +197,13 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         // ESRGAN-slim (NHWC, 64 channels) at 960x540
         conv(f32, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"),
         conv(f32, true, s(540), s(960), 3, 64, 3, 1, 1, "esrgan head"),
-        // Its narrow convolutions: 64 -> 4 in each block, the last (SR)
-        // 12 -> 3 at the x2 output size.
+        // Its narrow convolutions: 64 -> 4 in each block (conv2d_split),
+        // the upsampler's 64 -> 32 (the vec4 GEMM's 32-channel tile) and
+        // 32 -> 12 (conv2d_split), the last (SR) 12 -> 3 at the x2 output
+        // size (conv2d_narrow).
         conv(f32, true, s(540), s(960), 64, 4, 3, 1, 1, "esrgan 64->4"),
+        conv(f32, true, s(540), s(960), 64, 32, 3, 1, 1, "esrgan 64->32"),
+        conv(f32, true, s(540), s(960), 32, 12, 3, 1, 1, "esrgan 32->12"),
         conv(f32, true, s(1080), s(1920), 12, 3, 3, 1, 1, "esrgan sr"),
         elementwise(s(1080), s(1920), 4),
         resample(s(128), s(128), 16),
@@ -265,6 +269,26 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
             1,
             "esrgan sr",
         ));
+        // The narrow ones in float16: conv2d_split before the tensor cores
+        // for 64 -> 4 and 32 -> 12, the tensor cores for 64 -> 32.
+        for (ic, oc, tag) in [
+            (64, 4, "esrgan 64->4"),
+            (64, 32, "esrgan 64->32"),
+            (32, 12, "esrgan 32->12"),
+        ] {
+            v.push(conv(
+                DataType::Float16,
+                true,
+                s(540),
+                s(960),
+                ic,
+                oc,
+                3,
+                1,
+                1,
+                tag,
+            ));
+        }
         // Odd shapes, so that `rel diff` checks the tensor-core kernels'
         // edges: rows that are not whole 32-pixel runs, stride 2, two
         // groups, output channels that pad a 64-channel tile.

@@ -1,12 +1,14 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
-//! channels, one invocation per output pixel when a single group has few
-//! (up to 8), else (depthwise, narrow groups) one invocation per output
-//! element. Layouts are
+//! channels, each pixel's input channels split over lanes when a single
+//! group has up to 16 over a long NHWC reduction (`conv2d_split.rs`), one
+//! invocation per output pixel when a single group has few (up to 8), else
+//! (depthwise, narrow groups) one invocation per output element. Layouts are
 //! not specialised in the shader text: the lowering passes element strides
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
 
 use super::conv2d_gemm_vec as gemm_vec;
+use super::conv2d_split::{split_filter, Split};
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -327,12 +329,41 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
+    // Few outputs over a long reduction (ESRGAN's 64 -> 4 and 32 -> 12 3x3),
+    // NHWC with channels in runs of 4 and a constant filter, in either float
+    // type: the reduction split over lanes (conv2d_split.rs has the
+    // estimates against the narrow kernel, the vec4 GEMM and, in float16,
+    // the tensor cores, which pad 4 or 12 outputs to 64 columns).
+    let types = [xd.data_type, fd.data_type, yd.data_type];
+    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
+    let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
+    let split = Split::choose(o.groups, icg, ocg, kh, kw).filter(|_| floats && nhwc);
+    if let (Some(split), Some(bytes)) = (split, l.ir.constant(f)) {
+        let table = split_filter(bytes, fd.data_type, o, shape4(&fd.shape));
+        let inputs = table_inputs(node);
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &Split::source(),
+            spec: split.spec(has_bias, has_scale, has_residual),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params: Kernel::params(&params),
+            table: Some(table),
+            inputs,
+            outputs: vec![y],
+            workgroups: grid(pixels, split.tile_pixels() as u32),
+            workgroup_size: split.workgroup_size(),
+        });
+    }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
     // with a constant filter (pre-transposed here, once), input group
     // channels in runs of 16 and no input scale (A goes from memory to the
-    // tensor cores untouched). Narrow outputs pad the 64-channel tile with
-    // zero filter columns: on an H100 that still beats the other kernels
-    // (ESRGAN-slim's 64->4 3x3 at 960x540: 1.42 ms on the 64x64 tiles).
+    // tensor cores untouched). Outputs past a multiple of the tile are zero
+    // filter columns; groups of up to 32 outputs take a 32-channel tile
+    // (ESRGAN-slim's 64->32 3x3 at 960x540 on an H100: 0.44 ms, 0.55 on the
+    // 64-channel one). Up to 16 outputs over a long reduction took
+    // conv2d_split.wgsl above.
     let f16 = xd.data_type == DataType::Float16 && fd.data_type == DataType::Float16;
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
         if let (Some(bytes), true) = (l.ir.constant(f), icg % 16 == 0) {
@@ -385,11 +416,10 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // the implicit GEMM with vec4 loads of x along the reduction and of the
     // filter pre-transposed here, once (in float32), and 8 x 8 outputs per
     // invocation (conv2d_gemm_vec.wgsl).
-    let types = [xd.data_type, fd.data_type, yd.data_type];
-    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
     let vec4s = icg % 4 == 0 && ocg % 4 == 0;
     if let (Some(bytes), true) = (l.ir.constant(f), floats && vec4s && params.nhwc == 1) {
-        let ocp = ocg.next_multiple_of(gemm_vec::CHANNELS);
+        let tile = gemm_vec::VecTile::choose(pixels, ocg, o.groups);
+        let ocp = tile.row(ocg);
         let rows = (kh * kw * icg).next_multiple_of(gemm_vec::SLICE);
         let widened: Vec<u8>;
         let bytes = if fd.data_type == DataType::Float16 {
@@ -406,8 +436,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             bytes.as_slice()
         };
         let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
-        let channel_tiles = ocp / gemm_vec::CHANNELS;
-        let tile = gemm_vec::VecTile::choose(pixels, channel_tiles, o.groups);
+        let channel_tiles = ocp / tile.channels;
         let pixel_tiles = pixels.div_ceil(tile.pixels);
         let x_tiles = pixel_tiles.min(65535);
         let inputs = table_inputs(node);

@@ -8,8 +8,13 @@ use crate::gpu::Specialization;
 /// Reduction rows of a slice (`TK`): the filter table's rows per group are
 /// padded to a multiple of it.
 pub(super) const SLICE: usize = 8;
-/// Output channels of a tile (`TN`).
-pub(super) const CHANNELS: usize = 64;
+/// Output channels of a tile (`TN`): 64, or 32 for groups of up to 32
+/// outputs. ESRGAN-slim's 3x3 64 -> 32 at 960x540 left half of a 64-channel
+/// tile idle and took 1.33 ms on an H100, as long as its 64 -> 64 (1.29):
+/// the 32-channel tile does half the multiply-adds per pixel for the same
+/// loads of x (estimate ~0.7 ms).
+const CHANNELS: usize = 64;
+const NARROW_CHANNELS: usize = 32;
 /// Tiles from which the 128-pixel tile is used: two per multiprocessor of a
 /// large GPU (an H100 has 132), as for conv2d_gemm_wide.wgsl. Below it the
 /// 64-pixel tile keeps more of a small GPU busy.
@@ -19,21 +24,34 @@ const WIDE_MIN_TILES: usize = 264;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct VecTile {
     pub pixels: usize,
+    pub channels: usize,
 }
 
 impl VecTile {
-    /// The tile for `pixels` output pixels and `channel_tiles * groups`
-    /// tiles of 64 channels.
-    pub fn choose(pixels: usize, channel_tiles: usize, groups: usize) -> Self {
+    /// The tile for `pixels` output pixels and `groups` groups of `ocg`
+    /// output channels.
+    pub fn choose(pixels: usize, ocg: usize, groups: usize) -> Self {
+        let channels = if ocg <= NARROW_CHANNELS {
+            NARROW_CHANNELS
+        } else {
+            CHANNELS
+        };
+        let channel_tiles = ocg.div_ceil(channels);
         let wide = pixels.div_ceil(128) * channel_tiles * groups >= WIDE_MIN_TILES;
         VecTile {
             pixels: if wide { 128 } else { 64 },
+            channels,
         }
+    }
+
+    /// The filter table's row: `ocg` padded to whole tiles.
+    pub fn row(self, ocg: usize) -> usize {
+        ocg.next_multiple_of(self.channels)
     }
 
     /// Invocations of a workgroup: 8 x 8 outputs each.
     pub fn workgroup_size(self) -> u32 {
-        (self.pixels * CHANNELS / 64) as u32
+        (self.pixels * self.channels / 64) as u32
     }
 
     /// The kernel's WGSL after the shared params (the epilogue is its own:
@@ -54,9 +72,9 @@ impl VecTile {
             super::conv2d::bindings_after(2, has_bias, has_scale, has_residual, "vec4<T>");
         Specialization::new()
             .u32("TM", self.pixels as u32)
-            .u32("TN", CHANNELS as u32)
+            .u32("TN", self.channels as u32)
             .u32("A_TILE", (2 * SLICE * row) as u32)
-            .u32("B_TILE", (2 * SLICE * CHANNELS / 4) as u32)
+            .u32("B_TILE", (2 * SLICE * self.channels / 4) as u32)
             .code(&code)
             .code(&format!(
                 "@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;"
@@ -70,10 +88,24 @@ mod tests {
 
     #[test]
     fn large_problems_take_the_128_pixel_tile() {
-        assert_eq!(VecTile::choose(512 * 512, 1, 1).pixels, 128);
-        assert_eq!(VecTile::choose(263 * 128, 1, 1).pixels, 64);
-        assert_eq!(VecTile::choose(132 * 128, 2, 1).pixels, 128);
-        assert_eq!(VecTile::choose(132 * 128, 1, 1).workgroup_size(), 64);
-        assert_eq!(VecTile::choose(264 * 128, 1, 1).workgroup_size(), 128);
+        assert_eq!(VecTile::choose(512 * 512, 64, 1).pixels, 128);
+        assert_eq!(VecTile::choose(263 * 128, 64, 1).pixels, 64);
+        assert_eq!(VecTile::choose(132 * 128, 128, 1).pixels, 128);
+        assert_eq!(VecTile::choose(132 * 128, 64, 1).workgroup_size(), 64);
+        assert_eq!(VecTile::choose(264 * 128, 64, 1).workgroup_size(), 128);
+    }
+
+    #[test]
+    fn up_to_32_outputs_take_the_32_channel_tile() {
+        for (ocg, channels, row) in [(4, 32, 32), (32, 32, 32), (33, 64, 64), (72, 64, 128)] {
+            let tile = VecTile::choose(540 * 960, ocg, 1);
+            assert_eq!((tile.channels, tile.row(ocg)), (channels, row), "{ocg}");
+        }
+        // 128 pixels x 32 channels: 64 invocations; 64 x 32: 32.
+        assert_eq!(VecTile::choose(540 * 960, 32, 1).workgroup_size(), 64);
+        assert_eq!(VecTile::choose(64 * 64, 32, 1).workgroup_size(), 32);
+        // Two groups of 32 count as two tiles for the 128-pixel threshold.
+        assert_eq!(VecTile::choose(132 * 128, 32, 2).pixels, 128);
+        assert_eq!(VecTile::choose(132 * 128, 32, 1).pixels, 64);
     }
 }

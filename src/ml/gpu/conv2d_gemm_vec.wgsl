@@ -30,8 +30,10 @@
 // in 12.5 KiB of workgroup memory (WebGPU guarantees 16; with 16 rows they
 // took 25).
 //
-// Set by the lowering: TM (pixels of a tile, 64 or 128), TN (channels, 64),
-// WG = TM * TN / 64, A_TILE and B_TILE (both buffers' vec4s).
+// Set by the lowering: TM (pixels of a tile, 64 or 128), TN (channels, 64,
+// or 32 for a group of up to 32 outputs, which left half of a 64-channel
+// tile idle: ESRGAN's 64 -> 32), WG = TM * TN / 64, A_TILE and B_TILE (both
+// buffers' vec4s).
 // Params: conv2d_params.wgsl (ocp: the table's row length).
 
 @group(0) @binding(1) var<storage, read> x: array<vec4<TI>>;
@@ -46,9 +48,11 @@ const RS: u32 = TM / 4u + 1u;
 var<workgroup> tile_a: array<vec4<f32>, A_TILE>;
 // [buffer][k][channel / 4], 2 x TK x TN / 4.
 var<workgroup> tile_b: array<vec4<f32>, B_TILE>;
-// The filter's loads per invocation per slice (TK x TN / 4 vec4): 1 or 2.
-// x's are always two (TM x 2 vec4, and WG = TM), so they are written out.
+// The filter's loads per invocation per slice (TK x TN / 4 vec4): 1 or 2
+// (128 / TM).
 const NB: u32 = TK * TN / 4u / WG;
+// x's (TM pixels x 2 vec4): 2 (TN 64) or 4 (TN 32), of pixels WG / 2 apart.
+const NA: u32 = 2u * TM / WG;
 
 // Writes 4 adjacent output channels m .. m + 3 of group g at pixel pp, if
 // both exist (ocg is a multiple of 4, so the 4 exist or none does).
@@ -69,12 +73,12 @@ fn store_v4(pp: u32, m: u32, g: u32, v: vec4<f32>) {
 
 // The group's first input channel.
 var<private> c0: u32;
-// The loaders of x: each invocation's two pixels (row and column of the
+// The loaders of x: each invocation's NA pixels (row and column of the
 // window's origin, and the offset of its image and group in vec4s, u32 max
 // past the last pixel), and its position along k.
-var<private> oy: vec2<i32>;
-var<private> ox: vec2<i32>;
-var<private> ob: vec2<u32>;
+var<private> oy: array<i32, NA>;
+var<private> ox: array<i32, NA>;
+var<private> ob: array<u32, NA>;
 var<private> ci4: u32;
 var<private> kx: u32;
 var<private> ky: u32;
@@ -93,11 +97,6 @@ fn advance(n: u32) {
     }
 }
 
-struct A2 {
-    a0: vec4<f32>,
-    a1: vec4<f32>,
-}
-
 // The vec4 of x at input row iy, column ix of the pixel whose image and
 // group start at ob, if it exists (else 0).
 fn tap4(iy: i32, ix: i32, ob: u32, ok: bool) -> vec4<f32> {
@@ -108,16 +107,26 @@ fn tap4(iy: i32, ix: i32, ob: u32, ok: bool) -> vec4<f32> {
     return vec4<f32>(0.0);
 }
 
-// This invocation's two vec4 of x at its position along k (zero outside
+// This invocation's NA vec4 of x at its position along k (zero outside
 // the input and past the reduction: ky == kh there), input-scaled.
-fn load_x() -> A2 {
+fn load_x() -> array<vec4<f32>, NA> {
     let dy = i32(ky * params.dilation.x);
     let dx = i32(kx * params.dilation.y);
     let in_k = ky < params.filter_size.x;
     let c = c0 + 4u * ci4;
     let s = vec4<f32>(in_scale(c), in_scale(c + 1u), in_scale(c + 2u), in_scale(c + 3u));
-    return A2(tap4(oy.x + dy, ox.x + dx, ob.x, in_k) * s,
-        tap4(oy.y + dy, ox.y + dx, ob.y, in_k) * s);
+    var a: array<vec4<f32>, NA>;
+    for (var j = 0u; j < NA; j++) {
+        a[j] = tap4(oy[j] + dy, ox[j] + dx, ob[j], in_k) * s;
+    }
+    return a;
+}
+
+// Stores the loaded vec4s of x into the buffer of tile_a at ab.
+fn put_all(ab: u32, kq: u32, pl0: u32, a: array<vec4<f32>, NA>) {
+    for (var j = 0u; j < NA; j++) {
+        put_a(ab, kq, pl0 + j * (WG / 2u), a[j]);
+    }
 }
 
 // Stores a vec4 of x (reduction rows 4 kq .. + 3 of pixel pl) into the
@@ -149,14 +158,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     c0 = g * params.icg;
 
     // Loading role for x: k run kq (of the 2 in a slice) of pixels pl0 =
-    // 16 warp + lane % 16 and pl1 = pl0 + TM / 2, so that a subgroup reads
-    // 32 bytes of each of 16 pixels and its scalar stores into tile_a fill
-    // all 32 banks.
+    // 16 warp + lane % 16 and pl0 + j WG / 2 (j < NA), so that a subgroup
+    // reads 32 bytes of each of 16 pixels and its scalar stores into tile_a
+    // fill all 32 banks.
     let kq = lane / 16u;
     let pl0 = 16u * warp + lane % 16u;
-    let pl1 = pl0 + TM / 2u;
-    for (var j = 0u; j < 2u; j++) {
-        let p = p0 + select(pl0, pl1, j == 1u);
+    for (var j = 0u; j < NA; j++) {
+        let p = p0 + pl0 + j * (WG / 2u);
         let r = p % params.ohw;
         oy[j] = i32((r / params.ow) * params.stride.x) - i32(params.padding.x);
         ox[j] = i32((r % params.ow) * params.stride.y) - i32(params.padding.y);
@@ -201,8 +209,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if NB > 1u {
         nb1 = load_b(wbase, ocp4, 0u, lid + WG);
     }
-    put_a(0u, kq, pl0, na.a0);
-    put_a(0u, kq, pl1, na.a1);
+    put_all(0u, kq, pl0, na);
     tile_b[lid] = nb0;
     if NB > 1u {
         tile_b[lid + WG] = nb1;
@@ -250,8 +257,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // previous barrier).
         if more {
             let nab = (1u - cur) * (TK * RS);
-            put_a(nab, kq, pl0, na.a0);
-            put_a(nab, kq, pl1, na.a1);
+            put_all(nab, kq, pl0, na);
             let nbb = (1u - cur) * (TK * TN / 4u);
             tile_b[nbb + lid] = nb0;
             if NB > 1u {

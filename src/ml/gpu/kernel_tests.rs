@@ -672,6 +672,7 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
     reductions_gathers_and_normalizations(ctx, &mut add);
     squeeze_excite_graphs(ctx, &mut add);
     depthwise_pointwise_graphs(ctx, &mut add);
+    few_output_graphs(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
         "ten axes".into(),
@@ -1034,10 +1035,126 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
     }
 }
 
+/// conv2d problems (as `CONV_PROBLEMS`) for the kernels of few outputs:
+/// conv2d_split.wgsl in NHWC (64 -> 4 and 32 -> 12 as in ESRGAN-slim, 16
+/// lanes over 17 channel runs, 5 outputs, a 1x1 onto one output), then the
+/// vec4 GEMM's 32-channel tiles (64 and 128 pixels), and its 64-channel
+/// 128-pixel tile, which the problems above no longer reach.
+const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
+    (64, 4, 1, 5, 3),
+    (32, 12, 1, 5, 3),
+    (68, 16, 1, 4, 3),
+    (32, 5, 1, 5, 3),
+    (256, 1, 1, 3, 1),
+    (16, 32, 1, 6, 3),
+    (8, 20, 1, 184, 1),
+    (8, 72, 1, 184, 1),
+];
+
+/// [`FEW_OUTPUT_PROBLEMS`] in both float types and layouts, with every
+/// combination of bias, input scale and residual under a relu, and with a
+/// chain of activations.
+fn few_output_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for problem in FEW_OUTPUT_PROBLEMS {
+                for flags in 0..8u8 {
+                    let [bias, scale, residual] = [1, 2, 4].map(|bit| flags & bit != 0);
+                    let conv = Conv {
+                        filter: Conv2dFilterLayout::Ohwi,
+                        bias,
+                        scale,
+                        residual,
+                        act: Some(ACTIVATIONS[0]),
+                        ..Conv::new(dt, layout, problem)
+                    };
+                    add(
+                        format!("few outputs {dt} {layout:?} {problem:?} bias {bias} scale {scale} residual {residual}"),
+                        conv.graph(ctx),
+                    );
+                }
+                let conv = Conv {
+                    bias: true,
+                    act: Some(ACTIVATIONS[8]),
+                    ..Conv::new(dt, layout, problem)
+                };
+                add(
+                    format!("few outputs {dt} {layout:?} {problem:?} sigmoid(relu)"),
+                    conv.graph(ctx),
+                );
+            }
+        }
+    }
+}
+
+/// Each of ESRGAN-slim's convolution shapes (3x3, NHWC) takes the kernel
+/// meant for it, in float32 and in float16 with and without tensor cores.
+#[test]
+fn few_output_convolutions_take_their_kernels() {
+    let ctx = Context::cpu();
+    let [tc, no_tc] = TARGETS;
+    let f32 = DataType::Float32;
+    let f16 = DataType::Float16;
+    // (data type, target, input channels, output channels, size, kernel)
+    let cases = [
+        (f32, tc, 64, 4, 9, "split"),
+        (f16, tc, 64, 4, 9, "split"),
+        (f16, no_tc, 64, 4, 9, "split"),
+        (f32, tc, 32, 12, 9, "split"),
+        (f16, tc, 32, 12, 9, "split"),
+        (f32, tc, 64, 16, 9, "split"),
+        // Past 16 outputs, the vec4 GEMM's 32-channel tile (128 pixels
+        // from 264 tiles on), or the tensor cores in float16 (their
+        // 32-channel tile up to 32 outputs).
+        (f32, tc, 64, 32, 9, "vec4 32 x 64"),
+        (f32, tc, 64, 32, 184, "vec4 32 x 128"),
+        (f32, tc, 64, 20, 9, "vec4 32 x 64"),
+        (f16, no_tc, 64, 32, 9, "vec4 32 x 64"),
+        (f16, tc, 64, 32, 9, "tensor cores x32"),
+        (f16, tc, 64, 48, 9, "tensor cores"),
+        (f32, tc, 64, 64, 9, "vec4 x 64"),
+        (f32, tc, 64, 36, 184, "vec4 x 128"),
+        // Short reductions keep the narrow kernel: 12 -> 3 (108 long), and
+        // 16 channels (64 bytes a pixel).
+        (f32, tc, 12, 3, 9, "narrow vector"),
+        (f32, tc, 16, 4, 9, "narrow vector"),
+        (f16, no_tc, 12, 3, 9, "narrow vector"),
+    ];
+    for (dt, target, c, oc, size, want) in cases {
+        let conv = Conv {
+            filter: Conv2dFilterLayout::Ohwi,
+            bias: true,
+            ..Conv::new(dt, InputLayout::Nhwc, (c, oc, 1, size, 3))
+        };
+        let recorded = record(&conv.graph(&ctx), target).unwrap();
+        let kernels: Vec<_> = recorded
+            .iter()
+            .filter(|k| k.label == "conv2d")
+            .map(|k| conv_kernel(&k.source).unwrap())
+            .collect();
+        assert_eq!(
+            kernels,
+            [want],
+            "{dt} {c} -> {oc} at {size}x{size}, tensor cores {}",
+            target.f16_tensor_cores
+        );
+    }
+    // NCHW keeps the kernels it had.
+    let conv = Conv::new(f32, InputLayout::Nchw, (64, 4, 1, 9, 3));
+    let recorded = record(&conv.graph(&ctx), tc).unwrap();
+    assert_eq!(conv_kernel(&recorded[0].source), Some("narrow"));
+}
+
 /// What sets each conv2d kernel apart in its source.
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
+        ("split", "the reduction is split over L lanes"),
+        (
+            "vec4 32 x 128",
+            "const TM: u32 = 128u;\nconst TN: u32 = 32u;",
+        ),
+        ("vec4 32 x 64", "const TM: u32 = 64u;\nconst TN: u32 = 32u;"),
         // conv2d_gemm_vec.wgsl's tiles (both buffers' vec4s of A, 2 x 8 x
         // (TM / 4 + 1)), before the narrow kernel's mark: both read x as
         // vec4s.
@@ -1107,8 +1224,11 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "direct",
             "narrow",
             "narrow vector",
+            "split",
             "tensor cores",
             "tensor cores x32",
+            "vec4 32 x 128",
+            "vec4 32 x 64",
             "vec4 x 128",
             "vec4 x 64",
             "wide",

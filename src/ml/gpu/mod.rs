@@ -10,6 +10,7 @@ mod concat;
 mod conv2d;
 mod conv2d_dwpw;
 mod conv2d_gemm_vec;
+mod conv2d_split;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
