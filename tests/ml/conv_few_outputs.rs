@@ -1,6 +1,6 @@
 //! conv2d with few output channels in NHWC: up to 16 over a long reduction
 //! (conv2d_split.wgsl: the input channels of a pixel split over lanes), and
-//! 17..32 on the vec4 GEMM's 32-channel tiles. GPU against the CPU context
+//! 17..32 on the vec4 GEMM's 32-channel tiles (large maps). GPU against the CPU context
 //! on random data (odd sizes, strides, dilations, padding, batches, output
 //! counts that are not whole vec4s, channel runs that do not fill the
 //! lanes evenly), with bias, input scale, residual and activations, in
@@ -216,22 +216,24 @@ fn cases() -> Vec<(&'static str, Case)> {
                 ..BASE
             },
         ),
-        // The vec4 GEMM's 32-channel tile (ESRGAN's 64 -> 32), 64 pixels.
+        // 32 outputs on a small map: the vec4 GEMM's 64 x 64 tile (the
+        // 32-channel tile is for large maps only).
         (
-            "vec4 32: 64 -> 32 3x3",
+            "vec4 64: 64 -> 32 3x3 on a small map",
             Case {
                 out_channels: 32,
                 ..BASE
             },
         ),
-        // 20 outputs (12 idle columns), 5x5 stride 2, gate and residual.
+        // 20 outputs (12 idle columns) over 266 tiles of 128 pixels: the
+        // 128 x 32 tile, 5x5, gate and residual.
         (
-            "vec4 32: 16 -> 20 5x5 stride 2, gate, residual, relu",
+            "vec4 32: 16 -> 20 5x5, gate, residual, relu",
             Case {
-                input: [1, 13, 10, 16],
+                input: [1, 131, 260, 16],
                 out_channels: 20,
                 kernel: [5, 5],
-                strides: [2, 2],
+                strides: [1, 1],
                 padding: [2, 2, 2, 1],
                 scale: true,
                 residual: true,
@@ -239,11 +241,12 @@ fn cases() -> Vec<(&'static str, Case)> {
                 ..BASE
             },
         ),
-        // Two groups of 8 -> 32: two 32-channel tiles side by side.
+        // Two groups of 8 -> 32: two 32-channel tiles side by side (133
+        // tiles of 128 pixels per group, 266 in all).
         (
             "vec4 32: 2 groups of 8 -> 32, oihw",
             Case {
-                input: [1, 6, 7, 16],
+                input: [1, 130, 131, 16],
                 out_channels: 64,
                 groups: 2,
                 filter: Oihw,
