@@ -125,6 +125,39 @@ fn cases() -> Vec<(&'static str, Case)> {
     vec![
         // conv2d_split.wgsl: 16 lanes, one output vec4 (ESRGAN's 64 -> 4).
         ("split 64 -> 4 3x3 same relu", Case { relu: true, ..BASE }),
+        // One output vec4 and output rows a multiple of the lane groups' 8
+        // pixels, stride and dilation 1 along x: each input row is read once
+        // for a filter row's taps.
+        (
+            "split rows 64 -> 4 3x3, gate, residual, relu",
+            Case {
+                input: [1, 5, 16, 64],
+                scale: true,
+                residual: true,
+                relu: true,
+                ..BASE
+            },
+        ),
+        (
+            "split rows 64 -> 3 5x5, stride [2, 1], dilation [2, 1]",
+            Case {
+                input: [1, 9, 16, 64],
+                out_channels: 3,
+                kernel: [5, 5],
+                strides: [2, 1],
+                dilations: [2, 1],
+                padding: [4, 3, 2, 2],
+                ..BASE
+            },
+        ),
+        (
+            "split rows 32 -> 4 3x3, batch 2, oihw",
+            Case {
+                input: [2, 9, 16, 32],
+                filter: Oihw,
+                ..BASE
+            },
+        ),
         // 8 lanes, three output vec4 (ESRGAN's 32 -> 12), batch 2.
         (
             "split 32 -> 12 3x3, batch 2, oihw",

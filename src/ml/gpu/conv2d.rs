@@ -337,7 +337,9 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let types = [xd.data_type, fd.data_type, yd.data_type];
     let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
     let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
-    let split = Split::choose(o.groups, icg, ocg, kh, kw).filter(|_| floats && nhwc);
+    let split = Split::choose(o.groups, icg, ocg, kh, kw)
+        .filter(|_| floats && nhwc)
+        .map(|s| s.rows(kw, o.strides[1], o.dilations[1], ow));
     if let (Some(split), Some(bytes)) = (split, l.ir.constant(f)) {
         let table = split_filter(bytes, fd.data_type, o, shape4(&fd.shape));
         let inputs = table_inputs(node);
