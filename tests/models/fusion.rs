@@ -70,6 +70,21 @@ fn esrgan_kernel_counts() {
             .unwrap();
         let ops: Vec<&str> = profile.kernels.iter().map(|(op, _)| op.as_str()).collect();
         assert_eq!(ops, ["conv2d"; 15], "esrgan-slim {dir}");
+        // Each kernel's profile line names its shapes and fusions: the
+        // first conv reads the 6x10 RGB picture, the last its input
+        // upsampled.
+        let scale = &dir[1..];
+        assert_eq!(profile.details.len(), 15, "esrgan-slim {dir}");
+        assert!(
+            profile.details[0].starts_with("conv2d 3x3 ") && profile.details[0].contains("x6x10"),
+            "esrgan-slim {dir}: {}",
+            profile.details[0]
+        );
+        assert!(
+            profile.details[14].contains(&format!("up{scale}x{scale}")),
+            "esrgan-slim {dir}: {}",
+            profile.details[14]
+        );
     }
 }
 
