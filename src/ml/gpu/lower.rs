@@ -131,8 +131,11 @@ pub(crate) struct Kernel<'a> {
     pub input_type: DataType,
     pub activations: &'a [Activation],
     pub params: ParamBytes,
-    /// Read-only data the lowering computed for this kernel alone (the tap
-    /// tables of resample2d), too large for a uniform: a storage buffer.
+    /// Data the lowering computed for this kernel alone, too large for a
+    /// uniform: a storage buffer bound after the outputs, made once with
+    /// these contents. Read-only tables (resample2d's taps), or a kernel's
+    /// own read-write scratch that it leaves as it found it at the end of
+    /// each dispatch (squeeze_excite's per-workgroup sums and counts).
     pub table: Option<Vec<u32>>,
     pub inputs: Vec<OperandId>,
     pub outputs: Vec<OperandId>,
