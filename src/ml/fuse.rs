@@ -239,20 +239,13 @@ fn fuse_input_scales(mut ir: GraphIr) -> GraphIr {
     without_folded(ir, keep)
 }
 
-/// Elements of one image from which a squeeze-and-excitation chain keeps its
-/// pool as a kernel of its own. The fused kernel has one workgroup per image,
-/// and reading an image bounds it by memory latency; 16x16x128 (selfie's
-/// encoder) stays fused, selfie's 64x64x16 and 128x128x16 decoder images are
-/// pooled over many workgroups first.
-const SQUEEZE_EXCITE_MAX_POOLED: usize = 1 << 15;
-
 /// A global average pool (averagePool2d over the whole image without
 /// padding, or reduceMean over the spatial axes keeping them) read only by a
 /// 1x1 conv2d, which may be read only by a second one: one squeeze-and-
 /// excitation node at the last conv's place (its filters and biases may be
 /// computed after the pool), instead of two or three kernels that each ran
-/// on a handful of values. Past [`SQUEEZE_EXCITE_MAX_POOLED`] the node
-/// starts at the pool's output.
+/// on a handful of values. Images of any size: the GPU kernel spreads a
+/// large one over many workgroups.
 fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
     let uses = ir.use_counts();
     // The node reading each operand; only meaningful where it has one use.
@@ -267,12 +260,7 @@ fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
         let Some(layout) = global_mean_layout(&ir, &ir.nodes[i]) else {
             continue;
         };
-        // A large image is pooled by its own kernel, over many workgroups,
-        // and the fused node takes the means (one pixel).
-        let x = ir.nodes[i].inputs[0];
-        let own_pool =
-            ir.desc(x).element_count() / ir.desc(x).shape[0].max(1) > SQUEEZE_EXCITE_MAX_POOLED;
-        let mut inputs = vec![if own_pool { ir.nodes[i].outputs[0] } else { x }];
+        let mut inputs = vec![ir.nodes[i].inputs[0]];
         let (mut layers, mut convs) = (Vec::new(), Vec::new());
         let mut last = ir.nodes[i].outputs[0];
         while layers.len() < 2 && uses[last] == 1 {
@@ -297,7 +285,7 @@ fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
             residual: false,
             input_upsample: None,
         };
-        keep[i] = own_pool;
+        keep[i] = false;
         for &c in folded {
             keep[c] = false;
         }

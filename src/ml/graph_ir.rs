@@ -115,3 +115,98 @@ impl GraphIr {
         n
     }
 }
+
+impl GraphIr {
+    /// What `node` computes, for profiles: the op, its filter window,
+    /// grouping and strides where it has them, its first input's and its
+    /// first output's shapes as stored, and what was fused into it, e.g.
+    /// "conv2d 3x3 dw s2 1x128x128x16 -> 1x64x64x16 res+relu".
+    pub fn describe(&self, node: &Node) -> String {
+        use super::ops::Op;
+        use super::shape::conv_filter_ochw;
+        let dims = |id: OperandId| {
+            let s = &self.desc(id).shape;
+            match s.is_empty() {
+                true => "scalar".to_string(),
+                false => s.iter().map(usize::to_string).collect::<Vec<_>>().join("x"),
+            }
+        };
+        let ochw = |filter: OperandId, layout| {
+            let s = &self.desc(filter).shape;
+            (s.len() == 4).then(|| conv_filter_ochw(layout, [s[0], s[1], s[2], s[3]]))
+        };
+        // "3x3", then "dw" (one group per channel) or "gN", then strides.
+        let window = |f: Option<[usize; 4]>, groups: usize, strides: [usize; 2]| {
+            let mut s = String::new();
+            if let Some([o, i, kh, kw]) = f {
+                s += &format!(" {kh}x{kw}");
+                if groups > 1 && i == 1 && o == groups {
+                    s += " dw";
+                } else if groups > 1 {
+                    s += &format!(" g{groups}");
+                }
+            }
+            if strides != [1, 1] {
+                s += &format!(" s{}", strides[0]);
+                if strides[1] != strides[0] {
+                    s += &format!("x{}", strides[1]);
+                }
+            }
+            s
+        };
+        let mut text = node.op.name().to_string();
+        match &node.op {
+            Op::Conv2d(o) => {
+                let f = node.inputs.get(1).and_then(|&f| ochw(f, o.filter_layout));
+                text += &window(f, o.groups, o.strides);
+            }
+            Op::DepthwisePointwise(o) => {
+                let d = &o.depthwise;
+                let f = node.inputs.get(1).and_then(|&f| ochw(f, d.filter_layout));
+                text += &window(f, d.groups, d.strides);
+                if !o.depthwise_activations.is_empty() {
+                    text += &format!(" {}", act_names(&o.depthwise_activations));
+                }
+                text += " + 1x1";
+            }
+            Op::Pool2d(_, o) => {
+                text += &match o.window_dimensions {
+                    None => " global".to_string(),
+                    Some([h, w]) => format!(" {h}x{w}"),
+                };
+                if o.strides != [1, 1] {
+                    text += &format!(" s{}", o.strides[0]);
+                }
+            }
+            Op::SqueezeExcite(o) => text += &format!(" {} layers", o.layers.len()),
+            _ => {}
+        }
+        if let (Some(&x), Some(&y)) = (node.inputs.first(), node.outputs.first()) {
+            text += &format!(" {} -> {}", dims(x), dims(y));
+        }
+        let mut fused: Vec<String> = Vec::new();
+        if let Some([sy, sx]) = node.input_upsample {
+            fused.push(format!("up{sy}x{sx}"));
+        }
+        if node.input_scale {
+            fused.push("scale".into());
+        }
+        // In the order they apply: the residual is added before the
+        // activations.
+        if node.residual {
+            fused.push("res".into());
+        }
+        if !node.activations.is_empty() {
+            fused.push(act_names(&node.activations));
+        }
+        if !fused.is_empty() {
+            text += " ";
+            text += &fused.join("+");
+        }
+        text
+    }
+}
+
+fn act_names(acts: &[Activation]) -> String {
+    acts.iter().map(|a| a.name()).collect::<Vec<_>>().join("+")
+}

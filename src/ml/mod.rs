@@ -38,7 +38,13 @@ pub(crate) use cpu::workers_started_here;
 /// GPU times of one profiled dispatch ([`Graph::profile`]), in milliseconds.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
-    /// (kernel label, ms) in execution order.
+    /// (kernel label, ms) in execution order. The label is the op's name
+    /// ("conv2d", "squeezeExcite"), what [`Profile::details`] group by.
     pub kernels: Vec<(String, f64)>,
+    /// One line per kernel, in the same order: what it computes, with its
+    /// shapes, options and fusions ("conv2d 3x3 dw 1x128x128x16 ->
+    /// 1x128x128x16 res+relu"); on the GPU also its workgroups ("1024 wg of
+    /// 64"), on the CPU context the node's.
+    pub details: Vec<String>,
     pub total_ms: f64,
 }

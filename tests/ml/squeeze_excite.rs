@@ -4,9 +4,11 @@
 //! kernel agrees with the CPU on random data: odd channel counts and image
 //! sizes, both layouts, every filter layout, float32 and float16, several
 //! images, channel counts past one pass of the kernel's workgroup, images
-//! large enough to keep their own pooling kernel; plus hand-computed values,
-//! the chains that must not fuse, and the gate of a chain fused on as the
-//! next conv2d's input scale (float16 too).
+//! large enough to be summed by many workgroups (up to the most the kernel
+//! splits one into), run again and again on new inputs (the kernel's scratch
+//! must be left clean); plus hand-computed values, the chains that must not
+//! fuse, and the gate of a chain fused on as the next conv2d's input scale
+//! (float16 too).
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -194,25 +196,52 @@ fn cases() -> Vec<Case> {
             ..BASE
         },
         Case {
-            // Just under the size that keeps its own pooling kernel.
+            // 16 workgroups, the last one summing fewer pixels.
             name: "nhwc, 30x33x33",
             input: [1, 33, 30, 33],
             hidden: 8,
             ..BASE
         },
         Case {
-            // Past it: the pool stays a node, the layers fuse.
-            name: "nhwc, own pool",
-            input: [1, 9, 70, 61],
-            nodes: 2,
+            name: "nhwc, 70x61x9, two images",
+            input: [2, 9, 70, 61],
             ..BASE
         },
         Case {
-            name: "nchw, own pool, reduceMean",
+            name: "nchw, 64x64x10, reduceMean",
             input: [1, 10, 64, 64],
             layout: InputLayout::Nchw,
             pool: Pool::ReduceMean,
-            nodes: 2,
+            ..BASE
+        },
+        Case {
+            // Past the most workgroups per image (256): wider chunks.
+            name: "nhwc, 420x421x3, one layer",
+            input: [1, 3, 420, 421],
+            layers: 1,
+            ..BASE
+        },
+        Case {
+            // One channel, 4 workgroups per image.
+            name: "nhwc, 1 channel, 70x90, two images",
+            input: [2, 1, 70, 90],
+            layers: 1,
+            ..BASE
+        },
+        Case {
+            name: "nchw, 128 channels, 20x21, one layer",
+            input: [1, 128, 20, 21],
+            hidden: 4,
+            layers: 1,
+            layout: InputLayout::Nchw,
+            ..BASE
+        },
+        Case {
+            // Channels past one pass, several workgroups.
+            name: "nchw, 300 channels, 20x21",
+            input: [1, 300, 20, 21],
+            hidden: 40,
+            layout: InputLayout::Nchw,
             ..BASE
         },
     ]
@@ -449,5 +478,66 @@ fn binary_then_add_fuses_to_one_node() {
             let ran = ops::run(ctx, &apart, &inputs).unwrap();
             assert_eq!(ran.nodes, 4, "apart {dt} on {ctx_name}");
         }
+    }
+}
+
+/// One graph dispatched again and again on new inputs (and profiled, each
+/// kernel in its own pass): the many-workgroup kernel empties its scratch at
+/// the end of every dispatch, so each result matches the CPU's for its own
+/// input; a dirty scratch would hang, or mix in the last input's sums.
+#[test]
+fn squeeze_excite_repeated_dispatches() {
+    let case = Case {
+        input: [2, 16, 48, 40],
+        hidden: 4,
+        ..BASE
+    };
+    let [n, c, h, w] = case.input;
+    let mut rng = StdRng::seed_from_u64(75);
+    let f1 = ops::uniform(&mut rng, 4 * c, -1.0, 1.0);
+    let f2 = ops::uniform(&mut rng, c * 4, -1.0, 1.0);
+    let bias = ops::uniform(&mut rng, c, -0.5, 0.5);
+    let dt = DataType::Float32;
+    let build = |b: &GraphBuilder, ins: &[Operand]| -> wgnn::Result<Vec<Operand>> {
+        let m = mean(b, &ins[0], case.layout, case.pool)?;
+        let v = b.relu(&pointwise(b, dt, &case, &m, (4, c), &f1, &bias[..4])?)?;
+        Ok(vec![pointwise(b, dt, &case, &v, (c, 4), &f2, &bias)?])
+    };
+    let pair = Pair::new();
+    let [(_, gpu), (_, cpu)] = pair.both();
+    let shape = shape(case.layout, case.input);
+    let b = GraphBuilder::new(gpu);
+    let x = b
+        .input("x", OperandDescriptor::new(dt, shape.clone()))
+        .unwrap();
+    let y = build(&b, &[x]).unwrap().remove(0);
+    let graph = b.build(&[("y", &y)]).unwrap();
+    assert_eq!(graph.node_count(), 1);
+    let xt = gpu
+        .create_tensor(TensorDescriptor::new(dt, shape.clone()).writable())
+        .unwrap();
+    let yt = gpu
+        .create_tensor(TensorDescriptor::new(dt, vec![n, 1, 1, c]).readable())
+        .unwrap();
+    for round in 0..4 {
+        // Each round's means differ: a dirty sum from the round before shows.
+        let lo = round as f32 - 1.5;
+        let x = ops::uniform(&mut rng, n * c * h * w, lo, lo + 2.0);
+        let input = floats(dt, &shape, &x);
+        gpu.write_tensor(&xt, &input.bytes).unwrap();
+        if round == 2 {
+            graph.profile(gpu, &[("x", &xt)], &[("y", &yt)]).unwrap();
+        } else {
+            gpu.dispatch(&graph, &[("x", &xt)], &[("y", &yt)]).unwrap();
+        }
+        let got = ops::decode(dt, &gpu.read_tensor_blocking(&yt).unwrap());
+        let want = ops::run(cpu, &build, &[input]).unwrap().outputs.remove(0);
+        ops::assert_close(
+            &format!("round {round}"),
+            dt,
+            &got,
+            &want.values,
+            ops::tolerance(dt),
+        );
     }
 }

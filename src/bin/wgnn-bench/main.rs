@@ -169,7 +169,9 @@ enum Command {
         #[arg(long)]
         filter: Option<String>,
         /// Also list ms per op type and this many of the slowest kernels per
-        /// model (GPU timestamps; on the CPU context, wall time per node).
+        /// model, each with its shapes, fusions and workgroups (GPU
+        /// timestamps; on the CPU context, wall time per node); --json then
+        /// lists every kernel in execution order too.
         #[arg(long, default_value_t = 0)]
         top: usize,
         /// Write each model's input and GPU output (raw float32, NHWC) and a
@@ -897,13 +899,10 @@ fn bench_models(
                         _ => "CPU wall ms",
                     };
                     println!("    {unit} by op: {}", ops.join(", "));
-                    let slow: Vec<String> = r
-                        .slowest
-                        .iter()
-                        .take(settings.top)
-                        .map(|(i, op, ms)| format!("#{i} {op} {ms:.3}"))
-                        .collect();
-                    println!("    slowest kernels: {}", slow.join(", "));
+                    println!("    slowest kernels:");
+                    for k in r.slowest.iter().take(settings.top) {
+                        println!("      #{:<3} {:>8.3}  {}", k.index, k.ms, k.detail);
+                    }
                 }
             }
             rows.push(r);

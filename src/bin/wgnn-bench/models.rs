@@ -136,8 +136,11 @@ pub struct ModelResult {
     /// ms per op type in the median profiled run (GPU timestamps, or wall
     /// time per node on the CPU context), largest first.
     pub by_op: Vec<(String, f64)>,
-    /// The slowest single kernels of that run: (position, op, ms).
-    pub slowest: Vec<(usize, String, f64)>,
+    /// Every kernel of that run in execution order (with `--top`; on the
+    /// CPU context, every node).
+    pub kernel_list: Vec<KernelRow>,
+    /// The slowest single kernels of that run, slowest first.
+    pub slowest: Vec<KernelRow>,
     /// Largest |ours - reference| where a reference was computed (the CPU
     /// result against the GPU one), and the reference's largest magnitude.
     pub diff: Option<(f32, f32)>,
@@ -145,6 +148,23 @@ pub struct ModelResult {
     /// input and context: PSNR in dB against the float32 outputs' largest
     /// magnitude (the bar `auto` holds float16 to is 40 dB).
     pub psnr_vs_f32: Option<f64>,
+}
+
+/// One kernel of a profiled run.
+#[derive(Clone, Debug)]
+pub struct KernelRow {
+    /// Its position in execution order.
+    pub index: usize,
+    pub op: String,
+    /// Shapes, options, fusions and workgroups (`Profile::details`).
+    pub detail: String,
+    pub ms: f64,
+}
+
+impl KernelRow {
+    fn to_json(&self) -> serde_json::Value {
+        json!({"index": self.index, "op": self.op, "detail": self.detail, "ms": self.ms})
+    }
 }
 
 impl ModelResult {
@@ -166,7 +186,8 @@ impl ModelResult {
             "wgnn_nodes_after_fusion": self.fused,
             "kernels": self.kernels,
             "ms_by_op": self.by_op.iter().map(|(op, ms)| json!({"op": op, "ms": ms})).collect::<Vec<_>>(),
-            "slowest_kernels": self.slowest.iter().map(|(i, op, ms)| json!({"index": i, "op": op, "ms": ms})).collect::<Vec<_>>(),
+            "slowest_kernels": self.slowest.iter().map(KernelRow::to_json).collect::<Vec<_>>(),
+            "kernel_list": self.kernel_list.iter().map(KernelRow::to_json).collect::<Vec<_>>(),
             "max_abs_diff_vs_gpu": self.diff.map(|d| d.0),
             "psnr_vs_f32_db": self.psnr_vs_f32,
             "reference_max_abs": self.diff.map(|d| d.1),
@@ -367,7 +388,7 @@ pub fn run_gpu(
     profiles.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
     let median = &profiles[profiles.len() / 2];
     let kernels = median.kernels.len();
-    let (by_op, slowest) = breakdown(median, s.top);
+    let (by_op, kernel_list, slowest) = breakdown(median, s.top);
     let mut spans = Vec::with_capacity(n);
     for i in 0..n + 2 {
         let ms = b.gpu_time(&ctx)?;
@@ -419,6 +440,7 @@ pub fn run_gpu(
         fused,
         kernels,
         by_op,
+        kernel_list,
         slowest,
         diff: None,
         psnr_vs_f32,
@@ -440,9 +462,10 @@ fn psnr(reference: &[f32], other: &[f32]) -> f64 {
     10.0 * (peak * peak / mse).log10()
 }
 
-/// Per op type, largest first, and the slowest single kernels (at least 3)
-/// of one profiled run.
-type Breakdown = (Vec<(String, f64)>, Vec<(usize, String, f64)>);
+/// Per op type, largest first; every kernel in execution order (with
+/// `top` above 0); and the slowest single kernels (at least 3) of one
+/// profiled run.
+type Breakdown = (Vec<(String, f64)>, Vec<KernelRow>, Vec<KernelRow>);
 
 fn breakdown(p: &Profile, top: usize) -> Breakdown {
     let mut by_op: BTreeMap<String, f64> = BTreeMap::new();
@@ -451,15 +474,22 @@ fn breakdown(p: &Profile, top: usize) -> Breakdown {
     }
     let mut by_op: Vec<(String, f64)> = by_op.into_iter().collect();
     by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let mut slowest: Vec<(usize, String, f64)> = p
+    let rows: Vec<KernelRow> = p
         .kernels
         .iter()
         .enumerate()
-        .map(|(i, (l, ms))| (i, l.clone(), *ms))
+        .map(|(index, (op, ms))| KernelRow {
+            index,
+            op: op.clone(),
+            detail: p.details.get(index).cloned().unwrap_or_default(),
+            ms: *ms,
+        })
         .collect();
-    slowest.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let mut slowest = rows.clone();
+    slowest.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     slowest.truncate(top.max(3));
-    (by_op, slowest)
+    let list = if top > 0 { rows } else { Vec::new() };
+    (by_op, list, slowest)
 }
 
 /// CPU context: host time of dispatch + read per inference (median of
@@ -483,7 +513,7 @@ pub fn run_cpu(
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (wall_ms, _) = median_min(&walls);
-    let (by_op, slowest) = match s.top {
+    let (by_op, kernel_list, slowest) = match s.top {
         0 => Default::default(),
         _ => {
             let mut profiles = (0..s.cpu_iterations.max(1))
@@ -511,6 +541,7 @@ pub fn run_cpu(
         fused,
         kernels: b.graph.node_count(),
         by_op,
+        kernel_list,
         slowest,
         diff: None,
         psnr_vs_f32: None,

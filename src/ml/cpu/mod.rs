@@ -194,6 +194,7 @@ impl CpuPlan {
             if let Some(p) = profile.as_deref_mut() {
                 let ms = node_started.elapsed().as_secs_f64() * 1e3;
                 p.kernels.push((node.op.name().to_string(), ms));
+                p.details.push(ir.describe(node));
             }
             // Free what no later node reads.
             for &i in &node.inputs {

@@ -34,6 +34,8 @@ impl Slot {
 pub(crate) enum Step {
     Kernel {
         label: String,
+        /// For profiles: the node it runs and its workgroups.
+        detail: String,
         pipeline: crate::gpu::live::ComputePipeline,
         bind_group: wgpu::BindGroup,
         workgroups: [u32; 3],
@@ -129,8 +131,11 @@ pub(crate) struct Kernel<'a> {
     pub input_type: DataType,
     pub activations: &'a [Activation],
     pub params: ParamBytes,
-    /// Read-only data the lowering computed for this kernel alone (the tap
-    /// tables of resample2d), too large for a uniform: a storage buffer.
+    /// Data the lowering computed for this kernel alone, too large for a
+    /// uniform: a storage buffer bound after the outputs, made once with
+    /// these contents. Read-only tables (resample2d's taps), or a kernel's
+    /// own read-write scratch that it leaves as it found it at the end of
+    /// each dispatch (squeeze_excite's per-workgroup sums and counts).
     pub table: Option<Vec<u32>>,
     pub inputs: Vec<OperandId>,
     pub outputs: Vec<OperandId>,
@@ -178,6 +183,9 @@ pub(crate) struct Lowering<'a> {
     free: Vec<crate::gpu::live::Buffer>,
     pub buffers: Vec<crate::gpu::live::Buffer>,
     pub steps: Vec<Step>,
+    /// What the node being lowered computes ([`GraphIr::describe`]), for
+    /// the profile lines of its kernels.
+    pub node_detail: String,
     #[cfg(test)]
     pub recorded: Vec<Recorded>,
 }
@@ -413,6 +421,7 @@ impl<'a> Lowering<'a> {
             free: Vec::new(),
             buffers: Vec::new(),
             steps: Vec::new(),
+            node_detail: String::new(),
             #[cfg(test)]
             recorded: Vec::new(),
         }
@@ -584,8 +593,18 @@ impl<'a> Lowering<'a> {
                 k.label, k.workgroups
             )));
         }
+        let [x, y, z] = k.workgroups;
+        let groups = u64::from(x) * u64::from(y) * u64::from(z);
+        let mut detail = self.node_detail.clone();
+        // A node lowered to kernels of other names (a global pool run by
+        // the reduction kernel keeps its own) says which one this is.
+        if !detail.starts_with(&k.label) {
+            detail = format!("{}: {detail}", k.label);
+        }
+        detail += &format!(", {groups} wg of {}", k.workgroup_size);
         self.steps.push(Step::Kernel {
             label: k.label,
+            detail,
             pipeline,
             bind_group,
             workgroups: k.workgroups,

@@ -122,6 +122,7 @@ impl GpuPlan {
             for &o in &node.outputs {
                 l.allocate(o)?;
             }
+            l.node_detail = ir.describe(node);
             lower_node(&mut l, node).map_err(|e| match e {
                 Error::Invalid(m) => {
                     Error::invalid(format!("{} (node {index}): {m}", node.op.name()))
@@ -228,6 +229,7 @@ impl GpuPlan {
             encoder.copy_buffer_to_buffer(buffer, 0, &slot.buffer, 0, slot.size);
         }
         let mut labels = Vec::new();
+        let mut details = Vec::new();
         let mut pass: Option<wgpu::ComputePass<'static>> = None;
         for step in &self.steps {
             match step {
@@ -243,6 +245,7 @@ impl GpuPlan {
                 }
                 Step::Kernel {
                     label,
+                    detail,
                     pipeline,
                     bind_group,
                     workgroups,
@@ -251,6 +254,7 @@ impl GpuPlan {
                         drop(pass.take());
                         let i = labels.len() as u32;
                         labels.push(label.clone());
+                        details.push(detail.clone());
                         pass = Some(
                             encoder
                                 .begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -318,6 +322,7 @@ impl GpuPlan {
         }
         if let (Some(profile), Some(buffer)) = (profile, resolved) {
             profile.kernels = labels.into_iter().zip(spans(&buffer)?).collect();
+            profile.details = details;
             profile.total_ms = profile.kernels.iter().map(|(_, ms)| ms).sum();
         }
         Ok(())
