@@ -137,6 +137,7 @@ impl GraphBuilder {
             activations: Vec::new(),
             input_scale: false,
             residual: false,
+            late_residual: false,
             input_upsample: None,
         });
         Ok(outs)

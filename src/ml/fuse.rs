@@ -17,6 +17,8 @@
 //! contexts do alike.
 
 mod concat;
+mod late_residual;
+mod resample_swap;
 mod upsample;
 
 pub(crate) use upsample::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
@@ -28,13 +30,19 @@ use super::ops::{
 };
 use super::shape::{conv_filter_ochw, nchw};
 
-/// Every fusion, activations first (so an `add` brings its own along, and
-/// a squeeze-and-excitation layer its activation); concats split into
+/// Every fusion, after 1x1 convolutions of upsampled tensors swap places
+/// with their upsample (`fuse/resample_swap.rs`, on the graph as written);
+/// activations first (so an `add` brings its own along, and
+/// a squeeze-and-excitation layer its activation); adds of an activated
+/// depthwise conv after the adds that go before activations
+/// (`fuse/late_residual.rs`); concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
 /// goes on the chain's first conv, as the chain's last takes the chain);
 /// upsamples last, into the conv2d nodes that are left.
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    let ir = concat::split_concats(fuse_residual_adds(fuse_activations(ir)));
+    let ir = fuse_activations(resample_swap::swap_resample_pointwise(ir));
+    let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
+    let ir = concat::split_concats(ir);
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));
     upsample::fuse_upsamples(ir)
 }
@@ -283,6 +291,7 @@ fn fuse_squeeze_excite(mut ir: GraphIr) -> GraphIr {
             activations: Vec::new(),
             input_scale: false,
             residual: false,
+            late_residual: false,
             input_upsample: None,
         };
         keep[i] = false;

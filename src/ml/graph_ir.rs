@@ -38,6 +38,12 @@ pub(crate) struct Node {
     /// Whether the last input is a residual: a tensor of the output's shape
     /// added to the op's result before the activations (a fused `add`).
     pub residual: bool,
+    /// With `residual`: it is added after the activations instead
+    /// (`act(op) + r`, a fused `add` of an activated depthwise conv2d and
+    /// its own input, as in MobileNet-style decoder blocks). Only the
+    /// direct conv2d kernel and the CPU context honour it, so fusion sets it
+    /// only on nodes that reach them (`fuse/late_residual.rs`).
+    pub late_residual: bool,
     /// conv2d only: the first input is read upsampled by these integer
     /// factors along (height, width), nearest neighbour (input pixel
     /// (y / sy, x / sx) at (y, x)), as if through a fused `resample2d`.
@@ -192,12 +198,15 @@ impl GraphIr {
             fused.push("scale".into());
         }
         // In the order they apply: the residual is added before the
-        // activations.
-        if node.residual {
+        // activations, or after them where it is late.
+        if node.residual && !node.late_residual {
             fused.push("res".into());
         }
         if !node.activations.is_empty() {
             fused.push(act_names(&node.activations));
+        }
+        if node.residual && node.late_residual {
+            fused.push("res".into());
         }
         if !fused.is_empty() {
             text += " ";

@@ -187,6 +187,7 @@ impl<'a> Rewrite<'a> {
                 activations: node.activations.clone(),
                 input_scale: node.input_scale,
                 residual: node.residual,
+                late_residual: node.late_residual,
                 input_upsample: node.input_upsample,
             });
         }
@@ -236,6 +237,7 @@ impl<'a> Rewrite<'a> {
                     activations: Vec::new(),
                     input_scale: false,
                     residual: false,
+                    late_residual: false,
                     input_upsample: None,
                 });
                 out

@@ -13,16 +13,16 @@ use wgnn::ml::*;
 use crate::common::ops::{self, assert_close, floats, run, tolerance, In, Pair};
 
 /// Values in [-1, 1).
-fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
+pub(super) fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
     ops::uniform(rng, n, -1.0, 1.0)
 }
 
-fn constant(b: &GraphBuilder, dt: DataType, shape: &[usize], v: &[f32]) -> Operand {
+pub(super) fn constant(b: &GraphBuilder, dt: DataType, shape: &[usize], v: &[f32]) -> Operand {
     b.constant(OperandDescriptor::new(dt, shape), &ops::float_bytes(dt, v))
         .unwrap()
 }
 
-fn activation_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
+pub(super) fn activation_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
         InputLayout::Nchw => vec![n, c, h, w],
         InputLayout::Nhwc => vec![n, h, w, c],
@@ -30,13 +30,13 @@ fn activation_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize>
 }
 
 /// What [`check_fold`] runs: see there.
-type Folding<'a> = dyn Fn(&GraphBuilder, &[Operand], bool) -> Vec<Operand> + 'a;
+pub(super) type Folding<'a> = dyn Fn(&GraphBuilder, &[Operand], bool) -> Vec<Operand> + 'a;
 
 /// `build(b, inputs, keep)` makes the graph's output, and with `keep` the
 /// intermediate the pass would fold as a second output (so that it cannot).
 /// The graph and the unfused one must have `nodes` nodes on both contexts
 /// and agree, and GPU with CPU.
-fn check_fold(what: &str, inputs: &[In], nodes: (usize, usize), build: &Folding<'_>) {
+pub(super) fn check_fold(what: &str, inputs: &[In], nodes: (usize, usize), build: &Folding<'_>) {
     let fused = |b: &GraphBuilder, x: &[Operand]| Ok(build(b, x, false));
     let unfused = |b: &GraphBuilder, x: &[Operand]| Ok(build(b, x, true));
     let c = Pair::new().check(what, &fused, inputs).remove(0);

@@ -265,6 +265,7 @@ mod tests {
                 activations: Vec::new(),
                 input_scale: false,
                 residual: false,
+                late_residual: false,
                 input_upsample: None,
             }],
             inputs: vec![("x".into(), 0)],

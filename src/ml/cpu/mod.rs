@@ -174,6 +174,16 @@ impl CpuPlan {
             );
             let outs = match node.residual() {
                 None => execute(&node.op, &args, &out_descs, ep),
+                // A late residual is added after the activations; in float16
+                // the sum is rounded once, after it, as the direct kernel does.
+                Some(r) if node.late_residual => {
+                    let mut outs = execute(&node.op, &args, &out_descs, ep.rounding_to(false));
+                    if let (Some(Values::F32(y)), Values::F32(r)) = (outs.first_mut(), value(r)) {
+                        add_residual(y, r);
+                        ep.without_activations().apply_par(y);
+                    }
+                    outs
+                }
                 // The residual is added before the activations, so those run
                 // after it, in a pass of their own; in float16 the sum is
                 // rounded once, after them, as the GPU kernels do.

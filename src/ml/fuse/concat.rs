@@ -157,6 +157,7 @@ fn chain(ir: &mut GraphIr, concat: &Node, conv: &Node, at: usize) -> Vec<Node> {
             },
             input_scale: false,
             residual: residual.is_some(),
+            late_residual: false,
             input_upsample: None,
         });
         previous = Some(y);

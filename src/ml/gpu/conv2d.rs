@@ -320,6 +320,18 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let (has_scale, has_residual) = (node.input_scale, node.residual);
     // Fusion leaves an upsample only on convolutions the narrow and direct
     // kernels can take, which read through it; the others cannot.
+    // A late residual (added after the activations, `fuse/late_residual.rs`)
+    // only on the direct kernel, which fusion leaves it on (depthwise
+    // convolutions of two or more channels).
+    if node.late_residual {
+        if params.oc as usize == ocg || !pixel_by_pixel(o.groups, ocg) {
+            return Err(crate::error::Error::invalid(format!(
+                "conv2d of {}: a residual after the activations needs the direct kernel",
+                l.ir.label(x)
+            )));
+        }
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    }
     if node.input_upsample.is_some() {
         if !pixel_by_pixel(o.groups, ocg) {
             return Err(crate::error::Error::invalid(format!(
@@ -524,7 +536,12 @@ fn pixel_kernel(
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
-        spec: Specialization::new().code(&bias_and_output(has_bias, has_scale, has_residual)),
+        spec: Specialization::new()
+            .code(&bias_and_output(has_bias, has_scale, has_residual))
+            .code(match node.late_residual {
+                false => "fn store(v: f32, i: u32) -> f32 { return act(v + residual(i)); }",
+                true => "fn store(v: f32, i: u32) -> f32 { return act(v) + residual(i); }",
+            }),
         output_type: yd.data_type,
         input_type: xd.data_type,
         activations: &node.activations,

@@ -67,5 +67,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
     }
-    y[i] = T(act(acc + residual(i)));
+    // `store` adds the residual before the activations, or after them
+    // (a late residual: conv2d.rs).
+    y[i] = T(store(acc, i));
 }

@@ -1,0 +1,92 @@
+//! add(act(depthwise_conv(x)), r) becomes one depthwise conv2d node with
+//! a late residual r, added after its activations (`act(acc) + r`): the
+//! block MobileNet-style decoders end with (selfie's three
+//! `x + relu(dw3x3(x))`), where the add was a kernel of its own reading
+//! and writing the whole map again. Only depthwise convolutions of two or
+//! more channels take it: conv2d's GPU lowering runs them on the direct
+//! kernel, the one whose store adds a late residual.
+
+use super::{walk_state, without_folded};
+use crate::ml::graph_ir::{GraphIr, Node};
+use crate::ml::ops::{BinaryOp, Op};
+use crate::ml::shape::{conv_filter_ochw, nchw};
+
+pub(super) fn fuse_late_residuals(mut ir: GraphIr) -> GraphIr {
+    let (uses, mut producer, mut keep) = walk_state(&ir);
+    for i in 0..ir.nodes.len() {
+        let node = &ir.nodes[i];
+        let out = node.outputs[0];
+        let fusion = match node.op {
+            Op::Binary(BinaryOp::Add)
+                if node.activations.is_empty()
+                    && !node.residual
+                    && node.inputs.len() == 2
+                    && ir.desc(out).data_type.is_float() =>
+            {
+                // Either operand may be the conv's result.
+                [(0, 1), (1, 0)].into_iter().find_map(|(a, r)| {
+                    let (a, r) = (node.inputs[a], node.inputs[r]);
+                    let p = producer[a]?;
+                    // r must exist when the conv runs (the conv's own input,
+                    // say), and must not be the conv's result itself.
+                    let ready = producer[r].is_none_or(|q| q < p);
+                    let conv = &ir.nodes[p];
+                    (keep[p]
+                        && uses[a] == 1
+                        && a != r
+                        && ready
+                        && !conv.residual
+                        && conv.input_upsample.is_none()
+                        && conv.outputs.len() == 1
+                        && depthwise_direct(&ir, conv)
+                        && ir.desc(r) == ir.desc(out)
+                        && ir.desc(a) == ir.desc(out))
+                    .then_some((p, r))
+                })
+            }
+            _ => None,
+        };
+        match fusion {
+            Some((p, r)) => {
+                let conv = &mut ir.nodes[p];
+                conv.inputs.push(r);
+                conv.residual = true;
+                conv.late_residual = true;
+                conv.outputs[0] = out;
+                producer[out] = Some(p);
+                keep[i] = false;
+            }
+            None => {
+                for &o in &ir.nodes[i].outputs {
+                    producer[o] = Some(i);
+                }
+            }
+        }
+    }
+    without_folded(ir, keep)
+}
+
+/// A depthwise conv2d (one input and one output channel per group) of a
+/// float 4-D tensor with at least two channels: the shapes conv2d's GPU
+/// lowering gives the direct kernel (`conv2d.wgsl`).
+fn depthwise_direct(ir: &GraphIr, node: &Node) -> bool {
+    let Op::Conv2d(o) = &node.op else {
+        return false;
+    };
+    let (Some(&x), Some(&f)) = (node.inputs.first(), node.inputs.get(1)) else {
+        return false;
+    };
+    let (x, f) = (ir.desc(x), ir.desc(f));
+    if x.rank() != 4 || f.rank() != 4 || !x.data_type.is_float() {
+        return false;
+    }
+    let [_, c, _, _] = nchw(
+        o.input_layout,
+        [x.shape[0], x.shape[1], x.shape[2], x.shape[3]],
+    );
+    let [oc, icg, _, _] = conv_filter_ochw(
+        o.filter_layout,
+        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
+    );
+    c >= 2 && o.groups == c && oc == c && icg == 1
+}
