@@ -34,6 +34,11 @@ const GEMM_TILE_PIXELS: usize = 64;
 const WIDE_TILE_PIXELS: usize = 128;
 /// Output pixels of a `conv2d_coop_direct.wgsl` tile: a run of one row.
 const DIRECT_TILE_PIXELS: usize = 64;
+/// Below this many 64 x 64 tiles, and up to [`SMALL_MAX_REDUCTION`]
+/// products per output, conv2d takes the direct kernel (one invocation per
+/// output element) instead of a GEMM.
+const SMALL_MAX_TILES: usize = 32;
+const SMALL_MAX_REDUCTION: usize = 256;
 /// Wide tiles from this many of them on: two per multiprocessor of a large
 /// GPU (an H100 has 132). Below it the 64 x 64 tiles keep more of a small
 /// GPU's multiprocessors busy, which matters more than reuse there.
@@ -369,6 +374,15 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             workgroups: grid(pixels, split.tile_pixels() as u32),
             workgroup_size: split.workgroup_size(),
         });
+    }
+    // A small map with a short reduction (selfie's 1x1 convolutions on
+    // 16x16 and 32x32 maps) fills only a few 64 x 64 tiles: 4 workgroups
+    // on an H100's 132 multiprocessors, each walking the whole reduction
+    // in slices behind barriers (23 us for 16x16x128 -> 32). One
+    // invocation per output element spreads the same work over thousands.
+    let gemm_tiles = pixels.div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
+    if gemm_tiles < SMALL_MAX_TILES && icg * kh * kw <= SMALL_MAX_REDUCTION {
+        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
     // with a constant filter (pre-transposed here, once), input group

@@ -157,7 +157,8 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 }
 
 /// conv2d problems that pick each kernel: (channels, output channels,
-/// groups, spatial size, filter size). The wide ones have 265 tiles of 128
+/// groups, spatial size, filter size). The GEMM ones are past the 32 tiles
+/// below which a short reduction takes the direct kernel (conv2d.rs). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
@@ -170,12 +171,12 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// stores its channels one by one (the third's 12 outputs go in pairs).
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 9] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
-    (8, 12, 1, 6, 3),    // 64 x 64 tiles
+    (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 5, 3),   // direct tensor-core tiles, two groups
+    (32, 96, 2, 32, 3),  // direct tensor-core tiles, two groups
     (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
-    (3, 20, 1, 5, 3),    // 64 x 64 tiles over a short reduction (an RGB stem)
+    (3, 20, 1, 46, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
     (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
 ];
@@ -1083,6 +1084,39 @@ fn few_output_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
                     conv.graph(ctx),
                 );
             }
+        }
+    }
+}
+
+/// A short reduction over a small map (selfie's 1x1 convolutions on 16x16
+/// and 32x32 maps) takes the direct kernel: a GEMM would run 4 to 16
+/// workgroups there. From 32 of its 64 x 64 tiles, or past 256 products per
+/// output, the GEMM again.
+#[test]
+fn small_maps_with_short_reductions_take_the_direct_kernel() {
+    let ctx = Context::cpu();
+    let tc = TARGETS[0];
+    for (c, oc, size, k, want) in [
+        (128, 32, 16, 1, "direct"),
+        (96, 24, 32, 1, "direct"),
+        (128, 32, 64, 1, "vec4 x 64"),
+        (32, 32, 16, 3, "vec4 x 64"),
+    ] {
+        for dt in [DataType::Float32, DataType::Float16] {
+            let conv = Conv {
+                filter: Conv2dFilterLayout::Ohwi,
+                bias: true,
+                scale: true,
+                residual: true,
+                ..Conv::new(dt, InputLayout::Nhwc, (c, oc, 1, size, k))
+            };
+            let recorded = record(&conv.graph(&ctx), tc).unwrap();
+            let kernels: Vec<_> = recorded
+                .iter()
+                .filter(|k| k.label == "conv2d")
+                .map(|k| conv_kernel(&k.source).unwrap())
+                .collect();
+            assert_eq!(kernels, [want], "{dt} {c} -> {oc} {k}x{k} at {size}x{size}");
         }
     }
 }
