@@ -51,20 +51,20 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -l 
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -l work -d 'Multiply-adds per element in each dispatch of the stand-in work' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -l dispatches -d 'Dependent dispatches of the stand-in work per frame' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -s h -l help -d 'Print help'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l iterations -d 'Timed dispatches per case, after two warm-ups' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l iterations -d 'Timed dispatches per case, after 200 ms of warm-up (at least two)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l filter -d 'Only cases whose name contains this' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l quick -d 'Shrink every shape (for software adapters and smoke tests)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l model -d 'A model file to measure instead of the bundled models (repeatable)' -r -F
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l size -d 'Input size HxW for --model files that take any size (e.g. 540x960)' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l iterations -d 'Profiled GPU inferences per model, after two warm-ups' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l iterations -d 'Profiled GPU inferences per model, after 200 ms of warm-up (at least two)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l cpu-iterations -d 'Timed CPU inferences per model (no warm-up)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l context -r -f -a "gpu\t''
 cpu\t''
 both\t''"
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l filter -d 'Only models whose name contains this' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l top -d 'Also list ms per op type and this many of the slowest kernels per model (GPU timestamps; on the CPU context, wall time per node)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l top -d 'Also list ms per op type and this many of the slowest kernels per model, each with its shapes, fusions and workgroups (GPU timestamps; on the CPU context, wall time per node); --json then lists every kernel in execution order too' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l save-io -d 'Write each model\'s input and GPU output (raw float32, NHWC) and a manifest.json into this folder, for benches/anchors/models_torch.py' -r -F
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l precision -d 'What the models compute in: f32; f16 (float16 between layers, float32 inputs and outputs); auto (f16 where the context is a GPU with SHADER_F16 and the outputs stay within 1% RMS of f32 on a probe input; its build ms includes that probe)' -r -f -a "auto\t''
 f32\t''

@@ -133,7 +133,7 @@ enum Command {
         /// Shrink every shape (for software adapters and smoke tests).
         #[arg(long)]
         quick: bool,
-        /// Timed dispatches per case, after two warm-ups.
+        /// Timed dispatches per case, after 200 ms of warm-up (at least two).
         #[arg(long, default_value_t = 20)]
         iterations: usize,
         /// Print JSON instead of a table.
@@ -157,7 +157,7 @@ enum Command {
         /// Shrink the super-resolution inputs and the iteration counts.
         #[arg(long)]
         quick: bool,
-        /// Profiled GPU inferences per model, after two warm-ups.
+        /// Profiled GPU inferences per model, after 200 ms of warm-up (at least two).
         #[arg(long, default_value_t = 50)]
         iterations: usize,
         /// Timed CPU inferences per model (no warm-up).
