@@ -380,7 +380,9 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // on an H100's 132 multiprocessors, each walking the whole reduction
     // in slices behind barriers (23 us for 16x16x128 -> 32). One
     // invocation per output element spreads the same work over thousands.
-    let gemm_tiles = pixels.div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
+    // Counted per image, so that a batch takes the kernels its images take
+    // alone (batched streams then match unbatched ones bit for bit).
+    let gemm_tiles = (oh * ow).div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
     if gemm_tiles < SMALL_MAX_TILES && icg * kh * kw <= SMALL_MAX_REDUCTION {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
