@@ -100,15 +100,16 @@ impl<'a> Rig<'a> {
         let row = (4 * o.width).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
         let staging = (0..RING)
             .map(|_| {
+                // Host-visible (MAP_WRITE), as the upload ring's staging
+                // buffers are; what they hold does not matter here, so they
+                // are never mapped (no transfer outside gpu::transfer).
                 gpu.scoped("queue-overlap staging", || {
-                    let b = device.create_buffer(&wgpu::BufferDescriptor {
+                    device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("wgnn-bench queue-overlap staging"),
                         size: u64::from(row) * u64::from(o.height),
                         usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                        mapped_at_creation: true,
-                    });
-                    b.unmap();
-                    b
+                        mapped_at_creation: false,
+                    })
                 })
             })
             .collect::<wgnn::Result<Vec<_>>>()?;
