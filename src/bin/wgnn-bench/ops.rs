@@ -111,6 +111,33 @@ fn conv(
     }
 }
 
+/// `case` (an NHWC conv2d of `dt` onto `out` = [h, w, c]) plus a residual
+/// read from memory, which fusion folds into the convolution's epilogue
+/// (ESRGAN-slim's residual blocks).
+fn with_residual(case: OpCase, dt: DataType, out: [usize; 3]) -> OpCase {
+    let [h, w, c] = out;
+    let OpCase {
+        name,
+        shape,
+        flops,
+        bytes,
+        build,
+        input,
+    } = case;
+    OpCase {
+        name: format!("{name} res"),
+        shape,
+        flops,
+        bytes: bytes + (dt.byte_size() * h * w * c) as f64,
+        input,
+        build: Box::new(move |b, x| {
+            let y = build(b, x)?;
+            let r = constant(b, dt, &[1, h, w, c], 3)?;
+            b.add(&y, &r)
+        }),
+    }
+}
+
 fn elementwise(h: usize, w: usize, c: usize) -> OpCase {
     let n = h * w * c;
     OpCase {
@@ -233,17 +260,25 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
             1,
             "64->64",
         ));
-        v.push(conv(
+        let body = || {
+            conv(
+                DataType::Float16,
+                true,
+                s(540),
+                s(960),
+                64,
+                64,
+                3,
+                1,
+                1,
+                "esrgan body",
+            )
+        };
+        v.push(body());
+        v.push(with_residual(
+            body(),
             DataType::Float16,
-            true,
-            s(540),
-            s(960),
-            64,
-            64,
-            3,
-            1,
-            1,
-            "esrgan body",
+            [s(540), s(960), 64],
         ));
         v.push(conv(
             DataType::Float16,

@@ -5,7 +5,8 @@
 //! its operands either kept in registers (the products alone), loaded every
 //! step from a small, cache-resident buffer as contiguous 16 x 16 blocks, or
 //! loaded with rows 64 elements apart (an NHWC tensor of 64 channels: what the
-//! conv2d reads its A blocks from). Times are GPU timestamps around one
+//! conv2d reads its A blocks from), or with A from workgroup memory, rows 24
+//! or 16 elements apart (how the staged conv2d reads it). Times are GPU timestamps around one
 //! dispatch of 16 workgroups per multiprocessor-sized batch.
 
 use wgnn::gpu::Gpu;
@@ -21,6 +22,8 @@ enum Operands {
     Registers,
     Contiguous,
     RowStride64,
+    Workgroup,
+    Workgroup16,
 }
 
 impl Operands {
@@ -29,6 +32,8 @@ impl Operands {
             Operands::Registers => "registers",
             Operands::Contiguous => "contiguous loads",
             Operands::RowStride64 => "A rows 64 apart",
+            Operands::Workgroup => "A from workgroup",
+            Operands::Workgroup16 => "A workgroup, 16",
         }
     }
 }
@@ -54,13 +59,28 @@ fn shader(na: usize, nb: usize, operands: Operands, wg: u32) -> String {
     }
     let (a_rows, a_stride) = match operands {
         Operands::RowStride64 => (64, "64u"),
+        Operands::Workgroup => (24, "24u"),
+        Operands::Workgroup16 => (16, "16u"),
         _ => (16, "16u"),
     };
+    let workgroup = matches!(operands, Operands::Workgroup | Operands::Workgroup16);
+    if workgroup {
+        // 2 x 64 rows of 24 (what the subgroups of a workgroup read),
+        // zero-initialised: only the loads' speed matters.
+        s.insert_str(
+            s.find("@compute").unwrap_or(0),
+            "var<workgroup> wa: array<f16, 3072>;\n",
+        );
+    }
     let load = |indent: &str, at: &str| {
         let mut t = String::new();
         for i in 0..na {
+            let (buffer, at) = match workgroup {
+                true => ("wa", "(it % 2u) * 1536u"),
+                false => ("ab", at),
+            };
             t += &format!(
-                "{indent}let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&ab[{at} + {}u], {a_stride});\n",
+                "{indent}let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&{buffer}[{at} + {}u], {a_stride});\n",
                 i * 16 * a_rows
             );
         }
@@ -131,6 +151,10 @@ pub fn run(gpu: &Gpu, iterations: u32) -> wgnn::Result<()> {
         (4, 4, Operands::Contiguous, 128),
         (4, 4, Operands::RowStride64, 32),
         (4, 4, Operands::RowStride64, 128),
+        (4, 4, Operands::Workgroup, 32),
+        (4, 4, Operands::Workgroup, 128),
+        (4, 4, Operands::Workgroup16, 32),
+        (4, 4, Operands::Workgroup16, 128),
     ] {
         let source = shader(na, nb, operands, wg);
         let pipeline = gpu.scoped("tensor-core pipeline", || {
@@ -208,6 +232,8 @@ mod tests {
             Operands::Registers,
             Operands::Contiguous,
             Operands::RowStride64,
+            Operands::Workgroup,
+            Operands::Workgroup16,
         ] {
             for wg in [32, 128] {
                 let source = shader(4, 4, operands, wg);

@@ -1,5 +1,6 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
-//! channels, each pixel's input channels split over lanes when a single
+//! channels (on tensor cores in float16 where the adapter has them: the
+//! direct, staged and blocked kernels below), each pixel's input channels split over lanes when a single
 //! group has up to 16 over a long NHWC reduction (`conv2d_split.rs`), one
 //! invocation per output pixel when a single group has few (up to 8), else
 //! (depthwise, narrow groups) one invocation per output element. Layouts are
@@ -7,6 +8,8 @@
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
 
+use super::conv2d_coop_blocked::{self as blocked, Blocked};
+use super::conv2d_coop_tile::Staged;
 use super::conv2d_gemm_vec as gemm_vec;
 use super::conv2d_split::{split_filter, Split};
 use super::lower::{grid, kernel_params, Kernel, Lowering};
@@ -45,31 +48,31 @@ const SMALL_MAX_REDUCTION: usize = 256;
 const WIDE_MIN_TILES: usize = 264;
 
 kernel_params! {
-    /// `struct Params` of conv2d_params.wgsl, shared by the four kernels.
+    /// `struct Params` of conv2d_params.wgsl, shared by the conv2d kernels.
     #[repr(C)]
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-    struct Params {
-        x_strides: [u32; 4],
-        f_strides: [u32; 4],
-        stride: [u32; 2],
-        dilation: [u32; 2],
-        padding: [u32; 2],
-        filter_size: [u32; 2],
-        total: u32,
-        pixels: u32,
-        oc: u32,
-        ocg: u32,
-        oh: u32,
-        ow: u32,
-        ohw: u32,
-        nhwc: u32,
-        h: u32,
-        w: u32,
-        icg: u32,
-        kdim: u32,
-        channel_tiles: u32,
-        ocp: u32,
-        upsample: [u32; 2],
+    pub(super) struct Params {
+        pub(super) x_strides: [u32; 4],
+        pub(super) f_strides: [u32; 4],
+        pub(super) stride: [u32; 2],
+        pub(super) dilation: [u32; 2],
+        pub(super) padding: [u32; 2],
+        pub(super) filter_size: [u32; 2],
+        pub(super) total: u32,
+        pub(super) pixels: u32,
+        pub(super) oc: u32,
+        pub(super) ocg: u32,
+        pub(super) oh: u32,
+        pub(super) ow: u32,
+        pub(super) ohw: u32,
+        pub(super) nhwc: u32,
+        pub(super) h: u32,
+        pub(super) w: u32,
+        pub(super) icg: u32,
+        pub(super) kdim: u32,
+        pub(super) channel_tiles: u32,
+        pub(super) ocp: u32,
+        pub(super) upsample: [u32; 2],
     }
 }
 
@@ -110,8 +113,8 @@ pub(super) fn filter_strides(layout: Conv2dFilterLayout, shape: [usize; 4]) -> [
 }
 
 /// A filter (`bytes` of `es`-byte values, in `o`'s filter layout) as the
-/// kernels with a pre-transposed filter read it (`conv2d_coop_direct.wgsl`
-/// in float16, `conv2d_gemm_vec.wgsl` in float32): for group g, tap
+/// kernels with a pre-transposed filter read it (`conv2d_gemm_vec.wgsl`,
+/// and the tensor-core kernels through [`blocked_filter`]): for group g, tap
 /// t = ky * kw + kx and input channel ci, at row g * rows + t * icg + ci, the
 /// group's output channels in a row of `ocp` (zero past ocg, and rows past
 /// taps * icg zero), packed little-endian into words.
@@ -143,6 +146,52 @@ fn transposed_filter(
     table
         .chunks(4)
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
+
+/// A filter (float16 `bytes` in `o`'s filter layout) as the tensor-core
+/// kernels read it: for group g, tap t = ky * kw + kx and input channel ci
+/// (input channels padded with zeros to `icp`, a multiple of 16), a row of
+/// the group's output channels padded with zeros to `ocp` (a multiple of
+/// 16), as in [`transposed_filter`]; then cut into 16 x 16 blocks, each
+/// block's 256 halves contiguous (row-major), so that a cooperative load of
+/// B reads one contiguous run instead of 16 rows `ocp` apart. Block
+/// (t, ci / 16, m / 16) of group g starts at half
+/// ((g * taps + t) * icp + ci) * ocp + 16 m.
+fn blocked_filter(
+    bytes: &[u8],
+    o: &Conv2dOptions,
+    shape: [usize; 4],
+    icp: usize,
+    ocp: usize,
+) -> Vec<u32> {
+    let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
+    let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
+    let ocg = oc / o.groups;
+    debug_assert!(icp % 16 == 0 && icp >= icg && ocp % 16 == 0 && ocp >= ocg);
+    let taps = kh * kw;
+    let mut halves = vec![0u16; o.groups * taps * icp * ocp];
+    for g in 0..o.groups {
+        for t in 0..taps {
+            for ci in 0..icg {
+                // The row of (g, t, ci), and where its 16-row block starts.
+                let r = (g * taps + t) * icp + ci;
+                for m in 0..ocg {
+                    let at = 2
+                        * ((g * ocg + m) * fs[0]
+                            + ci * fs[1]
+                            + (t / kw) * fs[2]
+                            + (t % kw) * fs[3]);
+                    let block = (r / 16) * (ocp / 16) + m / 16;
+                    halves[block * 256 + (r % 16) * 16 + m % 16] =
+                        u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+                }
+            }
+        }
+    }
+    halves
+        .chunks_exact(2)
+        .map(|h| u32::from(h[0]) | u32::from(h[1]) << 16)
         .collect()
 }
 
@@ -196,7 +245,8 @@ impl Gemm {
                 include_str!("conv2d_gemm_wide.wgsl")
             ),
             Gemm::TensorCores { .. } => format!(
-                "enable wgpu_cooperative_matrix;\n{params}{}",
+                "enable wgpu_cooperative_matrix;\n{params}{}{}",
+                include_str!("conv2d_coop_epilogue.wgsl"),
                 include_str!("conv2d_coop_direct.wgsl")
             ),
         }
@@ -208,30 +258,82 @@ impl Gemm {
             Gemm::Tile64 | Gemm::TensorCores { .. } => Specialization::new(),
         };
         if let Gemm::TensorCores { blocks, pairs } = self {
-            // No filter binding (it travels pre-transposed, as the table
-            // after the output) and no input scale (A is not touched
-            // between memory and the tensor cores).
+            // No input scale (A is not touched between memory and the
+            // tensor cores).
             debug_assert!(!has_scale);
-            let y_ty = if pairs { "vec2<T>" } else { "T" };
-            let (code, next) = bindings_after(2, has_bias, false, has_residual, y_ty);
-            let store = if pairs {
-                "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
-                 \x20   if ok0 {\n        y[at / 2u] = vec2<T>(v);\n    }\n}\n"
-            } else {
-                "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
-                 \x20   if ok0 {\n        y[at] = T(v.x);\n    }\n\
-                 \x20   if ok1 {\n        y[at + 1u] = T(v.y);\n    }\n}\n"
-            };
-            return spec
-                .u32("BN", blocks)
-                .code(&code)
-                .code(store)
-                .code(&format!(
-                    "@group(0) @binding({next}) var<storage, read> wt: array<f16>;"
-                ));
+            return tensor_core_bindings(spec, has_bias, has_residual, pairs, false)
+                .u32("BN", blocks);
         }
         spec.code(&bias_and_output(has_bias, has_scale, has_residual))
     }
+}
+
+/// The tensor-core kernels' bindings after the input: any bias and
+/// residual, the output and the filter rearranged at build, as the table
+/// (no filter binding, no input scale). Where the group's outputs come in
+/// pairs (`pairs`: ocg even, so every pair starts at an even element), the
+/// output and residual are bound as vec2s: `store_pair` writes and
+/// `residual_pair` reads two adjacent channels at once, so a subgroup moves
+/// whole lines; otherwise they go one channel at a time, the second only
+/// where it exists.
+///
+/// They start at binding 2 (x at 1); with `blocked_input`, at 1, and the
+/// blocked copy of the input (conv2d_coop_blocked.rs) comes after the
+/// output, as `xb`.
+pub(super) fn tensor_core_bindings(
+    spec: Specialization,
+    has_bias: bool,
+    has_residual: bool,
+    pairs: bool,
+    blocked_input: bool,
+) -> Specialization {
+    let pair_ty = if pairs { "vec2<T>" } else { "T" };
+    let mut binding = if blocked_input { 1 } else { 2 };
+    let mut code = String::new();
+    if has_bias {
+        code += &format!(
+            "@group(0) @binding({binding}) var<storage, read> b: array<TI>;\n\
+             fn bias(m: u32) -> f32 {{ return f32(b[m]); }}\n"
+        );
+        binding += 1;
+    } else {
+        code += "fn bias(m: u32) -> f32 { return 0.0; }\n";
+    }
+    if has_residual {
+        code += &format!("@group(0) @binding({binding}) var<storage, read> r: array<{pair_ty}>;\n");
+        // Unconditional loads (an address that is not to be read becomes
+        // element 0, its value unused), so that a kernel's loads of a
+        // whole block issue back to back, none behind a branch.
+        code += if pairs {
+            "fn residual_pair(at: u32, ok0: bool, ok1: bool) -> vec2<T> {\n\
+             \x20   return r[select(0u, at / 2u, ok0)];\n}\n"
+        } else {
+            "fn residual_pair(at: u32, ok0: bool, ok1: bool) -> vec2<T> {\n\
+             \x20   return vec2<T>(r[select(0u, at, ok0)], r[select(0u, at + 1u, ok1)]);\n}\n"
+        };
+        binding += 1;
+    } else {
+        code +=
+            "fn residual_pair(at: u32, ok0: bool, ok1: bool) -> vec2<T> { return vec2<T>(0.0); }\n";
+    }
+    code +=
+        &format!("@group(0) @binding({binding}) var<storage, read_write> y: array<{pair_ty}>;\n");
+    code += if pairs {
+        "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
+         \x20   if ok0 {\n        y[at / 2u] = vec2<T>(v);\n    }\n}\n"
+    } else {
+        "fn store_pair(at: u32, v: vec2<f32>, ok0: bool, ok1: bool) {\n\
+         \x20   if ok0 {\n        y[at] = T(v.x);\n    }\n\
+         \x20   if ok1 {\n        y[at + 1u] = T(v.y);\n    }\n}\n"
+    };
+    if blocked_input {
+        binding += 1;
+        code += &format!("@group(0) @binding({binding}) var<storage, read> xb: array<f16>;\n");
+    }
+    spec.code(&code).code(&format!(
+        "@group(0) @binding({}) var<storage, read> wt: array<f16>;",
+        binding + 1
+    ))
 }
 
 /// Binding declarations for the optional bias, input-channel scale and
@@ -387,21 +489,140 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
     // Tensor cores where the adapter has them, for float16 NHWC convolutions
-    // with a constant filter (pre-transposed here, once), input group
-    // channels in runs of 16 and no input scale (A goes from memory to the
-    // tensor cores untouched). Outputs past a multiple of the tile are zero
-    // filter columns; groups of up to 32 outputs take a 32-channel tile
-    // (ESRGAN-slim's 64->32 3x3 at 960x540 on an H100: 0.44 ms, 0.55 on the
-    // 64-channel one). Up to 16 outputs over a long reduction took
+    // with a constant filter (rearranged here, once, into contiguous 16 x 16
+    // blocks) and no input scale (A goes from memory to the tensor cores
+    // untouched). Three kernels: stride 1 with several taps stages each
+    // workgroup's input patch through workgroup memory once for all taps
+    // (conv2d_coop_tile.rs), or copies the input into a padded, blocked
+    // scratch layout whose A blocks are contiguous (conv2d_coop_blocked.rs);
+    // the rest (strides, dilations, 1x1) read A blocks straight from x
+    // (conv2d_coop_direct.wgsl), which needs input channels in runs of 16.
+    // Outputs past a multiple of the tile are zero filter columns; groups
+    // of up to 32 outputs take a 32-channel tile (ESRGAN-slim's 64->32 3x3
+    // at 960x540 on an H100: 0.44 ms, 0.55 on the 64-channel one, with the
+    // direct kernel). Up to 16 outputs over a long reduction took
     // conv2d_split.wgsl above.
     let f16 = xd.data_type == DataType::Float16 && fd.data_type == DataType::Float16;
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
-        if let (Some(bytes), true) = (l.ir.constant(f), icg % 16 == 0) {
+        // The staged and blocked kernels pad input channels to 16 as they
+        // stage or copy them, so they take any count (ESRGAN's RGB head).
+        let staged = Staged::choose(kh, kw, o.strides, o.dilations, ocg);
+        let blocked = Blocked::choose((kh, kw), o.strides, o.dilations, (oh, ow), o.groups, icg);
+        // Fewer than 16 input channels are worth padding for a single
+        // group onto at least 16 outputs (an RGB head), not for depthwise or
+        // narrow groups, which would fill 1 of 16 rows and columns.
+        let padded = blocked.is_some() && o.groups == 1 && ocg >= 16;
+        if let (Some(bytes), true) = (l.ir.constant(f), padded || icg % 16 == 0) {
             let blocks = if ocg <= 32 { 2 } else { 4 };
             let tile_channels = 16 * blocks as usize;
             let ocp = ocg.next_multiple_of(tile_channels);
             let channel_tiles = ocp / tile_channels;
-            let table = transposed_filter(bytes, 2, o, shape4(&fd.shape), kh * kw * icg, ocp);
+            let table = blocked_filter(bytes, o, shape4(&fd.shape), icg.next_multiple_of(16), ocp);
+            let inputs = table_inputs(node);
+            let params_plain = params;
+            let params = Kernel::params(&Params {
+                ocp: ocp as u32,
+                channel_tiles: channel_tiles as u32,
+                ..params
+            });
+            let images = pixels / (oh * ow);
+            // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
+            // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
+            // or a group has fewer than 16 input channels (its RGB head:
+            // 0.16 against 0.19-0.21), and where the staged patch does not
+            // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
+            // 0.47 blocked with its copy), all on an H100.
+            let blocked = blocked.filter(|_| has_residual || icg < 16 || staged.is_none());
+            if let Some(blocked) = blocked {
+                let scratch = l.scratch(blocked.bytes(images))?;
+                let copy = l.kernel_with_scratch(
+                    Kernel {
+                        label: "conv2d blocks".into(),
+                        source: &Blocked::copy_source(),
+                        spec: Blocked::copy_spec(icg),
+                        output_type: yd.data_type,
+                        input_type: xd.data_type,
+                        activations: &[],
+                        params: Kernel::params(&Params {
+                            ocp: ocp as u32,
+                            channel_tiles: channel_tiles as u32,
+                            ..params_plain
+                        }),
+                        table: None,
+                        inputs: vec![x],
+                        outputs: vec![],
+                        workgroups: grid(
+                            blocked.copy_invocations(images, icg),
+                            Blocked::copy_workgroup_size(),
+                        ),
+                        workgroup_size: Blocked::copy_workgroup_size(),
+                    },
+                    scratch,
+                );
+                let runs = images * oh * ow.div_ceil(blocked::RUN);
+                let x_tiles = runs.min(65535);
+                let bindings = tensor_core_bindings(
+                    Specialization::new(),
+                    has_bias,
+                    has_residual,
+                    ocg % 2 == 0,
+                    true,
+                );
+                let main = copy.and_then(|()| {
+                    l.kernel_with_scratch(
+                        Kernel {
+                            label: "conv2d".into(),
+                            source: &Blocked::source(),
+                            spec: bindings.u32("BN", blocks),
+                            output_type: yd.data_type,
+                            input_type: xd.data_type,
+                            activations: &node.activations,
+                            params,
+                            table: Some(table),
+                            inputs: inputs[1..].to_vec(),
+                            outputs: vec![y],
+                            workgroups: [
+                                x_tiles as u32,
+                                (runs.div_ceil(x_tiles) * channel_tiles) as u32,
+                                o.groups as u32,
+                            ],
+                            workgroup_size: 32,
+                        },
+                        scratch,
+                    )
+                });
+                l.release_scratch(scratch);
+                return main;
+            }
+            if let Some(staged) = staged {
+                let tiles = Staged::tiles(pixels / (oh * ow), oh, ow);
+                let x_tiles = tiles.min(65535);
+                let bindings = tensor_core_bindings(
+                    Specialization::new(),
+                    has_bias,
+                    has_residual,
+                    staged.pairs,
+                    false,
+                );
+                return l.kernel(Kernel {
+                    label: "conv2d".into(),
+                    source: &Staged::source(),
+                    spec: staged.spec(bindings, icg),
+                    output_type: yd.data_type,
+                    input_type: xd.data_type,
+                    activations: &node.activations,
+                    params,
+                    table: Some(table),
+                    inputs,
+                    outputs: vec![y],
+                    workgroups: [
+                        x_tiles as u32,
+                        (tiles.div_ceil(x_tiles) * channel_tiles) as u32,
+                        o.groups as u32,
+                    ],
+                    workgroup_size: staged.workgroup_size(),
+                });
+            }
             let runs = pixels / (oh * ow) * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
             let x_tiles = runs.min(65535);
             let gemm = Gemm::TensorCores {
@@ -409,7 +630,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 pairs: ocg % 2 == 0,
             };
             let source = gemm.source();
-            let inputs = table_inputs(node);
             return l.kernel(Kernel {
                 label: "conv2d".into(),
                 source: &source,
@@ -417,11 +637,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 output_type: yd.data_type,
                 input_type: xd.data_type,
                 activations: &node.activations,
-                params: Kernel::params(&Params {
-                    ocp: ocp as u32,
-                    channel_tiles: channel_tiles as u32,
-                    ..params
-                }),
+                params,
                 table: Some(table),
                 inputs,
                 outputs: vec![y],
@@ -691,7 +907,7 @@ fn narrow_filter(
 
 #[cfg(test)]
 mod tests {
-    use super::transposed_filter;
+    use super::{blocked_filter, transposed_filter};
     use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions};
 
     /// Each filter value is its own OIHW index; the table must hold, for
@@ -764,6 +980,59 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Each block of the tensor-core table holds the rows-of-outputs
+    /// table's 16 x 16 block, row-major, blocks in (group, row block,
+    /// column block) order; input channels past a multiple of 16 are zero
+    /// rows.
+    #[test]
+    fn the_blocked_filter_holds_contiguous_16x16_blocks_of_the_transposed_one() {
+        let k = 3usize;
+        for (oc, icg, groups, ocp) in [(40usize, 32usize, 2usize, 32usize), (64, 3, 1, 64)] {
+            let bytes: Vec<u8> = (0..oc * icg * k * k)
+                .flat_map(|i| half::f16::from_f32((i % 2039 + 1) as f32).to_le_bytes())
+                .collect();
+            let o = Conv2dOptions {
+                groups,
+                ..Conv2dOptions::new()
+            };
+            let shape = [oc, icg, k, k];
+            let icp = icg.next_multiple_of(16);
+            let halves = |words: Vec<u32>| -> Vec<u16> {
+                words
+                    .iter()
+                    .flat_map(|w| [*w as u16, (*w >> 16) as u16])
+                    .collect()
+            };
+            // The rows-of-outputs table with the same padded rows.
+            let plain = halves(transposed_filter(&bytes, 2, &o, shape, k * k * icg, ocp));
+            let blocked = halves(blocked_filter(&bytes, &o, shape, icp, ocp));
+            assert_eq!(blocked.len(), groups * k * k * icp * ocp);
+            for g in 0..groups {
+                for t in 0..k * k {
+                    for ci in 0..icp {
+                        let r = (g * k * k + t) * icp + ci;
+                        for m in 0..ocp {
+                            let at =
+                                ((r / 16) * (ocp / 16) + m / 16) * 256 + (r % 16) * 16 + m % 16;
+                            let want = match ci < icg {
+                                true => plain[(g * k * k * icg + t * icg + ci) * ocp + m],
+                                false => 0,
+                            };
+                            assert_eq!(blocked[at], want, "{icg}: row {r} column {m}");
+                        }
+                    }
+                }
+            }
+            // The kernels' address of block (t, ci / 16, m / 16) of group g.
+            let (g, t, ci, m) = (groups - 1, 4, 0, 16);
+            let at = ((g * k * k + t) * icp + ci) * ocp + 16 * m;
+            assert_eq!(
+                blocked[at],
+                plain[(g * k * k * icg + t * icg + ci) * ocp + m]
+            );
         }
     }
 }

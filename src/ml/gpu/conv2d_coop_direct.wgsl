@@ -5,11 +5,13 @@
 // in x: row i (pixel ox + i) starts stride.x * C elements after row i - 1.
 // So A is loaded with coopLoadT from x directly, no im2col and no staging;
 // only blocks that cross the image's edge are staged through workgroup
-// memory with zeros. B comes from the filter pre-transposed at build (the
-// `table`): for group g, tap t, input channel ci, the row of output channels
-// wt[((g * taps + t) * icg + ci) * OCP + m], OCP a multiple of 64, zero past
-// ocg. The staged kernel (conv2d_coop.wgsl) spent its time on the im2col
-// loads, not on the products.
+// memory with zeros. B comes from the filter rearranged at build (the
+// `table`, conv2d.rs's `blocked_filter`): each 16 x 16 block of B (16 input
+// channels of a tap by 16 output channels, zero past ocg) is 256 contiguous
+// halves, so B loads are contiguous too; block (t, ci / 16, m / 16) of group
+// g starts at ((g * taps + t) * icg + ci) * OCP + 16 m, OCP the outputs
+// padded to the tile. An earlier kernel (conv2d_coop.wgsl) that staged
+// im2col operands through workgroup memory spent its time on those loads.
 //
 // One workgroup is one 32-wide subgroup (the tensor-core adapters run
 // 32-wide subgroups), so every branch that depends on the workgroup is
@@ -31,10 +33,6 @@ const TP: u32 = 64u;
 // a 4-byte variable placed first moved every cooperative access 4 bytes.
 // An A block that crosses an edge: [pixel][channel], 16 x 16.
 var<workgroup> stage: array<f16, 256>;
-// One 16-pixel block's sums for the epilogue: [pixel][channel], rows padded
-// to TCS so that its column reads spread over the banks.
-const TCS: u32 = 68u;
-var<workgroup> tile_c: array<f32, 1088>; // 16 x TCS
 // The loop's tap, read back uniform.
 var<workgroup> tap_shared: vec4<u32>;
 
@@ -66,58 +64,6 @@ fn fill(lid: u32, n: u32, iy: u32, ox0: u32, valid: u32, kx: u32, c: u32) {
             v = x[base + j];
         }
         stage[i * 16u + 8u * (lid % 2u) + j] = v;
-    }
-}
-
-// Writes one 16-pixel block's sums (pixels p0 .. + 15, `valid` of them):
-// lane lid writes the tile's channels 2 lid and 2 lid + 1 of each pixel,
-// through `store_pair` (conv2d.rs: one vec2 store where the group's
-// outputs come in pairs, so a subgroup stores one 128-byte line of a
-// 64-channel pixel at once; two scalar stores otherwise). The output is
-// NHWC, so the address steps by oc per pixel: no division per element,
-// and the bias is read once per lane.
-fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) {
-    let m = m0 + 2u * lid;
-    let mo = g * params.ocg + m;
-    // Lanes past a 32-channel tile, and channels past the group's
-    // (padding of the tile), write nothing.
-    let in_tile = 2u * lid < 16u * BN;
-    let ok0 = in_tile & (m < params.ocg);
-    let ok1 = in_tile & (m + 1u < params.ocg);
-    var b = vec2<f32>(0.0);
-    if ok0 {
-        b.x = bias(mo);
-    }
-    if ok1 {
-        b.y = bias(mo + 1u);
-    }
-    // A fused residual is read for all 16 pixels before any store: the
-    // compiler cannot move a load of r above a store to y (they may alias),
-    // so read in the store loop each store waited for its own load, 32
-    // memory latencies in a row per block (ESRGAN-slim's GFF_2, 3x3 64->64
-    // with a residual: 0.99 ms against 0.62 without, on an H100).
-    var r: array<vec2<f32>, 16>;
-    let first = p0 * params.oc + mo;
-    var at = first;
-    for (var i = 0u; i < 16u; i++) {
-        if i < valid {
-            if ok0 {
-                r[i].x = residual(at);
-            }
-            if ok1 {
-                r[i].y = residual(at + 1u);
-            }
-        }
-        at += params.oc;
-    }
-    at = first;
-    for (var i = 0u; i < 16u; i++) {
-        if i < valid {
-            let c = i * TCS + 2u * lid;
-            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b + r[i];
-            store_pair(at, vec2<f32>(act(v.x), act(v.y)), ok0, ok1);
-        }
-        at += params.oc;
     }
 }
 
@@ -230,18 +176,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // cores work.
         let inside = (kind0 == DIRECT) & (kind1 == DIRECT) & (kind2 == DIRECT) & (kind3 == DIRECT);
         if inside {
-            let wrow0 = (g * kh * kw + t) * icg * params.ocp + m0;
+            let wrow0 = (g * kh * kw + t) * icg * params.ocp + 16u * m0;
             var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0], a_stride);
             var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1], a_stride);
             var a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2], a_stride);
             var a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
-            var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], params.ocp);
-            var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 16u], params.ocp);
+            var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], 16u);
+            var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 256u], 16u);
             var w2 = w0;
             var w3 = w1;
             if BN == 4u {
-                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 32u], params.ocp);
-                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 48u], params.ocp);
+                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 512u], 16u);
+                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 768u], 16u);
             }
             for (var ci = 16u; ci < icg; ci += 16u) {
                 let wrow = wrow0 + ci * params.ocp;
@@ -249,13 +195,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
                 let na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
                 let na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
-                let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
-                let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
+                let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
+                let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
                 var nw2 = nw0;
                 var nw3 = nw1;
                 if BN == 4u {
-                    nw2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
-                    nw3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+                    nw2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 512u], 16u);
+                    nw3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 768u], 16u);
                 }
                 c00 = coopMultiplyAdd(a0, w0, c00);
                 c01 = coopMultiplyAdd(a0, w1, c01);
@@ -317,14 +263,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             continue;
         }
         for (var ci = 0u; ci < icg; ci += 16u) {
-            let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + m0;
-            let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], params.ocp);
-            let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 16u], params.ocp);
+            let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + 16u * m0;
+            let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
+            let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
             var w2 = w0;
             var w3 = w1;
             if BN == 4u {
-                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 32u], params.ocp);
-                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 48u], params.ocp);
+                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 512u], 16u);
+                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 768u], 16u);
             }
             // Each A block, read directly or staged; its four products are
             // written out in each branch, as a cooperative matrix is not kept
@@ -412,8 +358,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
 
-    // Epilogue, one 16-pixel block at a time through tile_c.
+    // Epilogue, one 16-pixel block at a time through tile_c, each block's
+    // residual read before the block before is stored.
     let p0 = (n * params.oh + oy) * params.ow + ox0;
+    var r = load_residual(lid, p0, valid0, m0, g);
     workgroupBarrier();
     coopStoreT(c00, &tile_c[0], TCS);
     coopStoreT(c01, &tile_c[16], TCS);
@@ -422,7 +370,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         coopStoreT(c03, &tile_c[48], TCS);
     }
     workgroupBarrier();
-    write_block(lid, p0 + 0u, valid0, m0, g);
+    var rn = load_residual(lid, p0 + 16u, valid1, m0, g);
+    write_block(lid, p0 + 0u, valid0, m0, g, r);
     workgroupBarrier();
     coopStoreT(c10, &tile_c[0], TCS);
     coopStoreT(c11, &tile_c[16], TCS);
@@ -431,7 +380,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         coopStoreT(c13, &tile_c[48], TCS);
     }
     workgroupBarrier();
-    write_block(lid, p0 + 16u, valid1, m0, g);
+    r = load_residual(lid, p0 + 32u, valid2, m0, g);
+    write_block(lid, p0 + 16u, valid1, m0, g, rn);
     workgroupBarrier();
     coopStoreT(c20, &tile_c[0], TCS);
     coopStoreT(c21, &tile_c[16], TCS);
@@ -440,7 +390,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         coopStoreT(c23, &tile_c[48], TCS);
     }
     workgroupBarrier();
-    write_block(lid, p0 + 32u, valid2, m0, g);
+    rn = load_residual(lid, p0 + 48u, valid3, m0, g);
+    write_block(lid, p0 + 32u, valid2, m0, g, r);
     workgroupBarrier();
     coopStoreT(c30, &tile_c[0], TCS);
     coopStoreT(c31, &tile_c[16], TCS);
@@ -449,5 +400,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         coopStoreT(c33, &tile_c[48], TCS);
     }
     workgroupBarrier();
-    write_block(lid, p0 + 48u, valid3, m0, g);
+    write_block(lid, p0 + 48u, valid3, m0, g, rn);
 }

@@ -160,25 +160,30 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// groups, spatial size, filter size). The GEMM ones are past the 32 tiles
 /// below which a short reduction takes the direct kernel (conv2d.rs). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
-/// fourth takes the direct tensor-core kernel in float16 NHWC (16 input
+/// fourth takes the staged tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
 /// next two the narrow kernel (one group, few outputs), with channels in
 /// runs of 4 (vector loads in NHWC) and not, then a short reduction onto
 /// many outputs (the GEMM kernels). In NHWC the second and third take conv2d_gemm_vec.wgsl (64- and
 /// 128-pixel tiles) where tensor cores do not; the eighth (33 input channels,
-/// not in runs of 4) keeps the wide tiles in NHWC too. The last has an odd
+/// not in runs of 4) keeps the wide tiles in NHWC too. The ninth has an odd
 /// number of outputs: in float16 NHWC, a 32-channel tensor-core tile that
 /// stores its channels one by one (the third's 12 outputs go in pairs).
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 9] = [
+/// The last two are for the other tensor-core kernels: a 1x1 (one tap, the
+/// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
+/// kernel's 32-channel tile).
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 32, 3),  // direct tensor-core tiles, two groups
+    (32, 96, 2, 32, 3),  // staged tensor-core tiles, two groups
     (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
     (3, 20, 1, 46, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
     (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
+    (32, 96, 2, 32, 1),  // direct tensor-core tiles, one tap
+    (32, 20, 1, 24, 3),  // staged 32-channel tensor-core tiles
 ];
 
 /// One conv2d graph of the zoo.
@@ -1144,8 +1149,11 @@ fn few_output_convolutions_take_their_kernels() {
         (f32, tc, 64, 32, 184, "vec4 32 x 128"),
         (f32, tc, 64, 20, 184, "vec4 32 x 128"),
         (f16, no_tc, 64, 32, 184, "vec4 32 x 128"),
-        (f16, tc, 64, 32, 9, "tensor cores x32"),
-        (f16, tc, 64, 48, 9, "tensor cores"),
+        (f16, tc, 64, 32, 9, "tensor cores staged x32"),
+        (f16, tc, 64, 48, 9, "tensor cores staged"),
+        // An RGB head (fewer than 16 input channels) takes the blocked
+        // copy's kernel.
+        (f16, tc, 3, 32, 184, "tensor cores blocked x32"),
         (f32, tc, 64, 64, 9, "vec4 x 64"),
         (f32, tc, 64, 36, 184, "vec4 x 128"),
         // Short reductions keep the narrow kernel: 12 -> 3 (108 long), and
@@ -1173,6 +1181,14 @@ fn few_output_convolutions_take_their_kernels() {
             target.f16_tensor_cores
         );
     }
+    // Depthwise and narrow groups stay off the tensor cores in float16:
+    // padding one input channel to 16 would waste 15 of 16 products.
+    for problem in [(16, 16, 16, 46, 3), (32, 64, 16, 46, 3)] {
+        let conv = Conv::new(f16, InputLayout::Nhwc, problem);
+        let recorded = record(&conv.graph(&ctx), tc).unwrap();
+        let kernel = conv_kernel(&recorded[0].source).unwrap();
+        assert!(!kernel.starts_with("tensor cores"), "{problem:?}: {kernel}");
+    }
     // NCHW keeps the kernels it had.
     let conv = Conv::new(f32, InputLayout::Nchw, (64, 4, 1, 9, 3));
     let recorded = record(&conv.graph(&ctx), tc).unwrap();
@@ -1199,11 +1215,19 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
+        ("tensor cores blocked x32", "fn a_at(&const BN: u32 = 2u;"),
+        ("tensor cores blocked", "fn a_at("),
+        (
+            "tensor cores staged x32",
+            "var<workgroup> staged&const BN: u32 = 2u;",
+        ),
+        ("tensor cores staged", "var<workgroup> staged"),
         ("tensor cores x32", "const BN: u32 = 2u;"),
         ("tensor cores", "coopMultiplyAdd"),
     ]
     .into_iter()
-    .find(|(_, mark)| source.contains(mark))
+    // A mark of several parts (joined by '&') needs them all.
+    .find(|(_, mark)| mark.split('&').all(|part| source.contains(part)))
     .map(|(name, _)| name)
 }
 
@@ -1260,6 +1284,10 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "narrow vector",
             "split",
             "tensor cores",
+            "tensor cores blocked",
+            "tensor cores blocked x32",
+            "tensor cores staged",
+            "tensor cores staged x32",
             "tensor cores x32",
             "vec4 32 x 128",
             "vec4 x 128",
@@ -1349,4 +1377,140 @@ fn a_new_input_size_or_context_compiles_no_new_pipeline() {
         compiled,
         "ESRGAN at a second size"
     );
+}
+
+/// On a GPU (lavapipe in CI, which has no cooperative matrices but runs the
+/// copy): the blocked tensor-core conv2d's first pass lays a float16 NHWC
+/// input out as conv2d_coop_block.wgsl says, padding written as zeros over
+/// whatever the recycled scratch held, for channels one by one (3 a group),
+/// in runs of 4 (12) and of 8 (24), two groups.
+#[test]
+fn the_blocked_copy_pads_and_blocks_the_input() {
+    use super::super::conv2d::Params;
+    use super::super::conv2d_coop_blocked::Blocked;
+    use super::{grid, kernel_source, Kernel};
+    use crate::gpu::Checks;
+    let gpu = crate::gpu::Gpu::new().unwrap();
+    if !gpu.has(wgpu::Features::SHADER_F16) {
+        panic!("the blocked copy test needs SHADER_F16 (lavapipe has it)");
+    }
+    let (n, h, w, groups, k) = (2usize, 5usize, 7usize, 2usize, 3usize);
+    for icg in [3usize, 12, 24] {
+        let c = groups * icg;
+        // Small integers: exact in float16, and none is zero.
+        let x: Vec<half::f16> = (0..n * h * w * c)
+            .map(|i| half::f16::from_f32((i % 997 + 1) as f32))
+            .collect();
+        let blocked = Blocked::choose((k, k), [1, 1], [1, 1], (h, w), groups, icg).unwrap();
+        let params = Params {
+            x_strides: [(h * w * c) as u32, 1, (w * c) as u32, c as u32],
+            f_strides: [0; 4],
+            stride: [1, 1],
+            dilation: [1, 1],
+            padding: [1, 1],
+            filter_size: [k as u32, k as u32],
+            total: (n * h * w * 16 * groups) as u32,
+            pixels: (n * h * w) as u32,
+            oc: (16 * groups) as u32,
+            ocg: 16,
+            oh: h as u32,
+            ow: w as u32,
+            ohw: (h * w) as u32,
+            nhwc: 1,
+            h: h as u32,
+            w: w as u32,
+            icg: icg as u32,
+            kdim: (icg * k * k) as u32,
+            channel_tiles: 1,
+            ocp: 32,
+            upsample: [1, 1],
+        };
+        let kernel = Kernel {
+            label: "conv2d blocks".into(),
+            source: &Blocked::copy_source(),
+            spec: Blocked::copy_spec(icg),
+            output_type: DataType::Float16,
+            input_type: DataType::Float16,
+            activations: &[],
+            params: Kernel::params(&params),
+            table: None,
+            inputs: vec![],
+            outputs: vec![],
+            workgroups: grid(
+                blocked.copy_invocations(n, icg),
+                Blocked::copy_workgroup_size(),
+            ),
+            workgroup_size: Blocked::copy_workgroup_size(),
+        };
+        let pipeline = gpu
+            .compute_pipeline("conv2d blocks", &kernel_source(&kernel), Checks::Trusted)
+            .unwrap();
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let uniform = gpu
+            .create_buffer_with_data("params", &kernel.params.bytes, wgpu::BufferUsages::UNIFORM)
+            .unwrap();
+        let xbuf = gpu
+            .create_buffer_with_data("x", bytemuck::cast_slice(&x), storage)
+            .unwrap();
+        // A recycled scratch: every byte set, so unwritten padding shows.
+        let bytes = blocked.bytes(n) as usize;
+        let xb = gpu
+            .create_buffer_with_data("xb", &vec![0xff; bytes], storage)
+            .unwrap();
+        let group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: uniform.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: xbuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: xb.as_entire_binding(),
+                },
+            ],
+        });
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            let [gx, gy, gz] = kernel.workgroups;
+            pass.dispatch_workgroups(gx, gy, gz);
+        }
+        gpu.queue().submit([encoder.finish()]);
+        let got = gpu
+            .download_buffer(&xb, 0, bytes as u64)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let got: &[half::f16] = bytemuck::cast_slice(&got);
+        let (rows, columns, icb) = (blocked.rows, blocked.columns, icg.div_ceil(16));
+        assert_eq!(blocked.channel_blocks, groups * icb);
+        for (at, value) in got.iter().enumerate() {
+            let j = at % 16;
+            let col = at / 16 % columns;
+            let row = at / (16 * columns) % rows;
+            let cb = at / (16 * columns * rows) % blocked.channel_blocks;
+            let img = at / (16 * columns * rows * blocked.channel_blocks);
+            let (g, channel) = (cb / icb, (cb % icb) * 16 + j);
+            let (iy, ix) = (row as isize - 1, col as isize - 1);
+            let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+            let want = if inside && channel < icg {
+                x[((img * h + iy as usize) * w + ix as usize) * c + g * icg + channel]
+            } else {
+                half::f16::ZERO
+            };
+            assert_eq!(
+                value.to_bits(),
+                want.to_bits(),
+                "icg {icg}: image {img} block {cb} row {row} column {col} channel {j}"
+            );
+        }
+    }
 }

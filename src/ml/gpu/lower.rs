@@ -154,6 +154,10 @@ impl Kernel<'_> {
     }
 }
 
+/// A scratch buffer of the lowering ([`Lowering::scratch`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScratchId(usize);
+
 /// What the device offers that the lowering's choices depend on.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Target {
@@ -183,6 +187,9 @@ pub(crate) struct Lowering<'a> {
     free: Vec<crate::gpu::live::Buffer>,
     pub buffers: Vec<crate::gpu::live::Buffer>,
     pub steps: Vec<Step>,
+    /// Buffers a node's kernels share for its own use, by [`ScratchId`]
+    /// (none while recording).
+    scratches: Vec<Option<Slot>>,
     /// What the node being lowered computes ([`GraphIr::describe`]), for
     /// the profile lines of its kernels.
     pub node_detail: String,
@@ -421,6 +428,7 @@ impl<'a> Lowering<'a> {
             free: Vec::new(),
             buffers: Vec::new(),
             steps: Vec::new(),
+            scratches: Vec::new(),
             node_detail: String::new(),
             #[cfg(test)]
             recorded: Vec::new(),
@@ -494,6 +502,13 @@ impl<'a> Lowering<'a> {
             return Ok(());
         }
         let size = self.size_of(id);
+        let buffer = self.take_free(size, "wgnn intermediate")?;
+        self.slots[id] = Some(Slot { buffer, size });
+        Ok(())
+    }
+
+    /// The smallest free buffer of at least `size` bytes, or a new one.
+    fn take_free(&mut self, size: u64, label: &str) -> Result<crate::gpu::live::Buffer> {
         let best = self
             .free
             .iter()
@@ -501,12 +516,10 @@ impl<'a> Lowering<'a> {
             .filter(|(_, b)| b.size() >= size)
             .min_by_key(|(_, b)| b.size())
             .map(|(i, _)| i);
-        let buffer = match best {
-            Some(i) => self.free.swap_remove(i),
-            None => self.new_buffer(size, "wgnn intermediate")?,
-        };
-        self.slots[id] = Some(Slot { buffer, size });
-        Ok(())
+        match best {
+            Some(i) => Ok(self.free.swap_remove(i)),
+            None => self.new_buffer(size, label),
+        }
     }
 
     /// Returns an intermediate's buffer to the free list after its last use.
@@ -524,7 +537,42 @@ impl<'a> Lowering<'a> {
         self.steps.push(Step::Copy { src, dst });
     }
 
+    /// A buffer of at least `size` bytes that the kernels of one node
+    /// share (one writes it, the next reads it), taken from the free
+    /// intermediates: its contents are whatever was there, so its writer
+    /// writes all of it. Give it back with [`Lowering::release_scratch`]
+    /// once the node's last kernel is recorded.
+    pub fn scratch(&mut self, size: u64) -> Result<ScratchId> {
+        let slot = match self.gpu {
+            None => None,
+            Some(_) => {
+                let size = size.div_ceil(4).max(1) * 4;
+                let buffer = self.take_free(size, "wgnn scratch")?;
+                Some(Slot { buffer, size })
+            }
+        };
+        self.scratches.push(slot);
+        Ok(ScratchId(self.scratches.len() - 1))
+    }
+
+    /// Returns a scratch buffer to the free intermediates.
+    pub fn release_scratch(&mut self, id: ScratchId) {
+        if let Some(slot) = self.scratches[id.0].take() {
+            self.free.push(slot.buffer);
+        }
+    }
+
+    /// [`Lowering::kernel`] with a scratch buffer bound after the outputs
+    /// (before any table).
+    pub fn kernel_with_scratch(&mut self, k: Kernel<'_>, scratch: ScratchId) -> Result<()> {
+        self.kernel_bound(k, Some(scratch))
+    }
+
     pub fn kernel(&mut self, k: Kernel<'_>) -> Result<()> {
+        self.kernel_bound(k, None)
+    }
+
+    fn kernel_bound(&mut self, k: Kernel<'_>, scratch: Option<ScratchId>) -> Result<()> {
         let uses_f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
         if uses_f16 && !self.target.shader_f16 {
             return Err(Error::invalid(format!(
@@ -537,7 +585,10 @@ impl<'a> Lowering<'a> {
         let Some(gpu) = self.gpu else {
             #[cfg(test)]
             self.recorded.push(Recorded {
-                storage_bindings: k.inputs.len() + k.outputs.len() + k.table.is_some() as usize,
+                storage_bindings: k.inputs.len()
+                    + k.outputs.len()
+                    + scratch.is_some() as usize
+                    + k.table.is_some() as usize,
                 label: k.label,
                 source: src,
                 params: k.params.bytes,
@@ -559,6 +610,10 @@ impl<'a> Lowering<'a> {
             .chain(&k.outputs)
             .map(|&id| self.slot(id).clone())
             .collect();
+        if let Some(id) = scratch {
+            let slot = self.scratches[id.0].clone();
+            slots.push(slot.expect("a scratch buffer is used before its release"));
+        }
         if let Some(table) = &k.table {
             let buffer = gpu.create_buffer_with_data(
                 &format!("{} table", k.label),

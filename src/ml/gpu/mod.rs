@@ -8,6 +8,8 @@ mod broadcast;
 mod compare;
 mod concat;
 mod conv2d;
+mod conv2d_coop_blocked;
+mod conv2d_coop_tile;
 mod conv2d_dwpw;
 mod conv2d_gemm_vec;
 mod conv2d_split;

@@ -1,0 +1,135 @@
+//! `conv2d_coop_tile.wgsl`: the tensor-core conv2d with its input staged
+//! through workgroup memory (see the shader's header; conv2d.rs decides
+//! when it is chosen, over `conv2d_coop_direct.wgsl`).
+//!
+//! Why: the direct kernel reads every A block (16 pixels x 16 channels)
+//! from memory once per tap, with rows an NHWC pixel apart, which
+//! `wgnn-bench tensor-cores` puts at half the throughput of contiguous
+//! loads (3x3 64 -> 64 at 512x512 on an H100: 0.303 ms, 64 TFLOP/s). Here
+//! a workgroup of R subgroups stages the (R + kh - 1) x (64 + kw - 1)
+//! pixel patch of 16 input channels once, with 8-byte loads, and every
+//! tap reads its A blocks from it: for 3x3 and R = 4, 1.6 input loads per
+//! output pixel and 16 channels instead of 9. Measured on an H100: 3x3
+//! 64 -> 64 at 512x512 0.303 -> 0.236 ms, ESRGAN-slim's 960x540 body 0.55
+//! -> 0.43 and its 5x5 1.46 -> 0.93. With a fused residual it is slower
+//! than the blocked kernel (0.71 against 0.52 ms for the body), and
+//! workgroups of 2 rows (R = 2) were slower everywhere (0.41 ms for the
+//! 512x512), so conv2d.rs sends residuals to conv2d_coop_blocked.rs.
+
+use super::conv2d_coop_blocked::{load4, RUN};
+use crate::gpu::Specialization;
+
+/// Output rows of a workgroup, one subgroup each.
+pub(super) const ROWS: u32 = 4;
+/// Workgroup memory the kernel may use: the 48 KiB every tensor-core
+/// adapter we know offers (Vulkan's maxComputeSharedMemorySize on NVIDIA;
+/// 64 KiB on AMD and Intel).
+pub(super) const WORKGROUP_BYTES: usize = 49152;
+/// The epilogue's per-subgroup tile of sums, 16 x TCS float32.
+const TCS: usize = 36;
+
+/// The kernel's shape for a convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Staged {
+    /// 16-channel output blocks of a tile: 4, or 2 for groups of up to 32.
+    pub blocks: u32,
+    /// The group's outputs come in pairs (stored as one vec2).
+    pub pairs: bool,
+    /// Patch rows and columns.
+    pr: usize,
+    pc: usize,
+    /// Halves from one patch pixel to the next.
+    ps: usize,
+}
+
+impl Staged {
+    /// The kernel for a `kh` x `kw` filter at `strides` and `dilations`,
+    /// if it takes it: stride and dilation 1 (a tap's A block is then a
+    /// run of adjacent patch pixels) and more than one tap (a 1x1 reads
+    /// each input once anyway), with the two patch buffers and the
+    /// epilogue's tiles within [`WORKGROUP_BYTES`]. The caller checks the
+    /// rest (float16 NHWC, a constant filter, 16-channel runs, no input
+    /// scale, tensor cores).
+    pub fn choose(
+        kh: usize,
+        kw: usize,
+        strides: [usize; 2],
+        dilations: [usize; 2],
+        ocg: usize,
+    ) -> Option<Staged> {
+        if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 {
+            return None;
+        }
+        let (pr, pc) = (ROWS as usize + kh - 1, RUN + kw - 1);
+        let epilogue = ROWS as usize * 16 * TCS * 4;
+        // 48-byte pixels spread a matrix load's rows over the banks; 32
+        // where those do not fit (5x5: 8 x 68 pixels).
+        let ps = [24, 16]
+            .into_iter()
+            .find(|ps| 2 * pr * pc * ps * 2 + epilogue <= WORKGROUP_BYTES)?;
+        Some(Staged {
+            blocks: if ocg <= 32 { 2 } else { 4 },
+            pairs: ocg % 2 == 0,
+            pr,
+            pc,
+            ps,
+        })
+    }
+
+    pub fn source() -> String {
+        format!(
+            "enable wgpu_cooperative_matrix;\n{}{}",
+            include_str!("conv2d_params.wgsl"),
+            include_str!("conv2d_coop_tile.wgsl")
+        )
+    }
+
+    pub fn workgroup_size(self) -> u32 {
+        32 * ROWS
+    }
+
+    /// Tiles of ROWS rows x RUN pixels over `images` of `oh` x `ow`.
+    pub fn tiles(images: usize, oh: usize, ow: usize) -> usize {
+        images * oh.div_ceil(ROWS as usize) * ow.div_ceil(RUN)
+    }
+
+    /// Its constants, how it reads x for `icg` input channels a group
+    /// (`load4`, conv2d_coop_blocked.rs), and `bindings`: the bias,
+    /// residual, output and table declarations it shares with the direct
+    /// tensor-core kernel.
+    pub fn spec(self, bindings: Specialization, icg: usize) -> Specialization {
+        let vectors = self.pr * self.pc * 4;
+        bindings
+            .code(&load4(icg))
+            .u32("BN", self.blocks)
+            .u32("R", ROWS)
+            .u32("PR", self.pr as u32)
+            .u32("PC", self.pc as u32)
+            .u32("PS", self.ps as u32)
+            .u32("PATCH", (self.pr * self.pc * self.ps) as u32)
+            .u32(
+                "FILL",
+                vectors.div_ceil(self.workgroup_size() as usize) as u32,
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Staged;
+
+    #[test]
+    fn the_patch_fits_workgroup_memory_with_padded_pixels_where_it_can() {
+        // 3x3: 6 x 66 pixels of 48 bytes, twice, plus the epilogue.
+        let s = Staged::choose(3, 3, [1, 1], [1, 1], 64).unwrap();
+        assert_eq!((s.pr, s.pc, s.ps, s.blocks), (6, 66, 24, 4));
+        // 5x5: 8 x 68 pixels only fit at 32 bytes.
+        let s = Staged::choose(5, 5, [1, 1], [1, 1], 32).unwrap();
+        assert_eq!((s.pr, s.pc, s.ps, s.blocks), (8, 68, 16, 2));
+        // Nothing fits a 9x9 patch; strides, dilations and 1x1 go direct.
+        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1], 64), None);
+        assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1], 64), None);
+        assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2], 64), None);
+        assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1], 64), None);
+    }
+}

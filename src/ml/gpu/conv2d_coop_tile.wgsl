@@ -1,0 +1,331 @@
+// conv2d on cooperative matrices (tensor cores) with the input staged
+// through workgroup memory, for float16 NHWC stride-1 convolutions of more
+// than one tap (any number of group channels: it pads them to runs of 16
+// as it stages them, and the table's rows to match). The workgroup owns
+// R output rows (one 32-wide subgroup each) of a run of TP = 64 pixels and
+// 16 BN output channels. For each 16 input channels it stages the input
+// patch those rows read, (R + kh - 1) x (TP + kw - 1) pixels with zeros
+// past the image, once: every tap's A block is then a strided view of it
+// (pixel ox + kx of patch row oy + ky), so each input value is read from
+// memory once per workgroup and channel tile instead of once per tap, with
+// 8-byte loads along the channels (one by one where channels do not come
+// in runs of 4). conv2d_coop_direct.wgsl reads A blocks straight from
+// memory, once per tap, with rows an NHWC pixel apart.
+//
+// The next 16 channels' patch is loaded into registers while the tensor
+// cores work on this one and stored into the other of two buffers after,
+// so one barrier per 16 channels. Pixels in the patch are PS halves apart:
+// 24 (48 bytes) where it fits, so that the 8 rows of 16 bytes a matrix
+// load reads at once fall in distinct banks, else 16.
+//
+// B comes from the filter rearranged at build into contiguous 16 x 16
+// blocks (the `table`, as in conv2d_coop_direct.wgsl): block (t, ci / 16,
+// m / 16) of group g starts at ((g * taps + t) * icp + ci) * OCP + 16 m,
+// icp the group's input channels padded to 16.
+// Every subgroup reads the same B blocks, from cache.
+//
+// Cooperative operations need control flow naga can prove uniform: every
+// branch here depends on params, the workgroup id or constants; the
+// subgroup index only moves addresses.
+// Params: conv2d_params.wgsl. Constants from conv2d_coop_tile.rs: WG =
+// 32 R, BN, PR, PC, PS, PATCH = PR * PC * PS and FILL, the 8-byte vectors
+// of a patch each invocation loads.
+
+// x and `load4` come from conv2d_coop_tile.rs.
+
+const TP: u32 = 64u;
+// Two patch buffers, one read while the other is filled.
+var<workgroup> staged: array<f16, 2u * PATCH>;
+// Each subgroup's 16 pixels x 32 channels of sums for the epilogue, rows
+// padded to TCS.
+const TCS: u32 = 36u;
+var<workgroup> tile_c: array<f32, R * 16u * TCS>;
+
+// The patch's vector v (pixel v / 4, group channels c + 4 (v % 4) .. + 3,
+// the 16 from c) read from x: zero past the image, past the patch and past
+// the group's channels (a group of fewer than 16, or not a multiple of 16,
+// is padded here; the table's rows for those channels are zero too). Four
+// halves, not eight: naga cannot bitcast a u32 to two halves.
+fn load_vector(v: u32, n: u32, iy0: i32, ix0: i32, c0: u32, c: u32) -> vec4<f16> {
+    let q = v / 4u;
+    let iy = iy0 + i32(q / PC);
+    let ix = ix0 + i32(q % PC);
+    let cc = c + 4u * (v % 4u);
+    let inside = v < PR * PC * 4u && iy >= 0 && iy < i32(params.h) && ix >= 0
+        && ix < i32(params.w);
+    // No branch: the FILL loads of an invocation go out together (a load
+    // behind a branch measured 35% slower on the whole kernel); what is
+    // not to be read loads element 0 and is dropped.
+    let xs = params.x_strides;
+    let at = n * xs.x + u32(max(iy, 0)) * xs.z + u32(max(ix, 0)) * xs.w + c0 + cc;
+    return load4(select(0u, at, inside), cc, inside);
+}
+
+fn store_vector(v: u32, at: u32, d: vec4<f16>) {
+    if v < PR * PC * 4u {
+        let o = at + (v / 4u) * PS + 4u * (v % 4u);
+        staged[o] = d.x;
+        staged[o + 1u] = d.y;
+        staged[o + 2u] = d.z;
+        staged[o + 3u] = d.w;
+    }
+}
+
+// A phase of the epilogue: 16 pixels x 32 channels of a subgroup's sums
+// (pixels p0 .. + 15, `valid` of them; channels m0 .. + 31 of group g).
+// Lane `lane` takes channels 2 (lane % 16) and + 1 of every other pixel,
+// so each store instruction writes 64 contiguous bytes of each of two
+// pixels.
+struct Phase {
+    p0: u32,
+    valid: u32,
+    m0: u32,
+}
+
+// A fused residual for a phase. The compiler cannot move a load of r
+// above a store to y (they may alias), so loads placed in the store loop
+// would each wait for memory in turn (the residual 3x3 64->64 of
+// ESRGAN-slim took twice the time of the plain one on an H100 that way).
+fn load_residual(lane: u32, ph: Phase, g: u32) -> array<vec2<T>, 8> {
+    let m = ph.m0 + 2u * (lane % 16u);
+    let ok0 = m < params.ocg;
+    let ok1 = m + 1u < params.ocg;
+    // Pixel 2 k + lane / 16 of the phase for r[k]; written out, with no
+    // branch, so that the 8 loads go out together (a loop with a branch
+    // per load measured as if each waited for the one before).
+    let e = lane / 16u;
+    let at = (ph.p0 + e) * params.oc + g * params.ocg + m;
+    let step = 2u * params.oc;
+    var r: array<vec2<T>, 8>;
+    r[0] = residual_pair(at, ok0 & (e < ph.valid), ok1 & (e < ph.valid));
+    r[1] = residual_pair(at + step, ok0 & (e + 2u < ph.valid), ok1 & (e + 2u < ph.valid));
+    r[2] = residual_pair(at + 2u * step, ok0 & (e + 4u < ph.valid), ok1 & (e + 4u < ph.valid));
+    r[3] = residual_pair(at + 3u * step, ok0 & (e + 6u < ph.valid), ok1 & (e + 6u < ph.valid));
+    r[4] = residual_pair(at + 4u * step, ok0 & (e + 8u < ph.valid), ok1 & (e + 8u < ph.valid));
+    r[5] = residual_pair(at + 5u * step, ok0 & (e + 10u < ph.valid), ok1 & (e + 10u < ph.valid));
+    r[6] = residual_pair(at + 6u * step, ok0 & (e + 12u < ph.valid), ok1 & (e + 12u < ph.valid));
+    r[7] = residual_pair(at + 7u * step, ok0 & (e + 14u < ph.valid), ok1 & (e + 14u < ph.valid));
+    return r;
+}
+
+// Writes a phase's sums from the subgroup's part of tile_c, with bias,
+// residual `r` and activations.
+fn write_half(lane: u32, sg: u32, ph: Phase, g: u32, r: array<vec2<T>, 8>) {
+    let m = ph.m0 + 2u * (lane % 16u);
+    let mo = g * params.ocg + m;
+    let ok0 = m < params.ocg;
+    let ok1 = m + 1u < params.ocg;
+    var b = vec2<f32>(0.0);
+    if ok0 {
+        b.x = bias(mo);
+    }
+    if ok1 {
+        b.y = bias(mo + 1u);
+    }
+    let base = sg * 16u * TCS + 2u * (lane % 16u);
+    for (var k = 0u; k < 8u; k++) {
+        let i = 2u * k + lane / 16u;
+        if i < ph.valid {
+            let c = base + i * TCS;
+            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b + vec2<f32>(r[k]);
+            store_pair((ph.p0 + i) * params.oc + mo, vec2<f32>(act(v.x), act(v.y)), ok0, ok1);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let g = wid.z;
+    let channel_tiles = params.channel_tiles;
+    let m0 = (wid.y % channel_tiles) * (16u * BN);
+    // Tiles of R rows x TP pixels; the tile index folds over x and y.
+    let runs_per_row = (params.ow + TP - 1u) / TP;
+    let row_tiles = (params.oh + R - 1u) / R;
+    let tile = wid.x + (wid.y / channel_tiles) * nwg.x;
+    let n = tile / (row_tiles * runs_per_row);
+    if n >= params.pixels / params.ohw {
+        return;
+    }
+    let oy0 = (tile / runs_per_row) % row_tiles * R;
+    let ox0 = (tile % runs_per_row) * TP;
+    // This subgroup's output row, and the pixels of each of its 16-pixel
+    // blocks that exist (none past the last row; the last run of a row may
+    // be short).
+    let oy = oy0 + sg;
+    let left = select(0u, params.ow - ox0, oy < params.oh);
+    let valid0 = min(left, 16u);
+    let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
+    let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
+    let valid3 = min(select(0u, left - 48u, left > 48u), 16u);
+
+    let icg = params.icg;
+    // The table's rows per tap: icg padded to 16.
+    let icp = (icg + 15u) / 16u * 16u;
+    let c0 = g * icg;
+    let kw = params.filter_size.y;
+    let taps = params.filter_size.x * kw;
+    let iy0 = i32(oy0) - i32(params.padding.x);
+    let ix0 = i32(ox0) - i32(params.padding.y);
+
+    // The first 16 channels' patch.
+    var pre: array<vec4<f16>, FILL>;
+    for (var k = 0u; k < FILL; k++) {
+        pre[k] = load_vector(lid + k * WG, n, iy0, ix0, c0, 0u);
+    }
+    for (var k = 0u; k < FILL; k++) {
+        store_vector(lid + k * WG, 0u, pre[k]);
+    }
+
+    // Zero sums, loaded from zeroed workgroup memory.
+    for (var i = lid; i < R * 16u * TCS; i += WG) {
+        tile_c[i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&tile_c[0], TCS);
+    var c01 = c00;
+    var c02 = c00;
+    var c03 = c00;
+    var c10 = c00;
+    var c11 = c00;
+    var c12 = c00;
+    var c13 = c00;
+    var c20 = c00;
+    var c21 = c00;
+    var c22 = c00;
+    var c23 = c00;
+    var c30 = c00;
+    var c31 = c00;
+    var c32 = c00;
+    var c33 = c00;
+
+    for (var ci = 0u; ci < icg; ci += 16u) {
+        let cur = (ci / 16u) % 2u * PATCH;
+        let more = ci + 16u < icg;
+        // The next 16 channels' patch, in flight during the products.
+        if more {
+            for (var k = 0u; k < FILL; k++) {
+                pre[k] = load_vector(lid + k * WG, n, iy0, ix0, c0, ci + 16u);
+            }
+        }
+        let wrow0 = (g * taps * icp + ci) * params.ocp + 16u * m0;
+        for (var t = 0u; t < taps; t++) {
+            let ky = t / kw;
+            let kx = t % kw;
+            // Pixel kx of patch row sg + ky: this tap's input for the
+            // subgroup's first output pixel; blocks are 16 pixels apart.
+            let at = cur + ((sg + ky) * PC + kx) * PS;
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at], PS);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 16u * PS], PS);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 32u * PS], PS);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 48u * PS], PS);
+            let wrow = wrow0 + t * icp * params.ocp;
+            let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
+            let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
+            var w2 = w0;
+            var w3 = w1;
+            if BN == 4u {
+                w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 512u], 16u);
+                w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 768u], 16u);
+            }
+            c00 = coopMultiplyAdd(a0, w0, c00);
+            c01 = coopMultiplyAdd(a0, w1, c01);
+            c10 = coopMultiplyAdd(a1, w0, c10);
+            c11 = coopMultiplyAdd(a1, w1, c11);
+            c20 = coopMultiplyAdd(a2, w0, c20);
+            c21 = coopMultiplyAdd(a2, w1, c21);
+            c30 = coopMultiplyAdd(a3, w0, c30);
+            c31 = coopMultiplyAdd(a3, w1, c31);
+            if BN == 4u {
+                c02 = coopMultiplyAdd(a0, w2, c02);
+                c03 = coopMultiplyAdd(a0, w3, c03);
+                c12 = coopMultiplyAdd(a1, w2, c12);
+                c13 = coopMultiplyAdd(a1, w3, c13);
+                c22 = coopMultiplyAdd(a2, w2, c22);
+                c23 = coopMultiplyAdd(a2, w3, c23);
+                c32 = coopMultiplyAdd(a3, w2, c32);
+                c33 = coopMultiplyAdd(a3, w3, c33);
+            }
+        }
+        // Into the other buffer, which every subgroup finished reading
+        // before the last barrier.
+        if more {
+            for (var k = 0u; k < FILL; k++) {
+                store_vector(lid + k * WG, PATCH - cur, pre[k]);
+            }
+        }
+        workgroupBarrier();
+    }
+
+    // Epilogue: each 16-pixel block's sums in 32-channel halves through
+    // the subgroup's part of tile_c. A fused residual is read for all
+    // phases first (64 registers in float16 pairs), so that the loads wait
+    // for memory once, not once per phase.
+    let p0 = (n * params.oh + oy) * params.ow + ox0;
+    let own = sg * 16u * TCS;
+    let ph0 = Phase(p0, valid0, m0);
+    let ph1 = Phase(p0 + 16u, valid1, m0);
+    let ph2 = Phase(p0 + 32u, valid2, m0);
+    let ph3 = Phase(p0 + 48u, valid3, m0);
+    let ph4 = Phase(p0, valid0, m0 + 32u);
+    let ph5 = Phase(p0 + 16u, valid1, m0 + 32u);
+    let ph6 = Phase(p0 + 32u, valid2, m0 + 32u);
+    let ph7 = Phase(p0 + 48u, valid3, m0 + 32u);
+    let r0 = load_residual(lane, ph0, g);
+    let r1 = load_residual(lane, ph1, g);
+    let r2 = load_residual(lane, ph2, g);
+    let r3 = load_residual(lane, ph3, g);
+    var r4 = r0;
+    var r5 = r0;
+    var r6 = r0;
+    var r7 = r0;
+    if BN == 4u {
+        r4 = load_residual(lane, ph4, g);
+        r5 = load_residual(lane, ph5, g);
+        r6 = load_residual(lane, ph6, g);
+        r7 = load_residual(lane, ph7, g);
+    }
+    coopStoreT(c00, &tile_c[own], TCS);
+    coopStoreT(c01, &tile_c[own + 16u], TCS);
+    workgroupBarrier();
+    write_half(lane, sg, ph0, g, r0);
+    workgroupBarrier();
+    coopStoreT(c10, &tile_c[own], TCS);
+    coopStoreT(c11, &tile_c[own + 16u], TCS);
+    workgroupBarrier();
+    write_half(lane, sg, ph1, g, r1);
+    workgroupBarrier();
+    coopStoreT(c20, &tile_c[own], TCS);
+    coopStoreT(c21, &tile_c[own + 16u], TCS);
+    workgroupBarrier();
+    write_half(lane, sg, ph2, g, r2);
+    workgroupBarrier();
+    coopStoreT(c30, &tile_c[own], TCS);
+    coopStoreT(c31, &tile_c[own + 16u], TCS);
+    workgroupBarrier();
+    write_half(lane, sg, ph3, g, r3);
+    if BN == 4u {
+        workgroupBarrier();
+        coopStoreT(c02, &tile_c[own], TCS);
+        coopStoreT(c03, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph4, g, r4);
+        workgroupBarrier();
+        coopStoreT(c12, &tile_c[own], TCS);
+        coopStoreT(c13, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph5, g, r5);
+        workgroupBarrier();
+        coopStoreT(c22, &tile_c[own], TCS);
+        coopStoreT(c23, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph6, g, r6);
+        workgroupBarrier();
+        coopStoreT(c32, &tile_c[own], TCS);
+        coopStoreT(c33, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph7, g, r7);
+    }
+}
