@@ -507,7 +507,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         // The staged and blocked kernels pad input channels to 16 as they
         // stage or copy them, so they take any count (ESRGAN's RGB head).
         let staged = Staged::choose(kh, kw, o.strides, o.dilations, ocg);
-        let blocked = Blocked::choose((kh, kw), o.strides, o.dilations, (oh, ow), o.groups, icg);
+        // A blocked copy past what one binding holds (a huge frame) leaves
+        // the convolution to the other kernels.
+        let images = pixels / (oh * ow);
+        let blocked = Blocked::choose((kh, kw), o.strides, o.dilations, (oh, ow), o.groups, icg)
+            .filter(|b| l.can_bind(b.bytes(images)));
         // Fewer than 16 input channels are worth padding for a single
         // group onto at least 16 outputs (an RGB head), not for depthwise or
         // narrow groups, which would fill 1 of 16 rows and columns.
@@ -525,7 +529,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 channel_tiles: channel_tiles as u32,
                 ..params
             });
-            let images = pixels / (oh * ow);
             // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
             // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
             // or a group has fewer than 16 input channels (its RGB head:

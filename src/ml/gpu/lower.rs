@@ -435,6 +435,13 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// Whether a buffer of `bytes` can be bound as storage on this device
+    /// (a recording lowering assumes so).
+    pub fn can_bind(&self, bytes: u64) -> bool {
+        self.gpu
+            .is_none_or(|g| bytes <= g.limits().max_storage_buffer_binding_size)
+    }
+
     /// The device; only a recording lowering has none, and it never gets as
     /// far as allocating.
     fn gpu(&self) -> &'a Gpu {
