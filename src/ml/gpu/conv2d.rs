@@ -8,7 +8,7 @@
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
 
-use super::conv2d_coop_blocked::{self as blocked, Blocked};
+use super::conv2d_coop_blocked::Blocked;
 use super::conv2d_coop_tile::Staged;
 use super::conv2d_gemm_vec as gemm_vec;
 use super::conv2d_split::{split_filter, Split};
@@ -506,7 +506,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
         // The staged and blocked kernels pad input channels to 16 as they
         // stage or copy them, so they take any count (ESRGAN's RGB head).
-        let staged = Staged::choose(kh, kw, o.strides, o.dilations, ocg);
+        let staged = Staged::choose(kh, kw, o.strides, o.dilations);
         // A blocked copy past what one binding holds (a huge frame) leaves
         // the convolution to the other kernels.
         let images = pixels / (oh * ow);
@@ -523,12 +523,21 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             let channel_tiles = ocp / tile_channels;
             let table = blocked_filter(bytes, o, shape4(&fd.shape), icg.next_multiple_of(16), ocp);
             let inputs = table_inputs(node);
-            let params_plain = params;
-            let params = Kernel::params(&Params {
+            let pairs = ocg % 2 == 0;
+            let params = Params {
                 ocp: ocp as u32,
                 channel_tiles: channel_tiles as u32,
                 ..params
-            });
+            };
+            // The blocked and direct kernels' grid: runs of 64 pixels of an
+            // output row, then channel tiles, then groups.
+            let runs = images * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
+            let x_tiles = runs.min(65535);
+            let run_grid = [
+                x_tiles as u32,
+                (runs.div_ceil(x_tiles) * channel_tiles) as u32,
+                o.groups as u32,
+            ];
             // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
             // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
             // or a group has fewer than 16 input channels (its RGB head:
@@ -546,11 +555,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                         output_type: yd.data_type,
                         input_type: xd.data_type,
                         activations: &[],
-                        params: Kernel::params(&Params {
-                            ocp: ocp as u32,
-                            channel_tiles: channel_tiles as u32,
-                            ..params_plain
-                        }),
+                        params: Kernel::params(&params),
                         table: None,
                         inputs: vec![x],
                         outputs: vec![],
@@ -562,13 +567,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                     },
                     scratch,
                 );
-                let runs = images * oh * ow.div_ceil(blocked::RUN);
-                let x_tiles = runs.min(65535);
                 let bindings = tensor_core_bindings(
                     Specialization::new(),
                     has_bias,
                     has_residual,
-                    ocg % 2 == 0,
+                    pairs,
                     true,
                 );
                 let main = copy.and_then(|()| {
@@ -580,15 +583,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                             output_type: yd.data_type,
                             input_type: xd.data_type,
                             activations: &node.activations,
-                            params,
+                            params: Kernel::params(&params),
                             table: Some(table),
                             inputs: inputs[1..].to_vec(),
                             outputs: vec![y],
-                            workgroups: [
-                                x_tiles as u32,
-                                (runs.div_ceil(x_tiles) * channel_tiles) as u32,
-                                o.groups as u32,
-                            ],
+                            workgroups: run_grid,
                             workgroup_size: 32,
                         },
                         scratch,
@@ -598,23 +597,23 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 return main;
             }
             if let Some(staged) = staged {
-                let tiles = Staged::tiles(pixels / (oh * ow), oh, ow);
+                let tiles = Staged::tiles(images, oh, ow);
                 let x_tiles = tiles.min(65535);
                 let bindings = tensor_core_bindings(
                     Specialization::new(),
                     has_bias,
                     has_residual,
-                    staged.pairs,
+                    pairs,
                     false,
                 );
                 return l.kernel(Kernel {
                     label: "conv2d".into(),
                     source: &Staged::source(),
-                    spec: staged.spec(bindings, icg),
+                    spec: staged.spec(bindings.u32("BN", blocks), icg),
                     output_type: yd.data_type,
                     input_type: xd.data_type,
                     activations: &node.activations,
-                    params,
+                    params: Kernel::params(&params),
                     table: Some(table),
                     inputs,
                     outputs: vec![y],
@@ -626,12 +625,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                     workgroup_size: staged.workgroup_size(),
                 });
             }
-            let runs = pixels / (oh * ow) * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
-            let x_tiles = runs.min(65535);
-            let gemm = Gemm::TensorCores {
-                blocks,
-                pairs: ocg % 2 == 0,
-            };
+            let gemm = Gemm::TensorCores { blocks, pairs };
             let source = gemm.source();
             return l.kernel(Kernel {
                 label: "conv2d".into(),
@@ -640,15 +634,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                 output_type: yd.data_type,
                 input_type: xd.data_type,
                 activations: &node.activations,
-                params,
+                params: Kernel::params(&params),
                 table: Some(table),
                 inputs,
                 outputs: vec![y],
-                workgroups: [
-                    x_tiles as u32,
-                    (runs.div_ceil(x_tiles) * channel_tiles) as u32,
-                    o.groups as u32,
-                ],
+                workgroups: run_grid,
                 workgroup_size: 32,
             });
         }

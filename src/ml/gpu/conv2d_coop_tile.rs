@@ -31,10 +31,6 @@ const TCS: usize = 36;
 /// The kernel's shape for a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Staged {
-    /// 16-channel output blocks of a tile: 4, or 2 for groups of up to 32.
-    pub blocks: u32,
-    /// The group's outputs come in pairs (stored as one vec2).
-    pub pairs: bool,
     /// Patch rows and columns.
     pr: usize,
     pc: usize,
@@ -55,7 +51,6 @@ impl Staged {
         kw: usize,
         strides: [usize; 2],
         dilations: [usize; 2],
-        ocg: usize,
     ) -> Option<Staged> {
         if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 {
             return None;
@@ -67,13 +62,7 @@ impl Staged {
         let ps = [24, 16]
             .into_iter()
             .find(|ps| 2 * pr * pc * ps * 2 + epilogue <= WORKGROUP_BYTES)?;
-        Some(Staged {
-            blocks: if ocg <= 32 { 2 } else { 4 },
-            pairs: ocg % 2 == 0,
-            pr,
-            pc,
-            ps,
-        })
+        Some(Staged { pr, pc, ps })
     }
 
     pub fn source() -> String {
@@ -95,13 +84,12 @@ impl Staged {
 
     /// Its constants, how it reads x for `icg` input channels a group
     /// (`load4`, conv2d_coop_blocked.rs), and `bindings`: the bias,
-    /// residual, output and table declarations it shares with the direct
-    /// tensor-core kernel.
+    /// residual, output and table declarations and the tile's BN that it
+    /// shares with the other tensor-core kernels.
     pub fn spec(self, bindings: Specialization, icg: usize) -> Specialization {
         let vectors = self.pr * self.pc * 4;
         bindings
             .code(&load4(icg))
-            .u32("BN", self.blocks)
             .u32("R", ROWS)
             .u32("PR", self.pr as u32)
             .u32("PC", self.pc as u32)
@@ -121,15 +109,15 @@ mod tests {
     #[test]
     fn the_patch_fits_workgroup_memory_with_padded_pixels_where_it_can() {
         // 3x3: 6 x 66 pixels of 48 bytes, twice, plus the epilogue.
-        let s = Staged::choose(3, 3, [1, 1], [1, 1], 64).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps, s.blocks), (6, 66, 24, 4));
+        let s = Staged::choose(3, 3, [1, 1], [1, 1]).unwrap();
+        assert_eq!((s.pr, s.pc, s.ps), (6, 66, 24));
         // 5x5: 8 x 68 pixels only fit at 32 bytes.
-        let s = Staged::choose(5, 5, [1, 1], [1, 1], 32).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps, s.blocks), (8, 68, 16, 2));
+        let s = Staged::choose(5, 5, [1, 1], [1, 1]).unwrap();
+        assert_eq!((s.pr, s.pc, s.ps), (8, 68, 16));
         // Nothing fits a 9x9 patch; strides, dilations and 1x1 go direct.
-        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1], 64), None);
-        assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1], 64), None);
-        assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2], 64), None);
-        assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1], 64), None);
+        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1]), None);
+        assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1]), None);
+        assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2]), None);
+        assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1]), None);
     }
 }
