@@ -180,12 +180,41 @@ fn upsample_cases() -> Vec<Up> {
     use InputLayout::*;
     vec![
         Up {
-            name: "esrgan's tail, nhwc 12 -> 3 x2 (narrow kernel, vector loads)",
+            name: "esrgan's tail, nhwc 12 -> 3 x2 (one convolution per output phase)",
             ..ESRGAN_TAIL
         },
         Up {
             name: "float16 esrgan's tail",
             dt: DataType::Float16,
+            ..ESRGAN_TAIL
+        },
+        // conv2d_upsampled.wgsl: a small convolution of the input per
+        // output phase, for NHWC channels in runs of 4 and stride 1.
+        Up {
+            name: "nhwc 8 -> 5 x4 (phases reaching 1 and 2 input rows), batch 2, residual, relu",
+            input: [2, 8, 3, 5],
+            scales: [4.0, 4.0],
+            out_channels: 5,
+            residual: true,
+            relu: true,
+            ..ESRGAN_TAIL
+        },
+        Up {
+            name: "float16 nhwc 4 -> 8, x2 down and x3 across, 5x5, padding [2, 1, 0, 3]",
+            dt: DataType::Float16,
+            input: [1, 4, 4, 3],
+            scales: [2.0, 3.0],
+            out_channels: 8,
+            kernel: 5,
+            padding: [2, 1, 0, 3],
+            ..ESRGAN_TAIL
+        },
+        Up {
+            name: "nhwc 16 -> 1 x2, 2x2 valid (an output shorter than the upsampled input)",
+            input: [1, 16, 4, 5],
+            out_channels: 1,
+            kernel: 2,
+            padding: [0; 4],
             ..ESRGAN_TAIL
         },
         Up {

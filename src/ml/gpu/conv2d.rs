@@ -11,7 +11,9 @@
 use super::conv2d_coop_blocked::Blocked;
 use super::conv2d_coop_tile::Staged;
 use super::conv2d_gemm_vec as gemm_vec;
+use super::conv2d_pointwise as pointwise;
 use super::conv2d_split::{split_filter, Split};
+use super::conv2d_upsampled::Upsampled;
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -439,12 +441,43 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
-    if node.input_upsample.is_some() {
+    if let Some(up) = node.input_upsample {
         if !pixel_by_pixel(o.groups, ocg) {
             return Err(crate::error::Error::invalid(format!(
                 "conv2d of {}: an upsampled input needs the narrow or direct kernel",
                 l.ir.label(x)
             )));
+        }
+        // One small convolution of the input per output phase, where the
+        // filter is constant and channels come in runs of 4
+        // (conv2d_upsampled.rs).
+        let floats = [xd.data_type, fd.data_type, yd.data_type]
+            .iter()
+            .all(|&t| t == xd.data_type && t.is_float());
+        let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
+        let phases = Upsampled::choose(o, up, [kh, kw], icg, ocg, nhwc).filter(|_| floats);
+        if let (Some(phases), Some(bytes)) = (phases, l.ir.constant(f)) {
+            let table = phases.table(bytes, fd.data_type, o, shape4(&fd.shape));
+            // The table follows the output (no filter binding).
+            let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
+            let bindings = format!(
+                "{bindings}@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;\n"
+            );
+            let images = pixels / (oh * ow);
+            return l.kernel(Kernel {
+                label: "conv2d".into(),
+                source: &Upsampled::source(),
+                spec: phases.spec(&bindings),
+                output_type: yd.data_type,
+                input_type: xd.data_type,
+                activations: &node.activations,
+                params: Kernel::params(&params),
+                table: Some(table),
+                inputs: table_inputs(node),
+                outputs: vec![y],
+                workgroups: grid(phases.invocations(images, oh, ow), WG),
+                workgroup_size: WG,
+            });
         }
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
@@ -459,6 +492,28 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let split = Split::choose(o.groups, icg, ocg, kh, kw)
         .filter(|_| floats && nhwc)
         .map(|s| s.rows(kw, o.strides[1], o.dilations[1], ow));
+    // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
+    // split concat) moves bytes: one invocation per output vec4
+    // (conv2d_pointwise.rs).
+    let pointwise = pointwise::takes((kh, kw), o.padding, o.groups, icg, oc, params.nhwc == 1);
+    if let (true, true, Some(bytes)) = (pointwise, floats, l.ir.constant(f)) {
+        let (table, row) = narrow_filter(bytes, fd.data_type, o, shape4(&fd.shape));
+        let vec4_input = params.x_strides[1] == 1 && icg % 4 == 0;
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &pointwise::source(),
+            spec: pointwise::spec(icg, vec4_input, (has_bias, has_scale, has_residual)),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params: Kernel::params(&params),
+            table: Some(pointwise::pad_rows(table, icg, row)),
+            inputs: table_inputs(node),
+            outputs: vec![y],
+            workgroups: grid(total / 4, WG),
+            workgroup_size: WG,
+        });
+    }
     if let (Some(split), Some(bytes)) = (split, l.ir.constant(f)) {
         let table = split_filter(bytes, fd.data_type, o, shape4(&fd.shape));
         let inputs = table_inputs(node);

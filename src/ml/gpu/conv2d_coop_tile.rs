@@ -27,6 +27,8 @@ pub(super) const ROWS: u32 = 4;
 pub(super) const WORKGROUP_BYTES: usize = 49152;
 /// The epilogue's per-subgroup tile of sums, 16 x TCS float32.
 const TCS: usize = 36;
+/// Patch layouts in order of preference: (halves per pixel, buffers).
+const LAYOUTS: [(usize, usize); 3] = [(24, 2), (24, 1), (16, 2)];
 
 /// The kernel's shape for a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +38,8 @@ pub(super) struct Staged {
     pc: usize,
     /// Halves from one patch pixel to the next.
     ps: usize,
+    /// Patch buffers: 2 (the next one filled during the products) or 1.
+    buffers: usize,
 }
 
 impl Staged {
@@ -59,10 +63,15 @@ impl Staged {
         let epilogue = ROWS as usize * 16 * TCS * 4;
         // 48-byte pixels spread a matrix load's rows over the banks; 32
         // where those do not fit (5x5: 8 x 68 pixels).
-        let ps = [24, 16]
+        let (ps, buffers) = LAYOUTS
             .into_iter()
-            .find(|ps| 2 * pr * pc * ps * 2 + epilogue <= WORKGROUP_BYTES)?;
-        Some(Staged { pr, pc, ps })
+            .find(|(ps, buffers)| buffers * pr * pc * ps * 2 + epilogue <= WORKGROUP_BYTES)?;
+        Some(Staged {
+            pr,
+            pc,
+            ps,
+            buffers,
+        })
     }
 
     pub fn source() -> String {
@@ -95,6 +104,7 @@ impl Staged {
             .u32("PC", self.pc as u32)
             .u32("PS", self.ps as u32)
             .u32("PATCH", (self.pr * self.pc * self.ps) as u32)
+            .u32("BUFFERS", self.buffers as u32)
             .u32(
                 "FILL",
                 vectors.div_ceil(self.workgroup_size() as usize) as u32,
@@ -110,10 +120,10 @@ mod tests {
     fn the_patch_fits_workgroup_memory_with_padded_pixels_where_it_can() {
         // 3x3: 6 x 66 pixels of 48 bytes, twice, plus the epilogue.
         let s = Staged::choose(3, 3, [1, 1], [1, 1]).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps), (6, 66, 24));
-        // 5x5: 8 x 68 pixels only fit at 32 bytes.
+        assert_eq!((s.pr, s.pc, s.ps, s.buffers), (6, 66, 24, 2));
+        // 5x5: 8 x 68 pixels of 48 bytes fit once.
         let s = Staged::choose(5, 5, [1, 1], [1, 1]).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps), (8, 68, 16));
+        assert_eq!((s.pr, s.pc, s.ps, s.buffers), (8, 68, 24, 1));
         // Nothing fits a 9x9 patch; strides, dilations and 1x1 go direct.
         assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1]), None);
         assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1]), None);

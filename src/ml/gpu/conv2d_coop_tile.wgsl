@@ -34,8 +34,10 @@
 // x and `load4` come from conv2d_coop_tile.rs.
 
 const TP: u32 = 64u;
-// Two patch buffers, one read while the other is filled.
-var<workgroup> staged: array<f16, 2u * PATCH>;
+// Two patch buffers, one read while the other is filled (BUFFERS = 2), or
+// one, filled after a barrier (BUFFERS = 1: a 5x5's patch at 48-byte
+// pixels fits only once).
+var<workgroup> staged: array<f16, BUFFERS * PATCH>;
 // Each subgroup's 16 pixels x 32 channels of sums for the epilogue, rows
 // padded to TCS.
 const TCS: u32 = 36u;
@@ -202,7 +204,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var c33 = c00;
 
     for (var ci = 0u; ci < icg; ci += 16u) {
-        let cur = (ci / 16u) % 2u * PATCH;
+        let cur = (ci / 16u) % BUFFERS * PATCH;
         let more = ci + 16u < icg;
         // The next 16 channels' patch, in flight during the products.
         if more {
@@ -250,10 +252,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
         // Into the other buffer, which every subgroup finished reading
-        // before the last barrier.
+        // before the last barrier; or into this one once every subgroup
+        // is done with it.
         if more {
+            if BUFFERS == 1u {
+                workgroupBarrier();
+            }
             for (var k = 0u; k < FILL; k++) {
-                store_vector(lid + k * WG, PATCH - cur, pre[k]);
+                store_vector(lid + k * WG, (BUFFERS - 1u) * (PATCH - cur), pre[k]);
             }
         }
         workgroupBarrier();

@@ -169,10 +169,11 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// not in runs of 4) keeps the wide tiles in NHWC too. The ninth has an odd
 /// number of outputs: in float16 NHWC, a 32-channel tensor-core tile that
 /// stores its channels one by one (the third's 12 outputs go in pairs).
-/// The last two are for the other tensor-core kernels: a 1x1 (one tap, the
+/// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
 /// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
-/// kernel's 32-channel tile).
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
+/// kernel's 32-channel tile); then a 5x5, whose patch the staged kernel
+/// holds in one buffer.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 12] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -184,6 +185,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
     (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
     (32, 96, 2, 32, 1),  // direct tensor-core tiles, one tap
     (32, 20, 1, 24, 3),  // staged 32-channel tensor-core tiles
+    (16, 64, 1, 20, 5),  // staged, one patch buffer (5x5)
 ];
 
 /// One conv2d graph of the zoo.
@@ -1045,16 +1047,20 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 /// conv2d_split.wgsl in NHWC (64 -> 4 and 32 -> 12 as in ESRGAN-slim, 16
 /// lanes over 17 channel runs, 5 outputs, a 1x1 onto one output), then the
 /// vec4 GEMM's 32-channel tiles (64 and 128 pixels), and its 64-channel
-/// 128-pixel tile, which the problems above no longer reach.
-const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 8] = [
+/// 128-pixel tile, which the problems above no longer reach (1x1s over
+/// 20 input channels: up to 16, conv2d_pointwise.wgsl takes them); then
+/// two for that kernel, channels in runs of 4 (vector loads) and not.
+const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 10] = [
     (64, 4, 1, 5, 3),
     (32, 12, 1, 5, 3),
     (68, 16, 1, 4, 3),
     (32, 5, 1, 5, 3),
     (256, 1, 1, 3, 1),
     (16, 32, 1, 6, 3),
-    (8, 20, 1, 184, 1),
-    (8, 72, 1, 184, 1),
+    (20, 20, 1, 184, 1),
+    (20, 72, 1, 184, 1),
+    (4, 64, 1, 9, 1),
+    (6, 12, 1, 5, 1),
 ];
 
 /// [`FEW_OUTPUT_PROBLEMS`] in both float types and layouts, with every
@@ -1189,6 +1195,24 @@ fn few_output_convolutions_take_their_kernels() {
         let kernel = conv_kernel(&recorded[0].source).unwrap();
         assert!(!kernel.starts_with("tensor cores"), "{problem:?}: {kernel}");
     }
+    // A 1x1 over up to 16 input channels onto outputs in runs of 4 takes
+    // the pointwise kernel in NHWC, in either float type, tensor cores or
+    // not (ESRGAN-slim's 4 -> 64 pieces); 20 channels or NCHW do not.
+    for (dt, target, layout, c, oc, want) in [
+        (f16, tc, InputLayout::Nhwc, 4, 64, "pointwise"),
+        (f32, tc, InputLayout::Nhwc, 4, 64, "pointwise"),
+        (f16, no_tc, InputLayout::Nhwc, 16, 72, "pointwise"),
+        (f32, tc, InputLayout::Nhwc, 20, 64, "vec4 x 64"),
+        (f32, tc, InputLayout::Nchw, 4, 64, "64x64"),
+    ] {
+        let conv = Conv::new(dt, layout, (c, oc, 1, 64, 1));
+        let recorded = record(&conv.graph(&ctx), target).unwrap();
+        assert_eq!(
+            conv_kernel(&recorded[0].source),
+            Some(want),
+            "{dt} {layout:?} 1x1 {c} -> {oc}"
+        );
+    }
     // NCHW keeps the kernels it had.
     let conv = Conv::new(f32, InputLayout::Nchw, (64, 4, 1, 9, 3));
     let recorded = record(&conv.graph(&ctx), tc).unwrap();
@@ -1200,6 +1224,8 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("direct", "conv2d, one output element per invocation"),
         ("split", "the reduction is split over L lanes"),
+        ("pointwise", "conv2d 1x1 over a short reduction"),
+        ("upsampled", "output pixels of input pixel (Y, X)"),
         (
             "vec4 32 x 128",
             "const TM: u32 = 128u;\nconst TN: u32 = 32u;",
@@ -1282,6 +1308,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "direct",
             "narrow",
             "narrow vector",
+            "pointwise",
             "split",
             "tensor cores",
             "tensor cores blocked",
@@ -1289,6 +1316,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "tensor cores staged",
             "tensor cores staged x32",
             "tensor cores x32",
+            "upsampled",
             "vec4 32 x 128",
             "vec4 x 128",
             "vec4 x 64",
