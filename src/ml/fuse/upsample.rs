@@ -20,8 +20,8 @@ pub(crate) const NARROW_MAX_OUTPUTS: usize = 8;
 const GEMM_MIN_OUTPUTS: usize = 4;
 
 /// Whether conv2d's GPU lowering takes one of its pixel-by-pixel kernels
-/// (narrow or direct), the ones that read through an input upsample, for
-/// `groups` groups of `ocg` output channels. The implicit-GEMM and
+/// (upsampled, narrow or direct), the ones that read through an input
+/// upsample, for `groups` groups of `ocg` output channels. The implicit-GEMM and
 /// tensor-core kernels address their input tiles without it: a conv that
 /// would take them keeps its resample2d.
 pub(crate) fn pixel_by_pixel(groups: usize, ocg: usize) -> bool {

@@ -1,9 +1,13 @@
 //! conv2d: an implicit-GEMM tiled kernel when each group has several output
 //! channels (on tensor cores in float16 where the adapter has them: the
-//! direct, staged and blocked kernels below), each pixel's input channels split over lanes when a single
-//! group has up to 16 over a long NHWC reduction (`conv2d_split.rs`), one
-//! invocation per output pixel when a single group has few (up to 8), else
-//! (depthwise, narrow groups) one invocation per output element. Layouts are
+//! direct, staged and blocked kernels below), each pixel's input channels
+//! split over lanes when a single group has up to 16 over a long NHWC
+//! reduction (`conv2d_split.rs`), one invocation per output vec4 for a 1x1
+//! over up to 16 NHWC input channels (`conv2d_pointwise.rs`), one small
+//! convolution per output phase for an input read through a fused nearest
+//! upsample (`conv2d_upsampled.rs`), one invocation per output pixel when a
+//! single group has few outputs (up to 8), else (depthwise, narrow groups)
+//! one invocation per output element. Layouts are
 //! not specialised in the shader text: the lowering passes element strides
 //! of the input (in N, C, H, W order) and of the filter (in O, I, H, W
 //! order), so every input/filter layout pair shares one pipeline.
@@ -427,8 +431,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     };
     let has_bias = node.op_inputs().len() > 2;
     let (has_scale, has_residual) = (node.input_scale, node.residual);
-    // Fusion leaves an upsample only on convolutions the narrow and direct
-    // kernels can take, which read through it; the others cannot.
+    // Fusion leaves an upsample only on convolutions the upsampled, narrow
+    // and direct kernels can take, which read through it; the others cannot.
     // A late residual (added after the activations, `fuse/late_residual.rs`)
     // only on the direct kernel, which fusion leaves it on (depthwise
     // convolutions of two or more channels).
@@ -701,10 +705,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     if pixel_by_pixel(o.groups, ocg) {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
     }
-    // Wider outputs over a short reduction (an RGB stem, a 4-channel piece
-    // of a split concat) stay on the GEMM kernels: the narrow kernel in runs
-    // of 8 channels measured 3x slower on an H100 (ESRGAN-slim's 3 -> 64 3x3
-    // at 960x540: 0.77 against 0.24 ms; its 4 -> 64 1x1 pieces 1.8 ms each).
+    // Wider outputs over a short reduction (an RGB stem; in NCHW, a
+    // 4-channel piece of a split concat, which in NHWC took the pointwise
+    // kernel above) stay on the GEMM kernels: the narrow kernel in runs of 8
+    // channels measured 3x slower on an H100 (ESRGAN-slim's 3 -> 64 3x3 at
+    // 960x540: 0.77 against 0.24 ms; its 4 -> 64 1x1 pieces 1.8 ms each).
     // NHWC with a constant filter (every imported model) and group channels
     // in runs of 4, float32 (or float16 where tensor cores did not take it):
     // the implicit GEMM with vec4 loads of x along the reduction and of the
