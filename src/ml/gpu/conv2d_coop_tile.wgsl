@@ -14,7 +14,8 @@
 //
 // The next 16 channels' patch is loaded into registers while the tensor
 // cores work on this one and stored into the other of two buffers after,
-// so one barrier per 16 channels. Pixels in the patch are PS halves apart:
+// so one barrier per 16 channels (with one buffer, where two do not fit,
+// it is stored after a second barrier). Pixels in the patch are PS halves apart:
 // 24 (48 bytes) where it fits, so that the 8 rows of 16 bytes a matrix
 // load reads at once fall in distinct banks, else 16.
 //
