@@ -433,6 +433,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let (has_scale, has_residual) = (node.input_scale, node.residual);
     // Fusion leaves an upsample only on convolutions the upsampled, narrow
     // and direct kernels can take, which read through it; the others cannot.
+    // Input, filter and output all float32 or all float16, and channels
+    // adjacent in NHWC: what the vector kernels below need.
+    let types = [xd.data_type, fd.data_type, yd.data_type];
+    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
+    let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
     // A late residual (added after the activations, `fuse/late_residual.rs`)
     // only on the direct kernel, which fusion leaves it on (depthwise
     // convolutions of two or more channels).
@@ -455,10 +460,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         // One small convolution of the input per output phase, where the
         // filter is constant and channels come in runs of 4
         // (conv2d_upsampled.rs).
-        let floats = [xd.data_type, fd.data_type, yd.data_type]
-            .iter()
-            .all(|&t| t == xd.data_type && t.is_float());
-        let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
         let phases = Upsampled::choose(o, up, [kh, kw], icg, ocg, nhwc).filter(|_| floats);
         if let (Some(phases), Some(bytes)) = (phases, l.ir.constant(f)) {
             let table = phases.table(bytes, fd.data_type, o, shape4(&fd.shape));
@@ -490,9 +491,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // type: the reduction split over lanes (conv2d_split.rs has the
     // estimates against the narrow kernel, the vec4 GEMM and, in float16,
     // the tensor cores, which pad 4 or 12 outputs to 64 columns).
-    let types = [xd.data_type, fd.data_type, yd.data_type];
-    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
-    let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
     let split = Split::choose(o.groups, icg, ocg, kh, kw)
         .filter(|_| floats && nhwc)
         .map(|s| s.rows(kw, o.strides[1], o.dilations[1], ow));
@@ -502,7 +500,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let pointwise = pointwise::takes((kh, kw), o.padding, o.groups, icg, oc, params.nhwc == 1);
     if let (true, true, Some(bytes)) = (pointwise, floats, l.ir.constant(f)) {
         let (table, row) = narrow_filter(bytes, fd.data_type, o, shape4(&fd.shape));
-        let vec4_input = params.x_strides[1] == 1 && icg % 4 == 0;
+        let vec4_input = nhwc && icg % 4 == 0;
         return l.kernel(Kernel {
             label: "conv2d".into(),
             source: &pointwise::source(),
@@ -920,6 +918,20 @@ fn narrow(
     })
 }
 
+/// Element `at` of a float16 or float32 constant's little-endian `bytes`,
+/// as float32 (the filter tables the lowering builds are float32).
+pub(super) fn float_at(bytes: &[u8], dt: DataType, at: usize) -> f32 {
+    match dt {
+        DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
+        _ => f32::from_le_bytes([
+            bytes[4 * at],
+            bytes[4 * at + 1],
+            bytes[4 * at + 2],
+            bytes[4 * at + 3],
+        ]),
+    }
+}
+
 /// A filter (`bytes` of `dt`, in `o`'s filter layout, one group) as
 /// `conv2d_narrow.wgsl` reads it: for tap t = ky * kw + kx and input
 /// channel ci a row of float32 values holding the output channels, rounded
@@ -934,15 +946,7 @@ fn narrow_filter(
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
     let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
     let row = oc.next_multiple_of(4);
-    let value = |at: usize| match dt {
-        DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
-        _ => f32::from_le_bytes([
-            bytes[4 * at],
-            bytes[4 * at + 1],
-            bytes[4 * at + 2],
-            bytes[4 * at + 3],
-        ]),
-    };
+    let value = |at: usize| float_at(bytes, dt, at);
     let mut t = vec![0u32; kh * kw * icg * row];
     for ky in 0..kh {
         for kx in 0..kw {

@@ -358,47 +358,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
 
-    // Epilogue, one 16-pixel block at a time through tile_c, each block's
-    // residual read before the block before is stored.
+    // Epilogue (conv2d_coop_epilogue.wgsl).
     let p0 = (n * params.oh + oy) * params.ow + ox0;
-    var r = load_residual(lid, p0, valid0, m0, g);
-    workgroupBarrier();
-    coopStoreT(c00, &tile_c[0], TCS);
-    coopStoreT(c01, &tile_c[16], TCS);
-    if BN == 4u {
-        coopStoreT(c02, &tile_c[32], TCS);
-        coopStoreT(c03, &tile_c[48], TCS);
-    }
-    workgroupBarrier();
-    var rn = load_residual(lid, p0 + 16u, valid1, m0, g);
-    write_block(lid, p0 + 0u, valid0, m0, g, r);
-    workgroupBarrier();
-    coopStoreT(c10, &tile_c[0], TCS);
-    coopStoreT(c11, &tile_c[16], TCS);
-    if BN == 4u {
-        coopStoreT(c12, &tile_c[32], TCS);
-        coopStoreT(c13, &tile_c[48], TCS);
-    }
-    workgroupBarrier();
-    r = load_residual(lid, p0 + 32u, valid2, m0, g);
-    write_block(lid, p0 + 16u, valid1, m0, g, rn);
-    workgroupBarrier();
-    coopStoreT(c20, &tile_c[0], TCS);
-    coopStoreT(c21, &tile_c[16], TCS);
-    if BN == 4u {
-        coopStoreT(c22, &tile_c[32], TCS);
-        coopStoreT(c23, &tile_c[48], TCS);
-    }
-    workgroupBarrier();
-    rn = load_residual(lid, p0 + 48u, valid3, m0, g);
-    write_block(lid, p0 + 32u, valid2, m0, g, r);
-    workgroupBarrier();
-    coopStoreT(c30, &tile_c[0], TCS);
-    coopStoreT(c31, &tile_c[16], TCS);
-    if BN == 4u {
-        coopStoreT(c32, &tile_c[32], TCS);
-        coopStoreT(c33, &tile_c[48], TCS);
-    }
-    workgroupBarrier();
-    write_block(lid, p0 + 48u, valid3, m0, g, rn);
+    write_sums(lid, p0, vec4<u32>(valid0, valid1, valid2, valid3), m0, g,
+        c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33);
 }

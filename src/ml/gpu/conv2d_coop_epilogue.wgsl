@@ -75,3 +75,50 @@ fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32, r: array<vec2<T>,
     }
 }
 
+
+// One 16-pixel block's sums (channels 16 j .. + 15 in cj; c2 and c3 only
+// where BN = 4) into tile_c, for `write_block`.
+fn stage_sums(c0: coop_mat16x16<f32, C>, c1: coop_mat16x16<f32, C>,
+              c2: coop_mat16x16<f32, C>, c3: coop_mat16x16<f32, C>) {
+    coopStoreT(c0, &tile_c[0], TCS);
+    coopStoreT(c1, &tile_c[16], TCS);
+    if BN == 4u {
+        coopStoreT(c2, &tile_c[32], TCS);
+        coopStoreT(c3, &tile_c[48], TCS);
+    }
+}
+
+// The epilogue of a run of 64 pixels from p0 (`valid` of each 16-pixel
+// block exist): block i's sums are ci0 .. ci3, stored one block at a time
+// through tile_c, each block's residual read before the block before is
+// stored (see `load_residual`).
+fn write_sums(lid: u32, p0: u32, valid: vec4<u32>, m0: u32, g: u32,
+              c00: coop_mat16x16<f32, C>, c01: coop_mat16x16<f32, C>,
+              c02: coop_mat16x16<f32, C>, c03: coop_mat16x16<f32, C>,
+              c10: coop_mat16x16<f32, C>, c11: coop_mat16x16<f32, C>,
+              c12: coop_mat16x16<f32, C>, c13: coop_mat16x16<f32, C>,
+              c20: coop_mat16x16<f32, C>, c21: coop_mat16x16<f32, C>,
+              c22: coop_mat16x16<f32, C>, c23: coop_mat16x16<f32, C>,
+              c30: coop_mat16x16<f32, C>, c31: coop_mat16x16<f32, C>,
+              c32: coop_mat16x16<f32, C>, c33: coop_mat16x16<f32, C>) {
+    var r = load_residual(lid, p0, valid.x, m0, g);
+    workgroupBarrier();
+    stage_sums(c00, c01, c02, c03);
+    workgroupBarrier();
+    var rn = load_residual(lid, p0 + 16u, valid.y, m0, g);
+    write_block(lid, p0, valid.x, m0, g, r);
+    workgroupBarrier();
+    stage_sums(c10, c11, c12, c13);
+    workgroupBarrier();
+    r = load_residual(lid, p0 + 32u, valid.z, m0, g);
+    write_block(lid, p0 + 16u, valid.y, m0, g, rn);
+    workgroupBarrier();
+    stage_sums(c20, c21, c22, c23);
+    workgroupBarrier();
+    rn = load_residual(lid, p0 + 48u, valid.w, m0, g);
+    write_block(lid, p0 + 32u, valid.z, m0, g, r);
+    workgroupBarrier();
+    stage_sums(c30, c31, c32, c33);
+    workgroupBarrier();
+    write_block(lid, p0 + 48u, valid.w, m0, g, rn);
+}

@@ -26,7 +26,7 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::filter_strides;
+use super::conv2d::{filter_strides, float_at};
 
 /// Output channels (one group) up to which the kernel is chosen: past 16
 /// its per-lane filter loads (4 per output vec4 per tap) outweigh the
@@ -156,15 +156,7 @@ pub(super) fn split_filter(
     let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
     let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
     let (ocg4, icg4) = (oc.div_ceil(4), icg / 4);
-    let value = |at: usize| match dt {
-        DataType::Float16 => half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32(),
-        _ => f32::from_le_bytes([
-            bytes[4 * at],
-            bytes[4 * at + 1],
-            bytes[4 * at + 2],
-            bytes[4 * at + 3],
-        ]),
-    };
+    let value = |at: usize| float_at(bytes, dt, at);
     let mut table = vec![0u32; kh * kw * 4 * ocg4 * icg4 * 4];
     for t in 0..kh * kw {
         let (ky, kx) = (t / kw, t % kw);

@@ -14,7 +14,7 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::filter_strides;
+use super::conv2d::{filter_strides, float_at};
 
 /// Output channels (one group) up to which it is chosen: the narrow
 /// kernel's, where fusion leaves upsamples (`ml::fuse::NARROW_MAX_OUTPUTS`).
@@ -199,19 +199,7 @@ impl Upsampled {
     ) -> Vec<u32> {
         let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape);
         let fs = filter_strides(o.filter_layout, shape).map(|v| v as usize);
-        let value = |at: usize| -> f64 {
-            match dt {
-                DataType::Float16 => {
-                    f64::from(half::f16::from_le_bytes([bytes[2 * at], bytes[2 * at + 1]]).to_f32())
-                }
-                _ => f64::from(f32::from_le_bytes([
-                    bytes[4 * at],
-                    bytes[4 * at + 1],
-                    bytes[4 * at + 2],
-                    bytes[4 * at + 3],
-                ])),
-            }
-        };
+        let value = |at: usize| f64::from(float_at(bytes, dt, at));
         let [sy, sx] = self.up.map(|s| s as isize);
         let pairs = self.pairs();
         let row = oc.next_multiple_of(4);
