@@ -11,11 +11,13 @@
 //! nearest-neighbour upsample by integer factors read only by a conv2d
 //! becomes that conv's input upsample (`fuse/upsample.rs`); and a channel
 //! concat read only by a conv2d becomes a chain of convolutions, one per
-//! concatenated operand (`fuse/concat.rs`). float16
-//! graphs fuse the same way: the fused kernels keep intermediate values in
+//! concatenated operand (`fuse/concat.rs`); and a cast between float types
+//! of a conv2d's result becomes that conv's output type (`fuse/cast.rs`).
+//! float16 graphs fuse the same way: the fused kernels keep intermediate values in
 //! float32 where the separate nodes rounded them to float16, which both
 //! contexts do alike.
 
+mod cast;
 mod concat;
 mod late_residual;
 mod resample_swap;
@@ -38,13 +40,15 @@ use super::shape::{conv_filter_ochw, nchw};
 /// (`fuse/late_residual.rs`); concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
 /// goes on the chain's first conv, as the chain's last takes the chain);
-/// upsamples last, into the conv2d nodes that are left.
+/// upsamples into the conv2d nodes that are left; and last, float casts of
+/// a conv2d's result into the conv2d (`fuse/cast.rs`), once its residual
+/// is known.
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
     let ir = fuse_activations(resample_swap::swap_resample_pointwise(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
     let ir = concat::split_concats(ir);
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));
-    upsample::fuse_upsamples(ir)
+    cast::fuse_output_casts(upsample::fuse_upsamples(ir))
 }
 
 /// What each pass tracks while it walks the nodes in order: readers of each
@@ -56,6 +60,29 @@ fn walk_state(ir: &GraphIr) -> (Vec<usize>, Vec<Option<usize>>, Vec<bool>) {
         vec![None; ir.operands.len()],
         vec![true; ir.nodes.len()],
     )
+}
+
+/// Ends a pass's step over node `i`: folded into node `p` (`into`), which
+/// takes over its output, or else computing its own outputs.
+fn settle(
+    ir: &mut GraphIr,
+    (producer, keep): (&mut [Option<usize>], &mut [bool]),
+    i: usize,
+    into: Option<usize>,
+) {
+    match into {
+        Some(p) => {
+            let out = ir.nodes[i].outputs[0];
+            ir.nodes[p].outputs[0] = out;
+            producer[out] = Some(p);
+            keep[i] = false;
+        }
+        None => {
+            for &o in &ir.nodes[i].outputs {
+                producer[o] = Some(i);
+            }
+        }
+    }
 }
 
 /// The graph without the nodes a pass folded into others.
@@ -161,23 +188,19 @@ fn fuse_residual_adds(mut ir: GraphIr) -> GraphIr {
             }
             _ => None,
         };
-        match fusion {
-            Some((p, r)) => {
-                let activations = std::mem::take(&mut ir.nodes[i].activations);
-                let conv = &mut ir.nodes[p];
-                conv.inputs.push(r);
-                conv.residual = true;
-                conv.outputs[0] = out;
-                conv.activations = activations;
-                producer[out] = Some(p);
-                keep[i] = false;
-            }
-            None => {
-                for &o in &ir.nodes[i].outputs {
-                    producer[o] = Some(i);
-                }
-            }
+        if let Some((p, r)) = fusion {
+            let activations = std::mem::take(&mut ir.nodes[i].activations);
+            let conv = &mut ir.nodes[p];
+            conv.inputs.push(r);
+            conv.residual = true;
+            conv.activations = activations;
         }
+        settle(
+            &mut ir,
+            (&mut producer, &mut keep),
+            i,
+            fusion.map(|(p, _)| p),
+        );
     }
     without_folded(ir, keep)
 }

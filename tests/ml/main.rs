@@ -9,6 +9,7 @@ mod common;
 
 mod conv_few_outputs;
 mod conv_input_fusions;
+mod conv_output_casts;
 mod decoder_fusions;
 mod depthwise_pointwise;
 mod fault;

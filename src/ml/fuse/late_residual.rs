@@ -6,7 +6,7 @@
 //! more channels take it: conv2d's GPU lowering runs them on the direct
 //! kernel, the one whose store adds a late residual.
 
-use super::{walk_state, without_folded};
+use super::{settle, walk_state, without_folded};
 use crate::ml::graph_ir::{GraphIr, Node};
 use crate::ml::ops::{BinaryOp, Op};
 use crate::ml::shape::{conv_filter_ochw, nchw};
@@ -46,22 +46,18 @@ pub(super) fn fuse_late_residuals(mut ir: GraphIr) -> GraphIr {
             }
             _ => None,
         };
-        match fusion {
-            Some((p, r)) => {
-                let conv = &mut ir.nodes[p];
-                conv.inputs.push(r);
-                conv.residual = true;
-                conv.late_residual = true;
-                conv.outputs[0] = out;
-                producer[out] = Some(p);
-                keep[i] = false;
-            }
-            None => {
-                for &o in &ir.nodes[i].outputs {
-                    producer[o] = Some(i);
-                }
-            }
+        if let Some((p, r)) = fusion {
+            let conv = &mut ir.nodes[p];
+            conv.inputs.push(r);
+            conv.residual = true;
+            conv.late_residual = true;
         }
+        settle(
+            &mut ir,
+            (&mut producer, &mut keep),
+            i,
+            fusion.map(|(p, _)| p),
+        );
     }
     without_folded(ir, keep)
 }

@@ -433,10 +433,14 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let (has_scale, has_residual) = (node.input_scale, node.residual);
     // Fusion leaves an upsample only on convolutions the upsampled, narrow
     // and direct kernels can take, which read through it; the others cannot.
-    // Input, filter and output all float32 or all float16, and channels
-    // adjacent in NHWC: what the vector kernels below need.
-    let types = [xd.data_type, fd.data_type, yd.data_type];
-    let floats = types == [DataType::Float32; 3] || types == [DataType::Float16; 3];
+    // Input and filter both float32 or both float16, the output either
+    // (a fused cast, `fuse/cast.rs`, which leaves no residual, read as the
+    // output's type), and channels adjacent in NHWC: what the vector
+    // kernels below need.
+    let floats = xd.data_type == fd.data_type
+        && xd.data_type.is_float()
+        && yd.data_type.is_float()
+        && (yd.data_type == xd.data_type || !has_residual);
     let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
     // A late residual (added after the activations, `fuse/late_residual.rs`)
     // only on the direct kernel, which fusion leaves it on (depthwise
@@ -494,6 +498,24 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let split = Split::choose(o.groups, icg, ocg, kh, kw)
         .filter(|_| floats && nhwc)
         .map(|s| s.rows(kw, o.strides[1], o.dilations[1], ow));
+    // Except on tensor cores in float16, where the staged kernel with a
+    // 16-channel tile takes those of more than 4 outputs: ESRGAN-slim's
+    // 32 -> 12 at 960x540 on an H100 took 0.132 ms there against 0.227;
+    // its 64 -> 4 0.192 against 0.145 on the split kernel, which reads
+    // rows for up to 4 outputs (0.182 without).
+    let tensor_cores = xd.data_type == DataType::Float16
+        && fd.data_type == DataType::Float16
+        && l.target.f16_tensor_cores
+        && !has_scale
+        && o.input_layout == InputLayout::Nhwc;
+    let few_staged = tensor_cores
+        && split.is_some()
+        && ocg > 4
+        && !has_residual
+        && icg % 16 == 0
+        && Staged::choose(kh, kw, o.strides, o.dilations).is_some()
+        && l.ir.constant(f).is_some();
+    let split = split.filter(|_| !few_staged);
     // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
     // split concat) moves bytes: one invocation per output vec4
     // (conv2d_pointwise.rs).
@@ -557,10 +579,9 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // Outputs past a multiple of the tile are zero filter columns; groups
     // of up to 32 outputs take a 32-channel tile (ESRGAN-slim's 64->32 3x3
     // at 960x540 on an H100: 0.44 ms, 0.55 on the 64-channel one, with the
-    // direct kernel). Up to 16 outputs over a long reduction took
-    // conv2d_split.wgsl above.
-    let f16 = xd.data_type == DataType::Float16 && fd.data_type == DataType::Float16;
-    if f16 && l.target.f16_tensor_cores && !has_scale && o.input_layout == InputLayout::Nhwc {
+    // direct kernel), and up to 16 outputs a 16-channel tile on the staged
+    // kernel (`few_staged` above; the split kernel took the rest).
+    if tensor_cores {
         // The staged and blocked kernels pad input channels to 16 as they
         // stage or copy them, so they take any count (ESRGAN's RGB head).
         let staged = Staged::choose(kh, kw, o.strides, o.dilations);
@@ -574,7 +595,15 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         // narrow groups, which would fill 1 of 16 rows and columns.
         let padded = blocked.is_some() && o.groups == 1 && ocg >= 16;
         if let (Some(bytes), true) = (l.ir.constant(f), padded || icg % 16 == 0) {
-            let blocks = if ocg <= 32 { 2 } else { 4 };
+            // 16-channel tiles only on the staged kernel (few_staged
+            // above): the blocked and direct kernels load two B blocks.
+            let blocks = if few_staged {
+                1
+            } else if ocg <= 32 {
+                2
+            } else {
+                4
+            };
             let tile_channels = 16 * blocks as usize;
             let ocp = ocg.next_multiple_of(tile_channels);
             let channel_tiles = ocp / tile_channels;
@@ -636,7 +665,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                         Kernel {
                             label: "conv2d".into(),
                             source: &Blocked::source(),
-                            spec: bindings.u32("BN", blocks),
+                            spec: Blocked::spec(bindings.u32("BN", blocks), (kh, kw), icg),
                             output_type: yd.data_type,
                             input_type: xd.data_type,
                             activations: &node.activations,
@@ -687,7 +716,11 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             return l.kernel(Kernel {
                 label: "conv2d".into(),
                 source: &source,
-                spec: gemm.spec(has_bias, false, has_residual),
+                spec: gemm
+                    .spec(has_bias, false, has_residual)
+                    .u32("ICG", icg as u32)
+                    .u32("KH", kh as u32)
+                    .u32("KW", kw as u32),
                 output_type: yd.data_type,
                 input_type: xd.data_type,
                 activations: &node.activations,

@@ -19,15 +19,21 @@
 // Params: conv2d_params.wgsl; xb and wt from conv2d.rs. WG must be 32.
 
 const TP: u32 = 64u;
+// The filter's shape and 16-channel input blocks: constants (KH, KW, ICB
+// from conv2d.rs) where FIXED_STEPS, so that the step loop has a known
+// length, else from params (conv2d_coop_blocked.rs says where each pays).
+fn f_kh() -> u32 { return select(params.filter_size.x, KH, FIXED_STEPS); }
+fn f_kw() -> u32 { return select(params.filter_size.y, KW, FIXED_STEPS); }
+fn f_icb() -> u32 { return select((params.icg + 15u) / 16u, ICB, FIXED_STEPS); }
 
 // Where xb's A block of tap t, channel block cb of group g starts for
 // output pixel (oy, ox0) of image n: pixel ox0 + kx of padded row oy + ky
 // (conv2d_coop_block.wgsl's geometry); its 16-pixel neighbours follow 256
 // elements apart.
 fn a_at(n: u32, g: u32, t: u32, cb: u32, oy: u32, ox0: u32) -> u32 {
-    let kh = params.filter_size.x;
-    let kw = params.filter_size.y;
-    let icb = (params.icg + 15u) / 16u;
+    let kh = f_kh();
+    let kw = f_kw();
+    let icb = f_icb();
     let hp = params.oh + kh - 1u;
     let wp = (params.ow + TP - 1u) / TP * TP + kw - 1u;
     let cbs = (params.oc / params.ocg) * icb;
@@ -37,8 +43,8 @@ fn a_at(n: u32, g: u32, t: u32, cb: u32, oy: u32, ox0: u32) -> u32 {
 // Where the table's B block of tap t, channel block cb and output
 // channels m0 .. + 15 of group g starts.
 fn b_at(g: u32, t: u32, cb: u32, m0: u32) -> u32 {
-    let taps = params.filter_size.x * params.filter_size.y;
-    let icp = (params.icg + 15u) / 16u * 16u;
+    let taps = f_kh() * f_kw();
+    let icp = f_icb() * 16u;
     return ((g * taps + t) * icp + 16u * cb) * params.ocp + 16u * m0;
 }
 
@@ -65,9 +71,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
     let valid3 = min(select(0u, left - 48u, left > 48u), 16u);
 
-    let kh = params.filter_size.x;
-    let kw = params.filter_size.y;
-    let icb = (params.icg + 15u) / 16u;
+    let kh = f_kh();
+    let kw = f_kw();
+    let icb = f_icb();
 
     // Zero sums, loaded from zeroed workgroup memory.
     for (var i = lid; i < 16u * TCS; i += WG) {

@@ -22,7 +22,8 @@
 // loaded is used by 4 products. The products and loads of blocks 2 and 3
 // sit behind `BN == 4u`, a constant, so the 32-channel kernel has neither
 // (nor their registers).
-// Params: conv2d_params.wgsl. WG must be 32.
+// Params: conv2d_params.wgsl; ICG, KH and KW (params' icg and
+// filter_size) from conv2d.rs. WG must be 32.
 
 @group(0) @binding(1) var<storage, read> x: array<f16>;
 
@@ -90,10 +91,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
     let valid3 = min(select(0u, left - 48u, left > 48u), 16u);
 
-    let icg = params.icg;
+    // The group's channels and the filter's shape as constants (ICG, KH,
+    // KW), so that the channel and tap loops have a known length: the 1x1
+    // 64 -> 64 convolutions of ESRGAN-slim at 960x540 on an H100 took
+    // 0.098-0.126 ms against 0.108-0.133 with them read from params.
+    let icg = ICG;
     let c0 = g * icg;
-    let kh = params.filter_size.x;
-    let kw = params.filter_size.y;
+    let kh = KH;
+    let kw = KW;
     // Consecutive pixels of a block are this many elements apart in x.
     let a_stride = params.stride.y * params.x_strides.w;
     let span = i32(15u * params.stride.y);

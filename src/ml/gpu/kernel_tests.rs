@@ -172,8 +172,9 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
 /// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
 /// kernel's 32-channel tile); then a 5x5, whose patch the staged kernel
-/// holds in one buffer.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 12] = [
+/// holds in two buffers of 32-byte pixels, and a 7x7, in one of 48-byte
+/// pixels.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 13] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -185,7 +186,8 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 12] = [
     (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
     (32, 96, 2, 32, 1),  // direct tensor-core tiles, one tap
     (32, 20, 1, 24, 3),  // staged 32-channel tensor-core tiles
-    (16, 64, 1, 20, 5),  // staged, one patch buffer (5x5)
+    (16, 64, 1, 20, 5),  // staged, 32-byte pixels (5x5)
+    (16, 64, 1, 20, 7),  // staged, one patch buffer (7x7)
 ];
 
 /// One conv2d graph of the zoo.
@@ -198,6 +200,8 @@ struct Conv {
     scale: bool,
     residual: bool,
     act: Option<Act>,
+    /// A cast of the result to this type last (folded into the conv).
+    cast: Option<DataType>,
 }
 
 impl Conv {
@@ -215,6 +219,7 @@ impl Conv {
             scale: false,
             residual: false,
             act: None,
+            cast: None,
         }
     }
 
@@ -247,8 +252,12 @@ impl Conv {
                 let r = b.input("r", y.descriptor().clone())?;
                 y = b.add(&y, &r)?;
             }
-            match self.act {
-                Some(act) => act(b, &y),
+            let y = match self.act {
+                Some(act) => act(b, &y)?,
+                None => y,
+            };
+            match self.cast {
+                Some(to) => b.cast(&y, to),
                 None => Ok(y),
             }
         })
@@ -433,6 +442,27 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                         conv.graph(ctx),
                     );
                 }
+            }
+        }
+    }
+    // Each problem's result cast to the other float type: the kernels
+    // write T (the output's type) from sums of TI (the input's).
+    for (dt, to) in [
+        (DataType::Float16, DataType::Float32),
+        (DataType::Float32, DataType::Float16),
+    ] {
+        for layout in layouts {
+            for problem in CONV_PROBLEMS.into_iter().chain(FEW_OUTPUT_PROBLEMS) {
+                let conv = Conv {
+                    bias: true,
+                    act: Some(ACTIVATIONS[0]),
+                    cast: Some(to),
+                    ..Conv::new(dt, layout, problem)
+                };
+                add(
+                    format!("conv2d {dt} {layout:?} {problem:?} cast to {to}"),
+                    conv.graph(ctx),
+                );
             }
         }
     }
@@ -1049,8 +1079,10 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 /// vec4 GEMM's 32-channel tiles (64 and 128 pixels), and its 64-channel
 /// 128-pixel tile, which the problems above no longer reach (1x1s over
 /// 20 input channels: up to 16, conv2d_pointwise.wgsl takes them); then
-/// two for that kernel, channels in runs of 4 (vector loads) and not.
-const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 10] = [
+/// two for that kernel, channels in runs of 4 (vector loads) and not;
+/// last, a 32 -> 12 on a map large enough for the staged tensor-core
+/// kernel's 16-channel tile in float16 (the split kernel with a residual).
+const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
     (64, 4, 1, 5, 3),
     (32, 12, 1, 5, 3),
     (68, 16, 1, 4, 3),
@@ -1061,6 +1093,7 @@ const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 10] = [
     (20, 72, 1, 184, 1),
     (4, 64, 1, 9, 1),
     (6, 12, 1, 5, 1),
+    (32, 12, 1, 128, 3),
 ];
 
 /// [`FEW_OUTPUT_PROBLEMS`] in both float types and layouts, with every
@@ -1146,7 +1179,12 @@ fn few_output_convolutions_take_their_kernels() {
         (f16, tc, 64, 4, 9, "split"),
         (f16, no_tc, 64, 4, 9, "split"),
         (f32, tc, 32, 12, 9, "split"),
-        (f16, tc, 32, 12, 9, "split"),
+        (f16, no_tc, 32, 12, 9, "split"),
+        // On tensor cores in float16, the staged kernel's 16-channel tile
+        // over 4 outputs.
+        (f16, tc, 32, 12, 184, "tensor cores staged x16"),
+        (f16, tc, 64, 16, 184, "tensor cores staged x16"),
+        (f16, tc, 64, 4, 184, "split"),
         (f32, tc, 64, 16, 9, "split"),
         // Past 16 outputs, the vec4 GEMM's 128 x 32 tile from 264 such
         // tiles on (64 x 64 below), or the tensor cores in float16 (their
@@ -1244,6 +1282,10 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("tensor cores blocked x32", "fn a_at(&const BN: u32 = 2u;"),
         ("tensor cores blocked", "fn a_at("),
         (
+            "tensor cores staged x16",
+            "var<workgroup> staged&const BN: u32 = 1u;",
+        ),
+        (
             "tensor cores staged x32",
             "var<workgroup> staged&const BN: u32 = 2u;",
         ),
@@ -1314,6 +1356,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "tensor cores blocked",
             "tensor cores blocked x32",
             "tensor cores staged",
+            "tensor cores staged x16",
             "tensor cores staged x32",
             "tensor cores x32",
             "upsampled",
