@@ -312,8 +312,12 @@ fn float16_frames_in_a_batch_are_as_close_to_float32_as_frames_alone() {
     };
     let in_a_batch = |precision| -> Vec<Vec<Vec<f32>>> {
         let instance = batched(SELFIE, n, 1000);
+        // Three active users: a batch waits for all of them (or the
+        // latency). With none, every user counts as "all are waiting" and
+        // the first to finish writing its input closes the batch alone.
+        let members: Vec<_> = (0..n).map(|_| instance.member()).collect();
         let start = Barrier::new(n);
-        std::thread::scope(|s| {
+        let outs = std::thread::scope(|s| {
             let handles: Vec<_> = pictures
                 .iter()
                 .map(|p| {
@@ -341,7 +345,9 @@ fn float16_frames_in_a_batch_are_as_close_to_float32_as_frames_alone() {
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
-        })
+        });
+        drop(members);
+        outs
     };
     let f32_alone = alone(Precision::F32);
     let f16_alone = alone(Precision::F16);
