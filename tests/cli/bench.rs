@@ -150,8 +150,21 @@ fn pipeline_quick_zero_copy_downloads_nothing() {
         assert!(num(p, "gpu_ms_per_frame") > 0.0, "{p}");
     }
     assert!(num(&v, "fps_ratio") > 0.0);
+    // The streamed frames' own timeline and host time, zero-copy only.
+    let streamed = &zero["streamed"];
+    assert_eq!(num(streamed, "frames"), num(zero, "frames"), "{zero}");
+    assert!(num(streamed, "gpu_ms_per_frame") > 0.0, "{zero}");
+    assert!(num(streamed, "gpu_ms_between_frames") >= 0.0, "{zero}");
+    let busy = num(streamed, "gpu_busy");
+    assert!(busy > 0.0 && busy <= 1.0 + 1e-9, "{zero}");
+    assert!(num(zero, "encode_ms_per_frame") > 0.0, "{zero}");
+    assert!(copy["streamed"].is_null() && copy["encode_ms_per_frame"].is_null());
 
     let table = bench(&["pipeline", "--quick", "--frames", "1"]);
+    assert!(
+        table.contains("zero-copy per frame while streaming: host"),
+        "{table}"
+    );
     assert!(table.contains("down B/frame"), "{table}");
     let row = |name: &str| -> Vec<String> {
         table

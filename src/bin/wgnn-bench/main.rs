@@ -1066,6 +1066,28 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
     }
     println!("zero-copy / copy fps: {ratio:.2}x");
     for r in &rows {
+        if let (Some(encode), Some(s)) = (r.encode_ms, r.streamed) {
+            // One frame has no time between frames.
+            let between = if s.between_ms.is_finite() {
+                format!("{:.3}", s.between_ms)
+            } else {
+                "-".to_string()
+            };
+            println!(
+                "{} per frame while streaming: host {:.3} ms upload + {:.3} ms encode and \
+                 submit of {:.3} ms wall; GPU {:.3} ms work + {between} ms between frames \
+                 (the next upload's copy and idle), busy {:.0}% ({} frames stamped)",
+                r.path,
+                r.upload_ms,
+                encode,
+                r.wall_ms,
+                s.work_ms,
+                100.0 * s.busy,
+                s.frames
+            );
+        }
+    }
+    for r in &rows {
         println!(
             "{} frame uploads: {} through the staging ring, {} through write_texture",
             r.path, r.ring.staged, r.ring.fallbacks

@@ -58,6 +58,11 @@ pub struct PathResult {
     pub wall_ms: f64,
     /// Host time per frame in upload calls.
     pub upload_ms: f64,
+    /// Zero-copy only: host time per frame in the segmenter's call
+    /// (encoding and submitting tensorize, model and composite).
+    pub encode_ms: Option<f64>,
+    /// Zero-copy only: the frames' GPU timeline during the timed run itself.
+    pub streamed: Option<Streamed>,
     /// Median GPU time of the kernels of one frame, and per stage.
     pub gpu_ms: f64,
     pub tensorize_ms: f64,
@@ -69,15 +74,85 @@ pub struct PathResult {
     pub ring: StagingStats,
 }
 
+/// The GPU timeline of streamed frames, from a timestamp before each
+/// frame's tensorize and after its composite, written during the timed run
+/// (two empty passes per frame). `profile_path`'s stage times come from
+/// frames run one at a time instead, on a GPU that idles between them.
+#[derive(Clone, Copy, Debug)]
+pub struct Streamed {
+    /// Median time from a frame's tensorize to the end of its composite.
+    pub work_ms: f64,
+    /// Median time from one frame's composite end to the next frame's
+    /// tensorize: the next frame's upload copy, and any idle time.
+    pub between_ms: f64,
+    /// Work time over the timeline from the first frame's start to the
+    /// last one's end.
+    pub busy: f64,
+    pub frames: usize,
+}
+
+impl Streamed {
+    /// From [`Stamps::read_times`] of one pair per frame.
+    fn of(times: &[f64]) -> Streamed {
+        let pairs: Vec<(f64, f64)> = times.chunks_exact(2).map(|t| (t[0], t[1])).collect();
+        let work: Vec<f64> = pairs.iter().map(|(b, e)| e - b).collect();
+        let between: Vec<f64> = pairs.windows(2).map(|w| w[1].0 - w[0].1).collect();
+        let span = match (pairs.first(), pairs.last()) {
+            (Some(f), Some(l)) => l.1 - f.0,
+            _ => 0.0,
+        };
+        Streamed {
+            work_ms: median_min(&work).0,
+            between_ms: median_min(&between).0,
+            busy: work.iter().sum::<f64>() / span,
+            frames: pairs.len(),
+        }
+    }
+}
+
+/// Frames stamped while streaming: a query set holds at most 4096
+/// timestamps (wgpu's limit), two per frame.
+const MAX_STREAM_STAMPS: usize = 2048;
+
+/// One timestamp pair per streamed frame: before tensorize, after composite.
+struct FrameMarks<'a> {
+    stamps: &'a Stamps,
+    pair: u32,
+}
+
+impl StageMarks for FrameMarks<'_> {
+    fn begin(&mut self, encoder: &mut wgpu::CommandEncoder, stage: Stage) {
+        if stage == Stage::Tensorize {
+            self.stamps.begin(encoder, self.pair);
+        }
+    }
+
+    fn end(&mut self, encoder: &mut wgpu::CommandEncoder, stage: Stage) {
+        if stage == Stage::Output {
+            self.stamps.end(encoder, self.pair);
+        }
+    }
+}
+
 impl PathResult {
     pub fn to_json(&self) -> serde_json::Value {
         let per = |v: u64| v as f64 / self.frames as f64;
+        let streamed = self.streamed.map(|s| {
+            json!({
+                "frames": s.frames,
+                "gpu_ms_per_frame": s.work_ms,
+                "gpu_ms_between_frames": s.between_ms,
+                "gpu_busy": s.busy,
+            })
+        });
         json!({
             "path": self.path,
             "frames": self.frames,
             "fps": self.fps,
             "wall_ms_per_frame": self.wall_ms,
             "upload_ms_per_frame": self.upload_ms,
+            "encode_ms_per_frame": self.encode_ms,
+            "streamed": streamed,
             "gpu_ms_per_frame": self.gpu_ms,
             "gpu_ms_tensorize": self.tensorize_ms,
             "gpu_ms_model": self.model_ms,
@@ -109,6 +184,8 @@ pub struct Bench {
     stamps: Stamps,
     /// Host time in upload calls since the last reset.
     upload_time: Duration,
+    /// Host time in the segmenter's zero-copy call since the last reset.
+    encode_time: Duration,
 }
 
 /// Timestamp pair 0 around tensorize, pair 1 around the composite.
@@ -253,27 +330,40 @@ impl Bench {
             mask_bytes,
             stamps: Stamps::new(gpu, 2)?,
             upload_time: Duration::ZERO,
+            encode_time: Duration::ZERO,
         })
     }
 
-    /// One zero-copy frame through the segmenter; returns its last
-    /// submission and the model's GPU ms when profiling.
-    fn zero_copy(&mut self, profile: bool) -> wgnn::Result<(wgpu::SubmissionIndex, f64)> {
+    /// One zero-copy frame through the segmenter, its stages stamped when
+    /// profiling or its whole work as pair `stamp` of those stamps; returns
+    /// its last submission and the model's GPU ms when profiling.
+    fn zero_copy(
+        &mut self,
+        profile: bool,
+        stamp: Option<(&Stamps, u32)>,
+    ) -> wgnn::Result<(wgpu::SubmissionIndex, f64)> {
         let t = Instant::now();
         let frame = upload_frame(&self.gpu, &self.pool, &self.layout, &self.bytes)?;
         self.upload_time += t.elapsed();
         let mut marks = Marks(&self.stamps);
-        let marks: Option<&mut dyn StageMarks> = if profile { Some(&mut marks) } else { None };
+        let mut frame_marks = stamp.map(|(stamps, pair)| FrameMarks { stamps, pair });
+        let marks: Option<&mut dyn StageMarks> = match (profile, &mut frame_marks) {
+            (true, _) => Some(&mut marks),
+            (false, Some(f)) => Some(f),
+            (false, None) => None,
+        };
+        let t = Instant::now();
         let run = self
             .segmenter
             .run_gpu_into(&frame, &self.out, model_timing(profile), marks)?;
+        self.encode_time += t.elapsed();
         Ok((run.submission, run.model_ms.unwrap_or(0.0)))
     }
 
     /// One unprofiled zero-copy frame (for `wgnn-bench soak`); returns its
     /// last submission.
     pub fn zero_copy_frame(&mut self) -> wgnn::Result<wgpu::SubmissionIndex> {
-        Ok(self.zero_copy(false)?.0)
+        Ok(self.zero_copy(false, None)?.0)
     }
 
     /// One frame the copy way; returns the model's GPU ms when profiling.
@@ -331,7 +421,7 @@ impl Bench {
         let mut stages = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for _ in 0..frames {
             let model = if zero_copy {
-                self.zero_copy(true)?.1
+                self.zero_copy(true, None)?.1
             } else {
                 self.copy(true)?
             };
@@ -350,7 +440,7 @@ impl Bench {
         let gpu = self.gpu.clone();
         for _ in 0..o.warmup {
             if zero_copy {
-                self.zero_copy(false)?;
+                self.zero_copy(false, None)?;
             } else {
                 self.copy(false)?;
             }
@@ -359,11 +449,24 @@ impl Bench {
         let before = gpu.transfers();
         let ring_before = self.pool.upload_ring().stats();
         self.upload_time = Duration::ZERO;
+        self.encode_time = Duration::ZERO;
+        let frame_stamps = if zero_copy {
+            Some(Stamps::new(
+                &gpu,
+                o.frames.clamp(1, MAX_STREAM_STAMPS) as u32,
+            )?)
+        } else {
+            None
+        };
         let t = Instant::now();
         let mut pending = VecDeque::new();
-        for _ in 0..o.frames {
+        for i in 0..o.frames {
             if zero_copy {
-                pending.push_back(self.zero_copy(false)?.0);
+                let stamp = frame_stamps
+                    .as_ref()
+                    .filter(|_| i < MAX_STREAM_STAMPS)
+                    .map(|s| (s, i as u32));
+                pending.push_back(self.zero_copy(false, stamp)?.0);
                 if pending.len() > o.in_flight {
                     let oldest = pending.pop_front().expect("not empty");
                     gpu.device()
@@ -382,6 +485,11 @@ impl Bench {
         let moved = gpu.transfers().since(&before);
         let ring = self.pool.upload_ring().stats().since(&ring_before);
         let upload_ms = self.upload_time.as_secs_f64() * 1e3 / o.frames as f64;
+        let encode_ms = zero_copy.then(|| self.encode_time.as_secs_f64() * 1e3 / o.frames as f64);
+        let streamed = match &frame_stamps {
+            Some(s) => Some(Streamed::of(&s.read_times()?)),
+            None => None,
+        };
         let [tensorize_ms, model_ms, composite_ms, gpu_ms] =
             self.profile_path(zero_copy, o.frames.clamp(1, 50))?;
         Ok(PathResult {
@@ -390,6 +498,8 @@ impl Bench {
             fps: o.frames as f64 / secs,
             wall_ms: secs * 1e3 / o.frames as f64,
             upload_ms,
+            encode_ms,
+            streamed,
             gpu_ms,
             tensorize_ms,
             model_ms,

@@ -68,6 +68,17 @@ impl Stamps {
     /// Waits for the GPU and returns the milliseconds of every pair. Reading
     /// them back is a (counted) download: keep it out of transfer counts.
     pub fn read_ms(&self) -> wgnn::Result<Vec<f64>> {
+        Ok(self
+            .read_times()?
+            .chunks_exact(2)
+            .map(|t| (t[1] - t[0]).max(0.0))
+            .collect())
+    }
+
+    /// Waits for the GPU and returns every timestamp in milliseconds, on the
+    /// GPU's clock (begin and end of pair 0, then pair 1, ...): for the
+    /// time between pairs as well as within them.
+    pub fn read_times(&self) -> wgnn::Result<Vec<f64>> {
         let gpu = &self.gpu;
         let buffer = gpu.scoped("timestamp resolve buffer", || {
             gpu.device().create_buffer(&wgpu::BufferDescriptor {
@@ -85,9 +96,11 @@ impl Stamps {
         let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         let period = f64::from(gpu.queue().get_timestamp_period());
+        // Relative to the first, so that f64 keeps nanoseconds exact.
+        let first = ticks.first().copied().unwrap_or(0);
         Ok(ticks
-            .chunks_exact(2)
-            .map(|t| t[1].saturating_sub(t[0]) as f64 * period / 1e6)
+            .iter()
+            .map(|t| t.saturating_sub(first) as f64 * period / 1e6)
             .collect())
     }
 }
