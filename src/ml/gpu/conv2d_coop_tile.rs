@@ -27,8 +27,8 @@ pub(super) const ROWS: u32 = 4;
 pub(super) const WORKGROUP_BYTES: usize = 49152;
 /// The epilogue's per-subgroup tile of sums, 16 x TCS float32.
 const TCS: usize = 36;
-/// Patch layouts in order of preference: (halves per pixel, buffers).
-const LAYOUTS: [(usize, usize); 3] = [(24, 2), (16, 2), (24, 1)];
+/// Halves from one patch pixel to the next: its 16 channels, unpadded.
+const PIXEL: usize = 16;
 
 /// The kernel's shape for a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,9 +36,8 @@ pub(super) struct Staged {
     /// Patch rows and columns.
     pr: usize,
     pc: usize,
-    /// Halves from one patch pixel to the next.
-    ps: usize,
-    /// Patch buffers: 2 (the next one filled during the products) or 1.
+    /// Patch buffers: 1 (filled after a barrier) or 2 (the next one
+    /// filled while this one is read).
     buffers: usize,
 }
 
@@ -61,20 +60,23 @@ impl Staged {
         }
         let (pr, pc) = (ROWS as usize + kh - 1, RUN + kw - 1);
         let epilogue = ROWS as usize * 16 * TCS * 4;
-        // 48-byte pixels spread a matrix load's rows over the banks; where
-        // two buffers of them do not fit, two at 32 bytes, then one at 48
-        // (ESRGAN-slim's 5x5, 8 x 68 pixels, on an H100: 0.78 ms with two
-        // buffers at 32 bytes against 0.80 with one at 48, both with the
-        // loops of known length; 0.93 against 0.89 before them).
-        let (ps, buffers) = LAYOUTS
-            .into_iter()
-            .find(|(ps, buffers)| buffers * pr * pc * ps * 2 + epilogue <= WORKGROUP_BYTES)?;
-        Some(Staged {
-            pr,
-            pc,
-            ps,
-            buffers,
-        })
+        // Pixels of 32 bytes, unpadded, and one buffer up to 9 taps: the
+        // least workgroup memory, so the most workgroups a multiprocessor.
+        // On an H100, 3x3 64 -> 64 at 512x512: one buffer 0.168 ms; two
+        // 0.212, with 48-byte pixels (a matrix load's rows in distinct
+        // banks) 0.226; one of 48-byte pixels with a four-matrix epilogue
+        // 0.215. A 5x5's 25 taps a fill go the other way: ESRGAN-slim's
+        // 0.786 ms with two buffers, 0.872 with one.
+        let size = |buffers: usize| buffers * pr * pc * PIXEL * 2 + epilogue;
+        let buffers = if kh * kw > 9 && size(2) <= WORKGROUP_BYTES {
+            2
+        } else {
+            1
+        };
+        if size(buffers) > WORKGROUP_BYTES {
+            return None;
+        }
+        Some(Staged { pr, pc, buffers })
     }
 
     pub fn source() -> String {
@@ -105,8 +107,8 @@ impl Staged {
             .u32("R", ROWS)
             .u32("PR", self.pr as u32)
             .u32("PC", self.pc as u32)
-            .u32("PS", self.ps as u32)
-            .u32("PATCH", (self.pr * self.pc * self.ps) as u32)
+            .u32("PS", PIXEL as u32)
+            .u32("PATCH", (self.pr * self.pc * PIXEL) as u32)
             .u32("BUFFERS", self.buffers as u32)
             .u32("ICG", icg as u32)
             // A channel loop of known length, with two patch buffers: on an
@@ -126,18 +128,20 @@ mod tests {
     use super::Staged;
 
     #[test]
-    fn the_patch_fits_workgroup_memory_with_padded_pixels_where_it_can() {
-        // 3x3: 6 x 66 pixels of 48 bytes, twice, plus the epilogue.
+    fn the_patch_is_unpadded_in_one_buffer_or_two_for_more_than_9_taps() {
+        // (4 + kh - 1) x (64 + kw - 1) pixels of 32 bytes: one buffer for
+        // a 3x3, two for a 5x5, one where two do not fit.
         let s = Staged::choose(3, 3, [1, 1], [1, 1]).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps, s.buffers), (6, 66, 24, 2));
-        // 5x5: 8 x 68 pixels of 32 bytes fit twice.
+        assert_eq!((s.pr, s.pc, s.buffers), (6, 66, 1));
         let s = Staged::choose(5, 5, [1, 1], [1, 1]).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps, s.buffers), (8, 68, 16, 2));
-        // 7x7: 10 x 70 pixels fit once, at 48 bytes.
+        assert_eq!((s.pr, s.pc, s.buffers), (8, 68, 2));
         let s = Staged::choose(7, 7, [1, 1], [1, 1]).unwrap();
-        assert_eq!((s.pr, s.pc, s.ps, s.buffers), (10, 70, 24, 1));
-        // Nothing fits a 9x9 patch; strides, dilations and 1x1 go direct.
-        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1]), None);
+        assert_eq!((s.pr, s.pc, s.buffers), (10, 70, 1));
+        // 13x13: 16 x 76 pixels (38 KiB) and the epilogue's 9 KiB fit.
+        let s = Staged::choose(13, 13, [1, 1], [1, 1]).unwrap();
+        assert_eq!((s.pr, s.pc, s.buffers), (16, 76, 1));
+        // 15x15's patch does not; strides, dilations and 1x1 go direct.
+        assert_eq!(Staged::choose(15, 15, [1, 1], [1, 1]), None);
         assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1]), None);
         assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2]), None);
         assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1]), None);

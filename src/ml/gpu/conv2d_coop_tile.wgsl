@@ -15,11 +15,13 @@
 // memory, once per tap, with rows an NHWC pixel apart.
 //
 // The next 16 channels' patch is loaded into registers while the tensor
-// cores work on this one and stored into the other of two buffers after,
-// so one barrier per 16 channels (with one buffer, where two do not fit,
-// it is stored after a second barrier). Pixels in the patch are PS halves apart:
-// 24 (48 bytes) where it fits, so that the 8 rows of 16 bytes a matrix
-// load reads at once fall in distinct banks, else 16.
+// cores work on this one, and stored once every subgroup is done with it
+// (a second barrier per 16 channels), or into the other of two buffers
+// (BUFFERS = 2, one barrier). Pixels in the patch are PS halves apart: 16,
+// or 24 (48 bytes) so that the 8 rows of 16 bytes a matrix load reads at
+// once fall in distinct banks. conv2d_coop_tile.rs passes 16, and one
+// buffer up to 9 taps (the least workgroup memory measured faster than
+// both ways of spending more), two for more.
 //
 // B comes from the filter rearranged at build into contiguous 16 x 16
 // blocks (the `table`, as in conv2d_coop_direct.wgsl): block (t, ci / 16,
@@ -41,9 +43,8 @@ const TP: u32 = 64u;
 // PC = TP + kw - 1).
 const KW: u32 = PC - TP + 1u;
 const TAPS: u32 = (PR - R + 1u) * KW;
-// Two patch buffers, one read while the other is filled (BUFFERS = 2), or
-// one, filled after a barrier (BUFFERS = 1: a 7x7's patch, which fits
-// twice at neither pixel size).
+// One patch buffer, filled after a barrier (BUFFERS = 1), or two, one read
+// while the other is filled (BUFFERS = 2).
 var<workgroup> staged: array<f16, BUFFERS * PATCH>;
 // Each subgroup's 16 pixels x 32 channels of sums for the epilogue, rows
 // padded to TCS.

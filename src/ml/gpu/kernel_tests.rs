@@ -171,9 +171,8 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// stores its channels one by one (the third's 12 outputs go in pairs).
 /// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
 /// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
-/// kernel's 32-channel tile); then a 5x5, whose patch the staged kernel
-/// holds in two buffers of 32-byte pixels, and a 7x7, in one of 48-byte
-/// pixels.
+/// kernel's 32-channel tile); then a 5x5 and a 7x7, whose larger patches
+/// the staged kernel holds too.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 13] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
