@@ -602,6 +602,89 @@ fn conv2d_vec4_float16_matches_cpu() {
     }
 }
 
+/// 3x3 convolutions at stride 1 in NHWC with enough channels and work:
+/// Winograd F(2x2, 3x3) (conv2d_winograd.wgsl, which takes them from 132
+/// workgroups of 8 x 16 outputs x 64 channels an image; its `choose` test
+/// holds these shapes). Odd output sizes (partial tiles and blocks), a
+/// reduction that is not a multiple of its 16-channel chunk (12, 24),
+/// outputs not a multiple of its 64 (48, 96: two channel tiles), groups,
+/// a batch, asymmetric and no padding, every filter layout, both layouts.
+fn winograd_conv_cases() -> Vec<ConvCase> {
+    use Conv2dFilterLayout::*;
+    vec![
+        ConvCase {
+            name: "winograd: 16 -> 64, 3x3 same relu",
+            input: [1, 16, 96, 176],
+            out_channels: 64,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "winograd: 12 -> 48, padding [0, 2, 1, 1], batch 2, hwio",
+            input: [2, 12, 97, 181],
+            out_channels: 48,
+            pad: Pad::Explicit([0, 2, 1, 1]),
+            filter: Hwio,
+            ..BASE
+        },
+        ConvCase {
+            name: "winograd: 2 groups of 32 -> 64, clamp, ihwo, no bias",
+            input: [1, 64, 64, 132],
+            out_channels: 128,
+            groups: 2,
+            filter: Ihwo,
+            bias: false,
+            act: Act::Clamp(-0.5, 0.5),
+            ..BASE
+        },
+        ConvCase {
+            name: "winograd: 24 -> 96 valid, oihw",
+            input: [1, 24, 100, 180],
+            out_channels: 96,
+            pad: Pad::Valid,
+            filter: Oihw,
+            ..BASE
+        },
+        // NCHW (ONNX models): the same kernel reading x through its
+        // strides and writing with its other epilogue.
+        ConvCase {
+            name: "winograd nchw: 24 -> 64, same, relu, oihw",
+            input: [1, 24, 97, 181],
+            out_channels: 64,
+            layout: InputLayout::Nchw,
+            filter: Oihw,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "winograd nchw: 16 -> 112, padding [1, 0, 2, 0], hwio, batch 2",
+            input: [2, 16, 96, 176],
+            out_channels: 112,
+            pad: Pad::Explicit([1, 0, 2, 0]),
+            layout: InputLayout::Nchw,
+            filter: Hwio,
+            ..BASE
+        },
+    ]
+}
+
+#[test]
+fn conv2d_winograd_matches_cpu() {
+    for (i, case) in winograd_conv_cases().into_iter().enumerate() {
+        check_conv(case, DataType::Float32, 400 + i as u64);
+    }
+}
+
+/// The same kernel reading and writing float16 (where no tensor cores take
+/// it, as on lavapipe).
+#[test]
+fn conv2d_winograd_float16_matches_cpu() {
+    let cases = winograd_conv_cases();
+    for i in [0, 1, 4] {
+        check_conv(cases[i], DataType::Float16, 500 + i as u64);
+    }
+}
+
 fn known_conv_input() -> In {
     let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
     f32s(&[1, 1, 3, 3], &x)
@@ -881,6 +964,24 @@ fn conv2d_fusions_make_one_node() {
         FusionCase {
             name: "gate, vec4 gemm nhwc 128-pixel tiles + residual",
             input: [1, 4, 130, 262],
+            gate: Some(false),
+            ..base
+        },
+        // Winograd (96 x 176 outputs, 16 -> 48: 132 blocks), the gate in
+        // its patch loads, the residual in its epilogue.
+        FusionCase {
+            name: "gate * x, winograd nhwc, r + conv",
+            input: [1, 16, 96, 176],
+            out_channels: 48,
+            gate: Some(true),
+            residual: Some(true),
+            ..base
+        },
+        FusionCase {
+            name: "gate, winograd nchw + residual",
+            input: [1, 16, 96, 176],
+            out_channels: 48,
+            layout: InputLayout::Nchw,
             gate: Some(false),
             ..base
         },

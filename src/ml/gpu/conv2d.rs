@@ -18,6 +18,7 @@ use super::conv2d_gemm_vec as gemm_vec;
 use super::conv2d_pointwise as pointwise;
 use super::conv2d_split::{split_filter, Split};
 use super::conv2d_upsampled::Upsampled;
+use super::conv2d_winograd::{self as winograd, Winograd};
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -80,6 +81,19 @@ kernel_params! {
         pub(super) ocp: u32,
         pub(super) upsample: [u32; 2],
     }
+}
+
+/// A grid of `tiles` x `channel_tiles` x `groups` workgroups, the tiles
+/// folded over x and y past the 65535 a dimension allows (a large image):
+/// the kernels read tile wid.x + (wid.y / channel_tiles) * nwg.x, channel
+/// tile wid.y % channel_tiles, group wid.z; tiles past the last return.
+fn folded(tiles: usize, channel_tiles: usize, groups: usize) -> [u32; 3] {
+    let x = tiles.min(65535);
+    [
+        x as u32,
+        (tiles.div_ceil(x) * channel_tiles) as u32,
+        groups as u32,
+    ]
 }
 
 pub(super) fn shape4(s: &[usize]) -> [usize; 4] {
@@ -618,12 +632,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             // The blocked and direct kernels' grid: runs of 64 pixels of an
             // output row, then channel tiles, then groups.
             let runs = images * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
-            let x_tiles = runs.min(65535);
-            let run_grid = [
-                x_tiles as u32,
-                (runs.div_ceil(x_tiles) * channel_tiles) as u32,
-                o.groups as u32,
-            ];
+            let run_grid = folded(runs, channel_tiles, o.groups);
             // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
             // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
             // or a group has fewer than 16 input channels (its RGB head:
@@ -684,7 +693,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             }
             if let Some(staged) = staged {
                 let tiles = Staged::tiles(images, oh, ow);
-                let x_tiles = tiles.min(65535);
                 let bindings = tensor_core_bindings(
                     Specialization::new(),
                     has_bias,
@@ -703,11 +711,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
                     table: Some(table),
                     inputs,
                     outputs: vec![y],
-                    workgroups: [
-                        x_tiles as u32,
-                        (tiles.div_ceil(x_tiles) * channel_tiles) as u32,
-                        o.groups as u32,
-                    ],
+                    workgroups: folded(tiles, channel_tiles, o.groups),
                     workgroup_size: staged.workgroup_size(),
                 });
             }
@@ -735,6 +739,37 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     }
     if pixel_by_pixel(o.groups, ocg) {
         return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    }
+    // A 3x3 at stride 1 with a constant filter and enough channels and
+    // workgroups, in either layout: Winograd F(2x2, 3x3), 2.25x fewer
+    // multiply-adds (conv2d_winograd.rs). Counted per image, as above.
+    let winograd = Winograd::choose(o, [kh, kw], icg, ocg, [oh, ow])
+        .filter(|_| floats)
+        .filter(|w| l.fits_workgroup(w.workgroup_size(), w.workgroup_bytes()))
+        .filter(|_| l.can_bind(Winograd::table_bytes(o.groups, icg, ocg)));
+    if let (Some(wino), Some(bytes)) = (winograd, l.ir.constant(f)) {
+        let table = Winograd::table(bytes, fd.data_type, o, shape4(&fd.shape));
+        let ocp = Winograd::row(ocg);
+        let channel_tiles = ocp / winograd::CHANNELS;
+        let blocks = (pixels / (oh * ow)) * wino.blocks(oh, ow);
+        return l.kernel(Kernel {
+            label: "conv2d".into(),
+            source: &Winograd::source(),
+            spec: wino.spec(params.nhwc == 0, has_bias, has_scale, has_residual),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &node.activations,
+            params: Kernel::params(&Params {
+                ocp: ocp as u32,
+                channel_tiles: channel_tiles as u32,
+                ..params
+            }),
+            table: Some(table),
+            inputs: table_inputs(node),
+            outputs: vec![y],
+            workgroups: folded(blocks, channel_tiles, o.groups),
+            workgroup_size: wino.workgroup_size(),
+        });
     }
     // Wider outputs over a short reduction (an RGB stem; in NCHW, a
     // 4-channel piece of a split concat, which in NHWC took the pointwise
@@ -768,7 +803,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
         let channel_tiles = ocp / tile.channels;
         let pixel_tiles = pixels.div_ceil(tile.pixels);
-        let x_tiles = pixel_tiles.min(65535);
         let inputs = table_inputs(node);
         return l.kernel(Kernel {
             label: "conv2d".into(),
@@ -785,11 +819,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             table: Some(table),
             inputs,
             outputs: vec![y],
-            workgroups: [
-                x_tiles as u32,
-                (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
-                o.groups as u32,
-            ],
+            workgroups: folded(pixel_tiles, channel_tiles, o.groups),
             workgroup_size: tile.workgroup_size(),
         });
     }
@@ -806,7 +836,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
     };
     let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
-    let x_tiles = pixel_tiles.min(65535);
     let source = gemm.source();
     l.kernel(Kernel {
         label: "conv2d".into(),
@@ -819,11 +848,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         table: None,
         inputs: node.inputs.clone(),
         outputs: vec![y],
-        workgroups: [
-            x_tiles as u32,
-            (pixel_tiles.div_ceil(x_tiles) * channel_tiles) as u32,
-            o.groups as u32,
-        ],
+        workgroups: folded(pixel_tiles, channel_tiles, o.groups),
         workgroup_size: 256,
     })
 }

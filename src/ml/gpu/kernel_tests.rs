@@ -172,8 +172,10 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
 /// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
 /// kernel's 32-channel tile); then a 5x5 and a 7x7, whose larger patches
-/// the staged kernel holds too.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 13] = [
+/// the staged kernel holds too. The last takes Winograd F(2x2, 3x3) in
+/// float32 NHWC (and float16 without tensor cores): 276 blocks of 4 x 8
+/// tiles.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 14] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -187,6 +189,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 13] = [
     (32, 20, 1, 24, 3),  // staged 32-channel tensor-core tiles
     (16, 64, 1, 20, 5),  // staged, 32-byte pixels (5x5)
     (16, 64, 1, 20, 7),  // staged, one patch buffer (7x7)
+    (16, 64, 1, 184, 3), // Winograd
 ];
 
 /// One conv2d graph of the zoo.
@@ -1199,6 +1202,11 @@ fn few_output_convolutions_take_their_kernels() {
         (f16, tc, 3, 32, 184, "tensor cores blocked x32"),
         (f32, tc, 64, 64, 9, "vec4 x 64"),
         (f32, tc, 64, 36, 184, "vec4 x 128"),
+        // ESRGAN-slim's body: Winograd in float32, and in float16 without
+        // tensor cores; the staged kernel with them.
+        (f32, tc, 64, 64, 184, "winograd"),
+        (f16, no_tc, 64, 64, 184, "winograd"),
+        (f16, tc, 64, 64, 184, "tensor cores staged"),
         // Short reductions keep the narrow kernel: 12 -> 3 (108 long), and
         // 16 channels (64 bytes a pixel).
         (f32, tc, 12, 3, 9, "narrow vector"),
@@ -1259,6 +1267,7 @@ fn few_output_convolutions_take_their_kernels() {
 /// What sets each conv2d kernel apart in its source.
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
+        ("winograd", "Winograd F(2x2, 3x3)"),
         ("direct", "conv2d, one output element per invocation"),
         ("split", "the reduction is split over L lanes"),
         ("pointwise", "conv2d 1x1 over a short reduction"),
@@ -1363,7 +1372,8 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "vec4 x 128",
             "vec4 x 64",
             "wide",
-            "wide along k"
+            "wide along k",
+            "winograd"
         ]
     );
     assert!(

@@ -15,6 +15,7 @@ mod conv2d_gemm_vec;
 mod conv2d_pointwise;
 mod conv2d_split;
 mod conv2d_upsampled;
+mod conv2d_winograd;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
