@@ -685,6 +685,56 @@ fn conv2d_winograd_float16_matches_cpu() {
     }
 }
 
+/// Small NCHW maps over long reductions (ResNet's last stages): few 64 x
+/// 64 tiles, whose reduction conv2d_gemm.wgsl splits over workgroups and
+/// conv2d_gemm_sum.wgsl adds up (kernel_tests checks the split). Output
+/// channels not a multiple of the tile, groups, a batch, a strided 1x1.
+fn split_reduction_cases() -> Vec<ConvCase> {
+    use Conv2dFilterLayout::*;
+    use InputLayout::*;
+    vec![
+        ConvCase {
+            name: "split reduction: 7x7, 256 -> 64, 3x3 same relu, oihw",
+            input: [1, 256, 7, 7],
+            out_channels: 64,
+            layout: Nchw,
+            filter: Oihw,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "split reduction: 14x14, 2 groups of 128 -> 96, batch 2, hwio",
+            input: [2, 256, 14, 14],
+            out_channels: 192,
+            groups: 2,
+            layout: Nchw,
+            filter: Hwio,
+            ..BASE
+        },
+        ConvCase {
+            name: "split reduction: 1x1 stride 2, 1024 -> 72, clamp, no bias",
+            input: [1, 1024, 14, 14],
+            out_channels: 72,
+            kernel: [1, 1],
+            strides: [2, 2],
+            pad: Pad::Valid,
+            layout: Nchw,
+            filter: Oihw,
+            bias: false,
+            act: Act::Clamp(-0.5, 0.5),
+            ..BASE
+        },
+    ]
+}
+
+#[test]
+fn conv2d_split_reduction_matches_cpu() {
+    for (i, case) in split_reduction_cases().into_iter().enumerate() {
+        check_conv(case, DataType::Float32, 600 + i as u64);
+    }
+    check_conv(split_reduction_cases()[0], DataType::Float16, 700);
+}
+
 fn known_conv_input() -> In {
     let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
     f32s(&[1, 1, 3, 3], &x)
@@ -973,6 +1023,17 @@ fn conv2d_fusions_make_one_node() {
             name: "gate * x, winograd nhwc, r + conv",
             input: [1, 16, 96, 176],
             out_channels: 48,
+            gate: Some(true),
+            residual: Some(true),
+            ..base
+        },
+        // The split reduction (7x7 over 256 channels): the gate in its
+        // first pass, the residual in its second.
+        FusionCase {
+            name: "gate * x, split reduction nchw, r + conv",
+            input: [1, 256, 7, 7],
+            out_channels: 64,
+            layout: InputLayout::Nchw,
             gate: Some(true),
             residual: Some(true),
             ..base

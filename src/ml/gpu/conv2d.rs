@@ -14,6 +14,7 @@
 
 use super::conv2d_coop_blocked::Blocked;
 use super::conv2d_coop_tile::Staged;
+use super::conv2d_gemm_split as gemm_split;
 use super::conv2d_gemm_vec as gemm_vec;
 use super::conv2d_pointwise as pointwise;
 use super::conv2d_split::{split_filter, Split};
@@ -87,7 +88,7 @@ kernel_params! {
 /// folded over x and y past the 65535 a dimension allows (a large image):
 /// the kernels read tile wid.x + (wid.y / channel_tiles) * nwg.x, channel
 /// tile wid.y % channel_tiles, group wid.z; tiles past the last return.
-fn folded(tiles: usize, channel_tiles: usize, groups: usize) -> [u32; 3] {
+pub(super) fn folded(tiles: usize, channel_tiles: usize, groups: usize) -> [u32; 3] {
     let x = tiles.min(65535);
     [
         x as u32,
@@ -275,7 +276,13 @@ impl Gemm {
     fn spec(self, has_bias: bool, has_scale: bool, has_residual: bool) -> Specialization {
         let spec = match self {
             Gemm::Wide { along_k } => Specialization::new().bool("ALONG_K", along_k),
-            Gemm::Tile64 | Gemm::TensorCores { .. } => Specialization::new(),
+            // The whole reduction in one workgroup: its epilogue
+            // (conv2d_gemm_split.rs makes the split variant).
+            Gemm::Tile64 => Specialization::new().u32("SPLITS", 1).code(
+                "fn emit(pp: u32, m: u32, step: u32, g: u32, v: vec4<f32>) {\n\
+                 \x20   store4(pp, m, step, g, v);\n}",
+            ),
+            Gemm::TensorCores { .. } => Specialization::new(),
         };
         if let Gemm::TensorCores { blocks, pairs } = self {
             // No input scale (A is not touched between memory and the
@@ -836,6 +843,17 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
     };
     let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
+    // Few 64 x 64 tiles an image over a long reduction (ResNet's 3x3 on
+    // 7x7 and 14x14 maps in NCHW): the reduction split over workgroups,
+    // whichever tile the batch would take, so that a batch adds up each
+    // output as its image alone does (conv2d_gemm_split.rs).
+    let image_tiles = (oh * ow).div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
+    let splits = gemm_split::splits(image_tiles, icg * kh * kw);
+    if splits > 1 && l.can_bind(gemm_split::scratch_bytes(splits, total)) {
+        let flags = (has_bias, has_scale, has_residual);
+        let tiles = [pixels.div_ceil(GEMM_TILE_PIXELS), channel_tiles, o.groups];
+        return gemm_split::split_gemm(l, node, params, splits, tiles, flags);
+    }
     let source = gemm.source();
     l.kernel(Kernel {
         label: "conv2d".into(),

@@ -6,8 +6,15 @@
 // workgroup memory so that every loaded value is used 64 times.
 // Params: conv2d_params.wgsl.
 // Workgroup grid: (pixel tiles, pixel tiles folded past 65535 x channel
-// tiles, groups); tiles past the last pixel compute nothing but still meet
-// every barrier. WG must be 256.
+// tiles, groups x SPLITS); tiles past the last pixel compute nothing but
+// still meet every barrier. WG must be 256.
+//
+// With SPLITS > 1 (few tiles over a long reduction: a 7x7 map's 3x3 over
+// 512 channels makes 8 tiles, each walking 4608 rows) the reduction is cut
+// into SPLITS runs of whole slices, one workgroup each, and `emit` writes
+// the partial sums for conv2d_gemm_sum.wgsl to add up; otherwise it is the
+// epilogue (conv2d_gemm_store.wgsl's store4). The lowering sets SPLITS and
+// emit.
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
 @group(0) @binding(2) var<storage, read> filt: array<TI>;
@@ -18,6 +25,9 @@ const TK: u32 = 16u;
 
 var<workgroup> tile_a: array<f32, 1024>; // [k][pixel], TK x TM
 var<workgroup> tile_b: array<f32, 1024>; // [k][channel], TK x TN
+
+// This workgroup's run of the reduction (0 without splits).
+var<private> split: u32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -35,7 +45,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let xs = params.x_strides;
     let fs = params.f_strides;
     let kdim = params.kdim;
-    let g = wid.z;
+    let g = wid.z / SPLITS;
+    split = wid.z % SPLITS;
+    // Whole slices a run; the last may be shorter.
+    let run = ((kdim + TK - 1u) / TK + SPLITS - 1u) / SPLITS * TK;
+    let k_begin = split * run;
+    let k_end = min(kdim, k_begin + run);
     let channel_tiles = params.channel_tiles;
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
@@ -66,13 +81,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
 
-    for (var k0 = 0u; k0 < kdim; k0 += TK) {
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
         for (var q = 0u; q < 4u; q++) {
             let row = row0 + q;
             let k = k0 + row;
             var a = 0.0;
             var b = 0.0;
-            if k < kdim {
+            if k < k_end {
                 let ci = k % icg;
                 let kk = k / icg;
                 let kx = kk % kw;
@@ -104,8 +119,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
 
-    store4(p0 + tx, m0 + ty, 16u, g, acc0);
-    store4(p0 + tx + 16u, m0 + ty, 16u, g, acc1);
-    store4(p0 + tx + 32u, m0 + ty, 16u, g, acc2);
-    store4(p0 + tx + 48u, m0 + ty, 16u, g, acc3);
+    emit(p0 + tx, m0 + ty, 16u, g, acc0);
+    emit(p0 + tx + 16u, m0 + ty, 16u, g, acc1);
+    emit(p0 + tx + 32u, m0 + ty, 16u, g, acc2);
+    emit(p0 + tx + 48u, m0 + ty, 16u, g, acc3);
 }

@@ -172,10 +172,11 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
 /// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
 /// kernel's 32-channel tile); then a 5x5 and a 7x7, whose larger patches
-/// the staged kernel holds too. The last takes Winograd F(2x2, 3x3) in
-/// float32 NHWC (and float16 without tensor cores): 276 blocks of 4 x 8
-/// tiles.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 14] = [
+/// the staged kernel holds too. Then Winograd F(2x2, 3x3) in float32
+/// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
+/// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
+/// 64 x 64 GEMM splits in NCHW.
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
@@ -190,6 +191,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 14] = [
     (16, 64, 1, 20, 5),  // staged, 32-byte pixels (5x5)
     (16, 64, 1, 20, 7),  // staged, one patch buffer (7x7)
     (16, 64, 1, 184, 3), // Winograd
+    (256, 64, 1, 7, 3),  // split reduction (NCHW)
 ];
 
 /// One conv2d graph of the zoo.
@@ -1163,6 +1165,44 @@ fn small_maps_with_short_reductions_take_the_direct_kernel() {
                 .map(|k| conv_kernel(&k.source).unwrap())
                 .collect();
             assert_eq!(kernels, [want], "{dt} {c} -> {oc} {k}x{k} at {size}x{size}");
+        }
+    }
+}
+
+/// In NCHW (ONNX models), few 64 x 64 tiles an image over a long
+/// reduction split it over workgroups, then add up the runs; 132 tiles or
+/// more, or a short reduction, take one pass.
+#[test]
+fn few_tiles_over_long_reductions_split_them() {
+    let ctx = Context::cpu();
+    for (problem, want) in [
+        // ResNet-50's 7x7 stage (narrowed): 1 tile, 2304 rows: 36 runs.
+        ((256, 64, 1, 7, 3), Some(36)),
+        // 14x14, two groups of 128 -> 96: 4 x 2 x 2 tiles, 1152 rows: 17.
+        ((256, 192, 2, 14, 3), Some(17)),
+        // 96x96: 144 tiles.
+        ((64, 64, 1, 96, 3), None),
+        // 48 rows: 3 slices.
+        ((48, 64, 1, 7, 1), None),
+    ] {
+        let conv = Conv {
+            bias: true,
+            residual: true,
+            act: Some(ACTIVATIONS[0]),
+            ..Conv::new(DataType::Float32, InputLayout::Nchw, problem)
+        };
+        let recorded = record(&conv.graph(&ctx), TARGETS[0]).unwrap();
+        let labels: Vec<_> = recorded.iter().map(|k| k.label.as_str()).collect();
+        match want {
+            Some(splits) => {
+                assert_eq!(labels, ["conv2d", "conv2d sum"], "{problem:?}");
+                let constant = format!("const SPLITS: u32 = {splits}u;");
+                assert!(
+                    recorded.iter().all(|k| k.source.contains(&constant)),
+                    "{problem:?}"
+                );
+            }
+            None => assert_eq!(labels, ["conv2d"], "{problem:?}"),
         }
     }
 }

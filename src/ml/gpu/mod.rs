@@ -11,6 +11,7 @@ mod conv2d;
 mod conv2d_coop_blocked;
 mod conv2d_coop_tile;
 mod conv2d_dwpw;
+mod conv2d_gemm_split;
 mod conv2d_gemm_vec;
 mod conv2d_pointwise;
 mod conv2d_split;

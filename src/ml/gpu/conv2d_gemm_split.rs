@@ -1,0 +1,159 @@
+//! conv2d_gemm.wgsl with its reduction split over workgroups, and
+//! conv2d_gemm_sum.wgsl adding up the runs (see the shaders' headers;
+//! conv2d.rs decides when).
+//!
+//! Why: a small map with many channels makes few 64 x 64 tiles, each
+//! walking a long reduction alone. ResNet-50 from ONNX (NCHW) on an H100:
+//! its 3x3 512 -> 512 on 7x7 ran as 8 workgroups over 4608 rows, 0.66 ms
+//! for 0.23 GFLOP, and its 14x14 ones 16 workgroups, 0.33 ms: the three
+//! stages' 3x3 convolutions were 4 of the model's 8 ms.
+
+use crate::error::Result;
+use crate::gpu::Specialization;
+use crate::ml::graph_ir::Node;
+
+use super::conv2d::{bindings_after, folded, Params};
+use super::lower::{grid, Kernel, Lowering};
+
+/// From this many 64 x 64 tiles an image the reduction is not split: one
+/// workgroup a multiprocessor of a large GPU (an H100 has 132).
+const MIN_TILES: usize = 132;
+/// Workgroups the splits aim for: two a multiprocessor.
+const TARGET_WORKGROUPS: usize = 264;
+/// Slices of 16 reduction rows a run has at least, so that its partial
+/// sums (written and read once more) stay a small share of its work.
+const MIN_SLICES: usize = 4;
+const MAX_SPLITS: usize = 64;
+/// Reduction rows of a slice (conv2d_gemm.wgsl's TK).
+const SLICE: usize = 16;
+
+/// Runs to cut a reduction of `kdim` rows into, for an image of
+/// `image_tiles` tiles (counted per image, so that a batch splits as its
+/// images do alone); 1: not split.
+pub(super) fn splits(image_tiles: usize, kdim: usize) -> usize {
+    if image_tiles >= MIN_TILES {
+        return 1;
+    }
+    TARGET_WORKGROUPS
+        .div_ceil(image_tiles.max(1))
+        .min(kdim.div_ceil(SLICE) / MIN_SLICES)
+        .clamp(1, MAX_SPLITS)
+}
+
+/// The partial sums' buffer: `splits` x the output's `total` elements,
+/// float32.
+pub(super) fn scratch_bytes(splits: usize, total: usize) -> u64 {
+    (splits * total * 4) as u64
+}
+
+/// The two passes for a conv2d node: `tiles` = [pixel tiles, channel
+/// tiles, groups] of 64 x 64; `flags` = (bias, input scale, residual).
+pub(super) fn split_gemm(
+    l: &mut Lowering,
+    node: &Node,
+    params: Params,
+    splits: usize,
+    [pixel_tiles, channel_tiles, groups]: [usize; 3],
+    (has_bias, has_scale, has_residual): (bool, bool, bool),
+) -> Result<()> {
+    let (x, f, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let (xd, yd) = (l.ir.desc(x).clone(), l.ir.desc(y).clone());
+    let total = params.total as usize;
+    let scratch = l.scratch(scratch_bytes(splits, total))?;
+    let conv_params = include_str!("conv2d_params.wgsl");
+    // x, the filter and any input scale, then the partial sums.
+    let mut inputs = vec![x, f];
+    inputs.extend(node.input_scale());
+    let mut code = String::new();
+    if has_scale {
+        code += "@group(0) @binding(3) var<storage, read> s: array<TI>;\n\
+                 fn in_scale(c: u32) -> f32 { return f32(s[c]); }\n";
+    } else {
+        code += "fn in_scale(c: u32) -> f32 { return 1.0; }\n";
+    }
+    code += &format!(
+        "@group(0) @binding({}) var<storage, read_write> part: array<f32>;\n",
+        3 + has_scale as usize
+    );
+    code += "fn emit(pp: u32, m: u32, step: u32, g: u32, v: vec4<f32>) {\n\
+             \x20   if pp >= params.pixels {\n        return;\n    }\n\
+             \x20   for (var j = 0u; j < 4u; j++) {\n\
+             \x20       let mj = m + step * j;\n\
+             \x20       if mj < params.ocg {\n\
+             \x20           part[split * params.total + pp * params.oc + g * params.ocg + mj] = v[j];\n\
+             \x20       }\n    }\n}\n";
+    let partial = l.kernel_with_scratch(
+        Kernel {
+            label: "conv2d".into(),
+            source: &format!("{conv_params}{}", include_str!("conv2d_gemm.wgsl")),
+            spec: Specialization::new()
+                .u32("SPLITS", splits as u32)
+                .code(&code),
+            output_type: yd.data_type,
+            input_type: xd.data_type,
+            activations: &[],
+            params: Kernel::params(&params),
+            table: None,
+            inputs,
+            outputs: vec![],
+            workgroups: folded(pixel_tiles, channel_tiles, groups * splits),
+            workgroup_size: 256,
+        },
+        scratch,
+    );
+    // Any bias and residual, the output, then the partial sums.
+    let mut inputs = Vec::new();
+    inputs.extend(node.op_inputs().get(2));
+    inputs.extend(node.residual());
+    let (bindings, next) = bindings_after(1, has_bias, false, has_residual, "T");
+    const WG: u32 = 256;
+    let sum = partial.and_then(|()| {
+        l.kernel_with_scratch(
+            Kernel {
+                label: "conv2d sum".into(),
+                source: &format!("{conv_params}{}", include_str!("conv2d_gemm_sum.wgsl")),
+                spec: Specialization::new()
+                    .u32("SPLITS", splits as u32)
+                    .code(&bindings)
+                    .code(&format!(
+                        "@group(0) @binding({next}) var<storage, read> part: array<f32>;"
+                    )),
+                output_type: yd.data_type,
+                input_type: xd.data_type,
+                activations: &node.activations,
+                params: Kernel::params(&params),
+                table: None,
+                inputs,
+                outputs: vec![y],
+                workgroups: grid(total, WG),
+                workgroup_size: WG,
+            },
+            scratch,
+        )
+    });
+    l.release_scratch(scratch);
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::splits;
+
+    #[test]
+    fn few_tiles_over_long_reductions_split_into_runs_of_at_least_4_slices() {
+        // ResNet-50's 3x3 on 7x7 (1 pixel tile x 8 channel tiles, 4608
+        // rows): 33 runs, 264 workgroups.
+        assert_eq!(splits(8, 4608), 33);
+        // Its 14x14 (4 x 4 tiles, 2304 rows): 17.
+        assert_eq!(splits(16, 2304), 17);
+        // A short reduction: runs of 4 slices, 64 rows.
+        assert_eq!(splits(8, 256), 4);
+        assert_eq!(splits(8, 127), 2);
+        assert_eq!(splits(8, 63), 1);
+        // One tile over a very long one: at most 64.
+        assert_eq!(splits(1, 65536), 64);
+        // Enough tiles: no split.
+        assert_eq!(splits(132, 4608), 1);
+        assert_eq!(splits(131, 4608), 3);
+    }
+}

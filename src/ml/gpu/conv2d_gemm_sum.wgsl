@@ -1,0 +1,24 @@
+// conv2d's split reduction, second pass (see conv2d_gemm.wgsl): one
+// invocation per output element adds its SPLITS partial sums, in order
+// (part: [split][pixel][channel], pixel = n * ohw + position), then the
+// bias, residual and activations, and writes it in the output's layout.
+// Params: conv2d_params.wgsl.
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = flat_id(gid, nwg);
+    if e >= params.total {
+        return;
+    }
+    var sum = 0.0;
+    for (var s = 0u; s < SPLITS; s++) {
+        sum += part[s * params.total + e];
+    }
+    let oc = params.oc;
+    let pp = e / oc;
+    let mo = e % oc;
+    let n = pp / params.ohw;
+    let rr = pp % params.ohw;
+    let at = select((n * oc + mo) * params.ohw + rr, pp * oc + mo, params.nhwc != 0u);
+    y[at] = T(act(sum + bias(mo) + residual(at)));
+}
