@@ -527,9 +527,11 @@ fn vec4_conv_cases() -> Vec<ConvCase> {
             pad: Pad::Explicit([2, 1, 0, 3]),
             ..BASE
         },
+        // 66 x 66: 69 tiles, past the 66 below which the reduction is
+        // split (conv2d_gemm_split.rs).
         ConvCase {
             name: "vec4: 68 -> 72, 3x3 same dilation 2, hwio, no bias",
-            input: [1, 68, 7, 9],
+            input: [1, 68, 66, 66],
             out_channels: 72,
             dilations: [2, 2],
             filter: Hwio,
@@ -557,6 +559,7 @@ fn vec4_conv_cases() -> Vec<ConvCase> {
             filter: Ihwo,
             ..BASE
         },
+        // One tile over 384 rows: the split reduction, in NHWC.
         ConvCase {
             name: "vec4: 3x2 valid, 64 -> 64",
             input: [1, 64, 6, 5],

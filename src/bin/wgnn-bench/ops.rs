@@ -232,6 +232,12 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         conv(f32, true, s(540), s(960), 64, 32, 3, 1, 1, "esrgan 64->32"),
         conv(f32, true, s(540), s(960), 32, 12, 3, 1, 1, "esrgan 32->12"),
         conv(f32, true, s(1080), s(1920), 12, 3, 3, 1, 1, "esrgan sr"),
+        // ResNet-50's last stage (ONNX models come in NCHW): a 7x7 map,
+        // one tile of pixels over a long reduction (conv2d_gemm_split.rs).
+        conv(f32, false, s(7), s(7), 512, 512, 3, 1, 1, "resnet 7x7"),
+        conv(f32, true, s(7), s(7), 512, 512, 3, 1, 1, "resnet 7x7"),
+        conv(f32, false, s(7), s(7), 2048, 512, 1, 1, 1, "resnet 7x7"),
+        conv(f32, true, s(7), s(7), 2048, 512, 1, 1, 1, "resnet 7x7"),
         elementwise(s(1080), s(1920), 4),
         resample(s(128), s(128), 16),
     ];

@@ -15,15 +15,16 @@ use crate::ml::graph_ir::Node;
 use super::conv2d::{bindings_after, folded, Params};
 use super::lower::{grid, Kernel, Lowering};
 
-/// From this many 64 x 64 tiles an image the reduction is not split: one
-/// workgroup a multiprocessor of a large GPU (an H100 has 132).
-const MIN_TILES: usize = 132;
+/// From this many 64 x 64 tiles an image the reduction is not split: half
+/// the multiprocessors of a large GPU (an H100 has 132).
+const MIN_TILES: usize = 66;
 /// Workgroups the splits aim for: two a multiprocessor.
 const TARGET_WORKGROUPS: usize = 264;
 /// Slices of 16 reduction rows a run has at least, so that its partial
 /// sums (written and read once more) stay a small share of its work.
 const MIN_SLICES: usize = 4;
 const MAX_SPLITS: usize = 64;
+const MIN_SPLITS: usize = 4;
 /// Reduction rows of a slice (conv2d_gemm.wgsl's TK).
 const SLICE: usize = 16;
 
@@ -34,10 +35,17 @@ pub(super) fn splits(image_tiles: usize, kdim: usize) -> usize {
     if image_tiles >= MIN_TILES {
         return 1;
     }
-    TARGET_WORKGROUPS
+    let splits = TARGET_WORKGROUPS
         .div_ceil(image_tiles.max(1))
         .min(kdim.div_ceil(SLICE) / MIN_SLICES)
-        .clamp(1, MAX_SPLITS)
+        .min(MAX_SPLITS);
+    // Fewer runs than MIN_SPLITS leave the reduction whole: two runs of a
+    // 56x56 map's 144 rows (pose_detection.tflite) gained nothing.
+    if splits < MIN_SPLITS {
+        1
+    } else {
+        splits
+    }
 }
 
 /// The partial sums' buffer: `splits` x the output's `total` elements,
@@ -80,7 +88,7 @@ pub(super) fn split_gemm(
              \x20   for (var j = 0u; j < 4u; j++) {\n\
              \x20       let mj = m + step * j;\n\
              \x20       if mj < params.ocg {\n\
-             \x20           part[split * params.total + pp * params.oc + g * params.ocg + mj] = v[j];\n\
+             \x20           part[split * params.total + (g * params.ocg + mj) * params.pixels + pp] = v[j];\n\
              \x20       }\n    }\n}\n";
     let partial = l.kernel_with_scratch(
         Kernel {
@@ -146,14 +154,15 @@ mod tests {
         assert_eq!(splits(8, 4608), 33);
         // Its 14x14 (4 x 4 tiles, 2304 rows): 17.
         assert_eq!(splits(16, 2304), 17);
-        // A short reduction: runs of 4 slices, 64 rows.
+        // A short reduction: runs of 4 slices, 64 rows, at least 4 runs.
         assert_eq!(splits(8, 256), 4);
-        assert_eq!(splits(8, 127), 2);
-        assert_eq!(splits(8, 63), 1);
+        assert_eq!(splits(8, 255), 4);
+        assert_eq!(splits(8, 239), 1);
+        assert_eq!(splits(49, 144), 1);
         // One tile over a very long one: at most 64.
         assert_eq!(splits(1, 65536), 64);
         // Enough tiles: no split.
-        assert_eq!(splits(132, 4608), 1);
-        assert_eq!(splits(131, 4608), 3);
+        assert_eq!(splits(66, 4608), 1);
+        assert_eq!(splits(65, 4608), 5);
     }
 }

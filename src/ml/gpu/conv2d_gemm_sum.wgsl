@@ -1,7 +1,9 @@
 // conv2d's split reduction, second pass (see conv2d_gemm.wgsl): one
 // invocation per output element adds its SPLITS partial sums, in order
-// (part: [split][pixel][channel], pixel = n * ohw + position), then the
-// bias, residual and activations, and writes it in the output's layout.
+// (part: [split][channel][pixel], pixel = n * ohw + position: the first
+// pass's lanes hold adjacent pixels, and here adjacent invocations read
+// adjacent partial sums), then the bias, residual and activations, and
+// writes it in the output's layout.
 // Params: conv2d_params.wgsl.
 
 @compute @workgroup_size(WG)
@@ -15,8 +17,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         sum += part[s * params.total + e];
     }
     let oc = params.oc;
-    let pp = e / oc;
-    let mo = e % oc;
+    let mo = e / params.pixels;
+    let pp = e % params.pixels;
     let n = pp / params.ohw;
     let rr = pp % params.ohw;
     let at = select((n * oc + mo) * params.ohw + rr, pp * oc + mo, params.nhwc != 0u);

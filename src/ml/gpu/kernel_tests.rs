@@ -1139,7 +1139,8 @@ fn few_output_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
 /// A short reduction over a small map (selfie's 1x1 convolutions on 16x16
 /// and 32x32 maps) takes the direct kernel: a GEMM would run 4 to 16
 /// workgroups there. From 32 of its 64 x 64 tiles, or past 256 products per
-/// output, the GEMM again.
+/// output, the GEMM again, its reduction split over workgroups below 66
+/// tiles.
 #[test]
 fn small_maps_with_short_reductions_take_the_direct_kernel() {
     let ctx = Context::cpu();
@@ -1148,7 +1149,9 @@ fn small_maps_with_short_reductions_take_the_direct_kernel() {
         (128, 32, 16, 1, "direct"),
         (96, 24, 32, 1, "direct"),
         (128, 32, 64, 1, "vec4 x 64"),
-        (32, 32, 16, 3, "vec4 x 64"),
+        // Past 256 products, 4 tiles over 288 rows: the split reduction.
+        (32, 32, 16, 3, "split reduction"),
+        (32, 32, 96, 3, "vec4 x 64"),
     ] {
         for dt in [DataType::Float32, DataType::Float16] {
             let conv = Conv {
@@ -1231,7 +1234,8 @@ fn few_output_convolutions_take_their_kernels() {
         // Past 16 outputs, the vec4 GEMM's 128 x 32 tile from 264 such
         // tiles on (64 x 64 below), or the tensor cores in float16 (their
         // 32-channel tile up to 32 outputs).
-        (f32, tc, 64, 32, 9, "vec4 x 64"),
+        (f32, tc, 64, 32, 9, "split reduction"),
+        (f32, tc, 64, 32, 92, "vec4 x 64"),
         (f32, tc, 64, 32, 184, "vec4 32 x 128"),
         (f32, tc, 64, 20, 184, "vec4 32 x 128"),
         (f16, no_tc, 64, 32, 184, "vec4 32 x 128"),
@@ -1240,7 +1244,7 @@ fn few_output_convolutions_take_their_kernels() {
         // An RGB head (fewer than 16 input channels) takes the blocked
         // copy's kernel.
         (f16, tc, 3, 32, 184, "tensor cores blocked x32"),
-        (f32, tc, 64, 64, 9, "vec4 x 64"),
+        (f32, tc, 64, 64, 9, "split reduction"),
         (f32, tc, 64, 36, 184, "vec4 x 128"),
         // ESRGAN-slim's body: Winograd in float32, and in float16 without
         // tensor cores; the staged kernel with them.
@@ -1308,6 +1312,8 @@ fn few_output_convolutions_take_their_kernels() {
 fn conv_kernel(source: &str) -> Option<&'static str> {
     [
         ("winograd", "Winograd F(2x2, 3x3)"),
+        // The first pass of conv2d_gemm.wgsl with its reduction split.
+        ("split reduction", "part[split * params.total"),
         ("direct", "conv2d, one output element per invocation"),
         ("split", "the reduction is split over L lanes"),
         ("pointwise", "conv2d 1x1 over a short reduction"),
@@ -1400,6 +1406,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "narrow vector",
             "pointwise",
             "split",
+            "split reduction",
             "tensor cores",
             "tensor cores blocked",
             "tensor cores blocked x32",
