@@ -677,25 +677,33 @@ fn matmul_known_values() {
 fn gemm_matches_cpu() {
     let p = Pair::new();
     let mut r = rng(12);
-    // Past one 32x32 output tile in M, past half of one in N.
-    let (m, k, n) = (35, 21, 18);
-    let c_shapes: [Option<&[usize]>; 5] = [
+    // Past one 32x32 output tile in M, past half of one in N (matmul.wgsl);
+    // then one and three rows over a long K (matvec.wgsl: a classifier's
+    // row, K split over a workgroup), columns past a multiple of its 4
+    // and 64.
+    for (m, k, n) in [(35, 21, 18), (1, 300, 70), (3, 129, 66)] {
+        gemm_cases(&p, &mut r, m, k, n);
+    }
+}
+
+fn gemm_cases(p: &Pair, r: &mut rand::rngs::StdRng, m: usize, k: usize, n: usize) {
+    let c_shapes: [Option<Vec<usize>>; 5] = [
         None,
-        Some(&[18]),
-        Some(&[35, 1]),
-        Some(&[35, 18]),
-        Some(&[1]),
+        Some(vec![n]),
+        Some(vec![m, 1]),
+        Some(vec![m, n]),
+        Some(vec![1]),
     ];
     for dt in FLOAT_TYPES {
-        for (i, c_shape) in c_shapes.into_iter().enumerate() {
+        for (i, c_shape) in c_shapes.iter().enumerate() {
             for (at, bt) in [(false, false), (true, false), (false, true), (true, true)] {
                 let a_shape = if at { [k, m] } else { [m, k] };
                 let b_shape = if bt { [n, k] } else { [k, n] };
                 let mut inputs = vec![
-                    random(&mut r, dt, &a_shape, -1.0, 1.0),
-                    random(&mut r, dt, &b_shape, -1.0, 1.0),
+                    random(r, dt, &a_shape, -1.0, 1.0),
+                    random(r, dt, &b_shape, -1.0, 1.0),
                 ];
-                inputs.extend(c_shape.map(|s| random(&mut r, dt, s, -1.0, 1.0)));
+                inputs.extend(c_shape.as_ref().map(|s| random(r, dt, s, -1.0, 1.0)));
                 let options = GemmOptions {
                     alpha: [1.0, 0.5, -2.0][i % 3],
                     beta: [1.0, 3.0][i % 2],
@@ -703,7 +711,7 @@ fn gemm_matches_cpu() {
                     b_transpose: bt,
                 };
                 p.check(
-                    &format!("gemm c {c_shape:?} {options:?}"),
+                    &format!("gemm {m}x{k}x{n} c {c_shape:?} {options:?}"),
                     &|g, x| Ok(vec![g.gemm(&x[0], &x[1], x.get(2), options.clone())?]),
                     &inputs,
                 );

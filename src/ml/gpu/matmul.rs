@@ -1,5 +1,6 @@
-//! matmul (batched, batch dimensions broadcast) and the tiled kernel it
-//! shares with gemm.
+//! matmul (batched, batch dimensions broadcast) and the kernels it shares
+//! with gemm: tiled (matmul.wgsl), or for up to 4 rows (a classifier's
+//! single row) K split over a workgroup (matvec.wgsl).
 
 use super::lower::{axes, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::Result;
@@ -8,6 +9,8 @@ use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::strides;
 
 const TILE: usize = 32;
+/// Rows up to which a product takes matvec.wgsl (4 a workgroup).
+const MATVEC_ROWS: usize = 4;
 
 kernel_params! {
     /// `struct Params` of matmul.wgsl.
@@ -78,10 +81,37 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
         }
     };
     let batches: usize = shape.iter().product();
+    let params_wgsl = include_str!("matmul_params.wgsl");
+    let (source, spec, workgroups) = if p.m <= MATVEC_ROWS {
+        // B's columns contiguous along K: 4 columns a workgroup, else 64.
+        let along_k = p.b.1 == 1 && p.b.2 != 1;
+        let columns = if along_k { 4 } else { 64 };
+        (
+            format!("{params_wgsl}{}", include_str!("matvec.wgsl")),
+            Specialization::new()
+                .bool("ALONG_K", along_k)
+                .code(bindings),
+            [
+                p.n.div_ceil(columns) as u32,
+                p.m.div_ceil(MATVEC_ROWS) as u32,
+                batches as u32,
+            ],
+        )
+    } else {
+        (
+            format!("{params_wgsl}{}", include_str!("matmul.wgsl")),
+            Specialization::new().code(bindings),
+            [
+                p.n.div_ceil(TILE) as u32,
+                p.m.div_ceil(TILE) as u32,
+                batches as u32,
+            ],
+        )
+    };
     l.kernel(Kernel {
         label: p.label.into(),
-        source: include_str!("matmul.wgsl"),
-        spec: Specialization::new().code(bindings),
+        source: &source,
+        spec,
         output_type: dt,
         input_type: dt,
         activations: &p.node.activations,
@@ -89,11 +119,7 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
         table: None,
         inputs,
         outputs: vec![y],
-        workgroups: [
-            p.n.div_ceil(TILE) as u32,
-            p.m.div_ceil(TILE) as u32,
-            batches as u32,
-        ],
+        workgroups,
         workgroup_size: 256,
     })
 }

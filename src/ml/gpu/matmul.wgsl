@@ -6,24 +6,8 @@
 // broadcast batch strides. Each 16x16 workgroup computes a 32x32 output
 // tile, 2x2 values per invocation, staging 32x16 of A and 16x32 of B in
 // workgroup memory per step along K. The output binding `y` and `bias` (0,
-// or beta * c broadcast) are generated per op.
-
-// Mirrored by `Params` in matmul.rs.
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    batch_rank: u32,
-    // Element strides (row, column) of A and B, and of the c that gemm adds.
-    a_strides: vec2<u32>,
-    b_strides: vec2<u32>,
-    c_strides: vec2<u32>,
-    alpha: f32,
-    beta: f32,
-    // Per batch axis (folded, see lower.rs `axes`): (extent, a stride,
-    // b stride, 0), strides in elements, 0 where broadcast.
-    batch: array<vec4<u32>, MAX_RANK>,
-}
+// or beta * c broadcast) are generated per op. Params: matmul_params.wgsl.
+// Products of up to 4 rows take matvec.wgsl.
 
 @group(0) @binding(1) var<storage, read> a: array<TI>;
 @group(0) @binding(2) var<storage, read> b: array<TI>;
@@ -57,16 +41,9 @@ fn main(
     let b_rs = params.b_strides.x;
     let b_cs = params.b_strides.y;
     let z = wid.z;
-    var rem = z;
-    var a_off = 0u;
-    var b_off = 0u;
-    for (var d = params.batch_rank; d > 0u; d--) {
-        let axis = params.batch[d - 1u];
-        let c = rem % axis.x;
-        rem = rem / axis.x;
-        a_off += c * axis.y;
-        b_off += c * axis.z;
-    }
+    let off = batch_offsets(z);
+    let a_off = off.x;
+    let b_off = off.y;
     let row0 = wid.y * TM;
     let col0 = wid.x * TN;
     var acc00 = 0.0;
