@@ -225,6 +225,30 @@ fn cases() -> Vec<Case> {
             out_channels: 70,
             ..BASE
         },
+        // Small maps over many depthwise channels (MobileNetV3's 14x14
+        // stages): few tiles, the reduction split over workgroups and
+        // added up by a second pass (conv2d_gemm_split.rs), which applies
+        // the pointwise bias, the residual and the activations. (The 33x35
+        // case above splits too, in 5 runs.)
+        Case {
+            name: "split: nchw 14x14, 184 channels, scale, residual, oihw/oihw",
+            input: [1, 184, 14, 14],
+            out_channels: 80,
+            layout: InputLayout::Nchw,
+            dw_filter: Oihw,
+            pw_filter: Oihw,
+            scale: true,
+            residual: true,
+            ..BASE
+        },
+        Case {
+            name: "split: nhwc 28x28 stride 2, 240 channels, batch 2",
+            input: [2, 240, 28, 28],
+            strides: [2, 2],
+            padding: [0, 1, 0, 1],
+            out_channels: 80,
+            ..BASE
+        },
         Case {
             name: "nhwc, no padding, 1 channel",
             input: [1, 1, 4, 5],

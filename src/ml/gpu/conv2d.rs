@@ -787,9 +787,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let image_tiles = (oh * ow).div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
     let splits = gemm_split::splits(image_tiles, icg * kh * kw);
     if splits > 1 && l.can_bind(gemm_split::scratch_bytes(splits, total)) {
-        let flags = (has_bias, has_scale, has_residual);
         let tiles = [pixels.div_ceil(GEMM_TILE_PIXELS), channel_tiles, o.groups];
-        return gemm_split::split_gemm(l, node, params, splits, tiles, flags);
+        return gemm_split::split_gemm(l, node, params, splits, tiles, has_scale);
     }
     // Wider outputs over a short reduction (an RGB stem; in NCHW, a
     // 4-channel piece of a split concat, which in NHWC took the pointwise

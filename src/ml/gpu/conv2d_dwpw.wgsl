@@ -7,6 +7,12 @@
 // invocation a 4 x 4 block; each depthwise value is computed once per
 // channel tile, and the pointwise layers this fuses have few output
 // channels (one tile). Params: conv2d_dwpw.rs. WG must be 256.
+//
+// With SPLITS > 1 (a small map: 14x14 makes 8 tiles, each walking all the
+// depthwise channels) the reduction is cut into SPLITS runs of whole
+// slices, one workgroup each (grid z), and `store` writes partial sums
+// for conv2d_gemm_sum.wgsl (conv2d_gemm_split.rs); otherwise it is the
+// epilogue. The lowering sets SPLITS and store.
 
 struct Params {
     // Element strides of the input in (n, c, h, w) order and of the
@@ -79,15 +85,8 @@ fn depthwise(xb: u32, iy0: i32, ix0: i32, m: u32) -> f32 {
     return act_dw(acc * in_scale(ci) + dw_bias(m));
 }
 
-fn store(pp: u32, mj: u32, v: f32) {
-    if pp >= params.pixels || mj >= params.oc {
-        return;
-    }
-    let oc = params.oc;
-    let at = select((pp / params.ohw * oc + mj) * params.ohw + pp % params.ohw, pp * oc + mj,
-        params.nhwc != 0u);
-    y[at] = T(act(v + bias(mj) + residual(at)));
-}
+// This workgroup's run of the reduction (0 without splits).
+var<private> split: u32;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -96,6 +95,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let p0 = (wid.x + (wid.y / channel_tiles) * nwg.x) * TM;
     let m0 = (wid.y % channel_tiles) * TN;
     let c = params.c;
+    split = wid.z;
+    // Whole slices a run; the last may be shorter.
+    let run = ((c + TK - 1u) / TK + SPLITS - 1u) / SPLITS * TK;
+    let k_begin = split * run;
+    let k_end = min(c, k_begin + run);
 
     // Loading role: column `col` of both tiles, rows row0 .. row0 + 3.
     let col = lid % TM;
@@ -118,13 +122,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
 
-    for (var k0 = 0u; k0 < c; k0 += TK) {
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
         for (var q = 0u; q < 4u; q++) {
             let row = row0 + q;
             let k = k0 + row;
             var a = 0.0;
             var b = 0.0;
-            if k < c {
+            if k < k_end {
                 if p_ok {
                     a = depthwise(xb, iy0, ix0, k);
                 }

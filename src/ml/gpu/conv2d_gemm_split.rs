@@ -1,6 +1,8 @@
 //! conv2d_gemm.wgsl with its reduction split over workgroups, and
 //! conv2d_gemm_sum.wgsl adding up the runs (see the shaders' headers;
-//! conv2d.rs decides when).
+//! conv2d.rs decides when). The fused depthwise + pointwise kernel splits
+//! its reduction the same way and shares the second pass
+//! (conv2d_dwpw.rs).
 //!
 //! Why: a small map with many channels makes few 64 x 64 tiles, each
 //! walking a long reduction alone. ResNet-50 from ONNX (NCHW) on an H100:
@@ -10,10 +12,11 @@
 
 use crate::error::Result;
 use crate::gpu::Specialization;
-use crate::ml::graph_ir::Node;
+use crate::ml::graph_ir::{Node, OperandId};
+use crate::ml::types::DataType;
 
 use super::conv2d::{bindings_after, folded, Params};
-use super::lower::{grid, Kernel, Lowering};
+use super::lower::{grid, Kernel, Lowering, ScratchId};
 
 /// From this many 64 x 64 tiles an image the reduction is not split: half
 /// the multiprocessors of a large GPU (an H100 has 132).
@@ -32,12 +35,17 @@ const SLICE: usize = 16;
 /// `image_tiles` tiles (counted per image, so that a batch splits as its
 /// images do alone); 1: not split.
 pub(super) fn splits(image_tiles: usize, kdim: usize) -> usize {
+    splits_of(image_tiles, kdim, MIN_SLICES)
+}
+
+/// [`splits`] with runs of at least `min_slices` slices.
+pub(super) fn splits_of(image_tiles: usize, kdim: usize, min_slices: usize) -> usize {
     if image_tiles >= MIN_TILES {
         return 1;
     }
     let splits = TARGET_WORKGROUPS
         .div_ceil(image_tiles.max(1))
-        .min(kdim.div_ceil(SLICE) / MIN_SLICES)
+        .min(kdim.div_ceil(SLICE) / min_slices)
         .min(MAX_SPLITS);
     // Fewer runs than MIN_SPLITS leave the reduction whole: two runs of a
     // 56x56 map's 144 rows (pose_detection.tflite) gained nothing.
@@ -55,14 +63,15 @@ pub(super) fn scratch_bytes(splits: usize, total: usize) -> u64 {
 }
 
 /// The two passes for a conv2d node: `tiles` = [pixel tiles, channel
-/// tiles, groups] of 64 x 64; `flags` = (bias, input scale, residual).
+/// tiles, groups] of 64 x 64; `has_scale`: a fused input scale (the bias
+/// and residual come from the node, for the second pass).
 pub(super) fn split_gemm(
     l: &mut Lowering,
     node: &Node,
     params: Params,
     splits: usize,
     [pixel_tiles, channel_tiles, groups]: [usize; 3],
-    (has_bias, has_scale, has_residual): (bool, bool, bool),
+    has_scale: bool,
 ) -> Result<()> {
     let (x, f, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
     let (xd, yd) = (l.ir.desc(x).clone(), l.ir.desc(y).clone());
@@ -109,38 +118,64 @@ pub(super) fn split_gemm(
         },
         scratch,
     );
-    // Any bias and residual, the output, then the partial sums.
-    let mut inputs = Vec::new();
-    inputs.extend(node.op_inputs().get(2));
-    inputs.extend(node.residual());
-    let (bindings, next) = bindings_after(1, has_bias, false, has_residual, "T");
-    const WG: u32 = 256;
     let sum = partial.and_then(|()| {
-        l.kernel_with_scratch(
-            Kernel {
-                label: "conv2d sum".into(),
-                source: &format!("{conv_params}{}", include_str!("conv2d_gemm_sum.wgsl")),
-                spec: Specialization::new()
-                    .u32("SPLITS", splits as u32)
-                    .code(&bindings)
-                    .code(&format!(
-                        "@group(0) @binding({next}) var<storage, read> part: array<f32>;"
-                    )),
-                output_type: yd.data_type,
-                input_type: xd.data_type,
-                activations: &node.activations,
-                params: Kernel::params(&params),
-                table: None,
-                inputs,
-                outputs: vec![y],
-                workgroups: grid(total, WG),
-                workgroup_size: WG,
-            },
+        let bias = node.op_inputs().get(2).copied();
+        let io = (xd.data_type, yd.data_type);
+        sum_pass(
+            l,
             scratch,
+            splits,
+            params,
+            (bias, node.residual(), y),
+            io,
+            node,
         )
     });
     l.release_scratch(scratch);
     sum
+}
+
+/// The second pass over `scratch`'s `splits` runs of partial sums
+/// (conv2d_gemm_sum.wgsl) into `y`, with any `bias` (per output channel)
+/// and `residual`, then `node`'s activations. `params` needs total,
+/// pixels, oc, ohw and nhwc; `io` is the input and output data types.
+pub(super) fn sum_pass(
+    l: &mut Lowering,
+    scratch: ScratchId,
+    splits: usize,
+    params: Params,
+    (bias, residual, y): (Option<OperandId>, Option<OperandId>, OperandId),
+    (input_type, output_type): (DataType, DataType),
+    node: &Node,
+) -> Result<()> {
+    const WG: u32 = 256;
+    let (bindings, next) = bindings_after(1, bias.is_some(), false, residual.is_some(), "T");
+    l.kernel_with_scratch(
+        Kernel {
+            label: format!("{} sum", node.op.name()),
+            source: &format!(
+                "{}{}",
+                include_str!("conv2d_params.wgsl"),
+                include_str!("conv2d_gemm_sum.wgsl")
+            ),
+            spec: Specialization::new()
+                .u32("SPLITS", splits as u32)
+                .code(&bindings)
+                .code(&format!(
+                    "@group(0) @binding({next}) var<storage, read> part: array<f32>;"
+                )),
+            output_type,
+            input_type,
+            activations: &node.activations,
+            params: Kernel::params(&params),
+            table: None,
+            inputs: bias.into_iter().chain(residual).collect(),
+            outputs: vec![y],
+            workgroups: grid(params.total as usize, WG),
+            workgroup_size: WG,
+        },
+        scratch,
+    )
 }
 
 #[cfg(test)]
