@@ -180,7 +180,7 @@ pub(super) fn sum_pass(
 
 #[cfg(test)]
 mod tests {
-    use super::splits;
+    use super::{splits, splits_of};
 
     #[test]
     fn few_tiles_over_long_reductions_split_into_runs_of_at_least_4_slices() {
@@ -199,5 +199,9 @@ mod tests {
         // Enough tiles: no split.
         assert_eq!(splits(66, 4608), 1);
         assert_eq!(splits(65, 4608), 5);
+        // The depthwise + pointwise kernel's runs of one slice:
+        // MobileNetV3's 14x14 pair over 184 channels (4 x 2 tiles) in 12.
+        assert_eq!(splits_of(8, 184, 1), 12);
+        assert_eq!(splits_of(8, 48, 1), 1);
     }
 }
