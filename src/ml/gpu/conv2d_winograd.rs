@@ -6,7 +6,8 @@
 //! multiply-adds of every output; Winograd does 16 per 2x2 outputs and
 //! input channel, 2.25x fewer, for transforms that only add. Float32 3x3
 //! 64 -> 64 at 512x512 on an H100 took 0.698 ms on the GEMM, against
-//! cuDNN's 0.554-0.576 in float32 (TF32 off).
+//! cuDNN's 0.554-0.576 in float32 (TF32 off); here 0.488 in NHWC and 0.562
+//! in NCHW.
 
 use crate::gpu::Specialization;
 use crate::ml::ops::Conv2dOptions;
