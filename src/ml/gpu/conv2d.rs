@@ -50,10 +50,13 @@ const DIRECT_TILE_PIXELS: usize = 64;
 /// output element) instead of a GEMM.
 const SMALL_MAX_TILES: usize = 32;
 const SMALL_MAX_REDUCTION: usize = 256;
+/// The multiprocessors of a large GPU (an H100 has 132): the conv2d
+/// kernels' choices count workgroups against it.
+pub(super) const LARGE_GPU_MULTIPROCESSORS: usize = 132;
 /// Wide tiles from this many of them on: two per multiprocessor of a large
-/// GPU (an H100 has 132). Below it the 64 x 64 tiles keep more of a small
-/// GPU's multiprocessors busy, which matters more than reuse there.
-const WIDE_MIN_TILES: usize = 264;
+/// GPU. Below it the 64 x 64 tiles keep more of a small GPU's
+/// multiprocessors busy, which matters more than reuse there.
+pub(super) const WIDE_MIN_TILES: usize = 2 * LARGE_GPU_MULTIPROCESSORS;
 
 kernel_params! {
     /// `struct Params` of conv2d_params.wgsl, shared by the conv2d kernels.
@@ -784,8 +787,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // so that a batch adds up each output as its image alone does. The
     // vec4 GEMM below keeps each tile's reduction in one workgroup: on an
     // H100 a 7x7 512 -> 512 3x3 in NHWC took 0.411 ms there, 0.043 split.
-    let image_tiles = (oh * ow).div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
-    let splits = gemm_split::splits(image_tiles, icg * kh * kw);
+    let splits = gemm_split::splits(gemm_tiles, icg * kh * kw);
     if splits > 1 && l.can_bind(gemm_split::scratch_bytes(splits, total)) {
         let tiles = [pixels.div_ceil(GEMM_TILE_PIXELS), channel_tiles, o.groups];
         return gemm_split::split_gemm(l, node, params, splits, tiles, has_scale);

@@ -15,14 +15,14 @@ use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::DataType;
 
-use super::conv2d::{bindings_after, folded, Params};
+use super::conv2d::{bindings_after, folded, Params, LARGE_GPU_MULTIPROCESSORS};
 use super::lower::{grid, Kernel, Lowering, ScratchId};
 
 /// From this many 64 x 64 tiles an image the reduction is not split: half
-/// the multiprocessors of a large GPU (an H100 has 132).
-const MIN_TILES: usize = 66;
+/// the multiprocessors of a large GPU.
+const MIN_TILES: usize = LARGE_GPU_MULTIPROCESSORS / 2;
 /// Workgroups the splits aim for: two a multiprocessor.
-const TARGET_WORKGROUPS: usize = 264;
+const TARGET_WORKGROUPS: usize = 2 * LARGE_GPU_MULTIPROCESSORS;
 /// Slices of 16 reduction rows a run has at least, so that its partial
 /// sums (written and read once more) stay a small share of its work.
 const MIN_SLICES: usize = 4;

@@ -3,6 +3,10 @@
 //! the shader's header for the mapping and conv2d.rs for when it is
 //! chosen).
 
+// Tiles from which the 128-pixel tile is used, as for
+// conv2d_gemm_wide.wgsl: below it the 64-pixel tile keeps more of a small
+// GPU busy.
+use super::conv2d::WIDE_MIN_TILES;
 use crate::gpu::Specialization;
 
 /// Reduction rows of a slice (`TK`): the filter table's rows per group are
@@ -15,10 +19,6 @@ pub(super) const SLICE: usize = 8;
 /// loads of x (estimate ~0.7 ms).
 const CHANNELS: usize = 64;
 const NARROW_CHANNELS: usize = 32;
-/// Tiles from which the 128-pixel tile is used: two per multiprocessor of a
-/// large GPU (an H100 has 132), as for conv2d_gemm_wide.wgsl. Below it the
-/// 64-pixel tile keeps more of a small GPU busy.
-const WIDE_MIN_TILES: usize = 264;
 
 /// A tile of output pixels x a group's output channels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

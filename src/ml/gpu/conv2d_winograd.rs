@@ -14,7 +14,7 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::{bindings_after, filter_strides, float_at};
+use super::conv2d::{bindings_after, filter_strides, float_at, LARGE_GPU_MULTIPROCESSORS};
 
 /// Output channels of a workgroup: the table's rows are padded to them.
 pub(super) const CHANNELS: usize = 64;
@@ -23,9 +23,9 @@ const CHUNK: usize = 16;
 /// Winograd components: the 4 x 4 transformed patch.
 const COMPONENTS: usize = 16;
 /// Below this many workgroups an image (blocks x channel tiles x groups)
-/// the GEMM keeps the convolution: one a multiprocessor of a large GPU (an
-/// H100 has 132), where one workgroup of 512 invocations fills one.
-const MIN_WORKGROUPS: usize = 132;
+/// the GEMM keeps the convolution: one a multiprocessor of a large GPU,
+/// where one workgroup of 512 invocations fills one.
+const MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
 
 /// Tile rows of a block: 4 x 8 tiles, 8 x 16 outputs. Blocks of 2 x 8
 /// (256 invocations, 16 KiB) read the transformed filter from L2 twice as
@@ -33,11 +33,9 @@ const MIN_WORKGROUPS: usize = 132;
 /// H100).
 const ROWS: usize = 4;
 
-/// The kernel's shape: blocks of `rows` x 8 tiles of 2x2 outputs.
+/// The kernel, chosen: blocks of [`ROWS`] x 8 tiles of 2x2 outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Winograd {
-    rows: usize,
-}
+pub(super) struct Winograd;
 
 impl Winograd {
     /// The kernel for a conv2d of `o` with a `kh` x `kw` filter, `icg`
@@ -61,26 +59,26 @@ impl Winograd {
         if !used(icg, CHUNK) || !used(ocg, CHANNELS) {
             return None;
         }
-        let w = Winograd { rows: ROWS };
+        let w = Winograd;
         let workgroups = w.blocks(oh, ow) * ocg.div_ceil(CHANNELS) * o.groups;
         (workgroups >= MIN_WORKGROUPS).then_some(w)
     }
 
-    /// Invocations of a workgroup: 16 components x `rows` x 8 output
+    /// Invocations of a workgroup: 16 components x [`ROWS`] x 8 output
     /// channel octets.
     pub fn workgroup_size(self) -> u32 {
-        (128 * self.rows) as u32
+        (128 * ROWS) as u32
     }
 
     /// Workgroup memory: a chunk's transformed patches, 16 components x
-    /// 16 channels x 8 `rows` tiles, float32.
+    /// 16 channels x 8 [`ROWS`] tiles, float32.
     pub fn workgroup_bytes(self) -> u32 {
-        (COMPONENTS * CHUNK * 8 * self.rows * 4) as u32
+        (COMPONENTS * CHUNK * 8 * ROWS * 4) as u32
     }
 
     /// Blocks of an image of `oh` x `ow` outputs.
     pub fn blocks(self, oh: usize, ow: usize) -> usize {
-        oh.div_ceil(2).div_ceil(self.rows) * ow.div_ceil(2).div_ceil(8)
+        oh.div_ceil(2).div_ceil(ROWS) * ow.div_ceil(2).div_ceil(8)
     }
 
     pub fn source() -> String {
@@ -103,7 +101,7 @@ impl Winograd {
     ) -> Specialization {
         let (code, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
         Specialization::new()
-            .u32("TR", self.rows as u32)
+            .u32("TR", ROWS as u32)
             .bool("NCHW", nchw)
             .code(&code)
             .code(&format!(
