@@ -1,9 +1,9 @@
 // Person mask + frame -> RGBA. Prepended (composite.rs): the switches
 // EFFECT (0 frame as is, 1 mask as grey, 2 colour background, 3 image
-// background scaled to the frame, 4 pre-blurred frame of the same size as
-// background) and EDGE (harden the mask edge), then a frame reader (group
-// 0). Sizes, colours and thresholds are values in `params`: a new frame or
-// mask size compiles nothing.
+// background scaled to the frame, 4 blurred frame as background, computed
+// at every `blur_step`-th pixel each way) and EDGE (harden the mask edge),
+// then a frame reader (group 0). Sizes, colours, thresholds and the blur's
+// step are values in `params`: a new frame or mask size compiles nothing.
 
 struct Params {
     // Colour background (effect 2): rgb in 0..255, then alpha in 0..1; a
@@ -14,6 +14,12 @@ struct Params {
     // With EDGE: smoothstep(edge_lo, edge_hi, m), a step at edge_lo when equal.
     edge_lo: f32,
     edge_hi: f32,
+    // Effect 4: the blur's sample step k; its texel (X, Y) is the blurred
+    // frame at pixel (k X, k Y). 1 when the blur is full-size.
+    blur_step: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(1) @binding(0) var<storage, read> mask: array<f32>;
@@ -66,6 +72,24 @@ fn bg_scaled(p: vec2<i32>, size: vec2<i32>) -> vec3<f32> {
     return mix(top, bottom, f.y);
 }
 
+// The blurred frame at pixel p: bilinear between the samples k apart around
+// it (the last sample is at or past the frame's last pixel; the clamp only
+// guards the texture's edge). Weights (p mod k) / k are exact fractions of
+// integers, as `video::cpu` computes them.
+fn bg_blurred(p: vec2<i32>) -> vec3<f32> {
+    let k = i32(params.blur_step);
+    if k == 1 {
+        return bg_rgb(p);
+    }
+    let last = vec2<i32>(textureDimensions(bg)) - 1;
+    let q0 = min(p / k, last);
+    let q1 = min(q0 + 1, last);
+    let f = vec2<f32>(p % k) / f32(k);
+    let top = mix(bg_rgb(q0), bg_rgb(vec2<i32>(q1.x, q0.y)), f.x);
+    let bottom = mix(bg_rgb(vec2<i32>(q0.x, q1.y)), bg_rgb(q1), f.x);
+    return mix(top, bottom, f.y);
+}
+
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let size = frame_size();
@@ -89,7 +113,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             rgb = mix(bg_scaled(p, size), fg, m);
         }
         case 4u: {
-            rgb = mix(bg_rgb(p), fg, m);
+            rgb = mix(bg_blurred(p), fg, m);
         }
         default: {}
     }

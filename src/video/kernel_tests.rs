@@ -83,7 +83,17 @@ fn every_params_struct_is_laid_out_as_its_rust_twin() {
         &composite,
         "Params",
         size_of::<CompositeParams>(),
-        &offsets!(CompositeParams: bg, mask_w, mask_h, edge_lo, edge_hi),
+        &offsets!(
+            CompositeParams: bg,
+            mask_w,
+            mask_h,
+            edge_lo,
+            edge_hi,
+            blur_step,
+            _pad0,
+            _pad1,
+            _pad2
+        ),
     );
     let (tile, reader) = BlurTile::all()[0];
     assert_same_layout(
@@ -191,6 +201,21 @@ fn a_tensorizer_for_another_size_compiles_no_new_pipeline() {
 
 #[test]
 fn a_compositor_for_another_size_compiles_no_new_pipeline() {
+    // Blur radius 6 and 7, both 4 groups of 4 taps.
+    another_size_compiles_nothing(2.0, 2.2);
+}
+
+#[test]
+fn a_sampled_blur_for_another_size_compiles_no_new_pipeline() {
+    // Radius 26 and 27 at step 2: both 7 groups of 4 taps per phase. The
+    // blur's samples (and so its intermediates) differ in size too.
+    another_size_compiles_nothing(8.5, 9.0);
+}
+
+/// A compositor blurring at `first`, then one at `second` (with the same
+/// blur tile) for another mask and frame size and threshold: the second
+/// compiles nothing and matches the CPU path.
+fn another_size_compiles_nothing(first_strength: f32, second_strength: f32) {
     let gpu = own_gpu();
     let options = |w, h, strength, threshold| CompositeOptions {
         mask: MaskOptions {
@@ -218,7 +243,7 @@ fn a_compositor_for_another_size_compiles_no_new_pipeline() {
         .unwrap()
     };
     let start = gpu.pipelines_compiled();
-    let mut first = Compositor::new(&gpu, options(8, 6, 2.0, 0.5)).unwrap();
+    let mut first = Compositor::new(&gpu, options(8, 6, first_strength, 0.5)).unwrap();
     let (_, _, f) = frame(&gpu, VideoFormat::I420, 40, 30);
     let out = create_rgba_texture(&gpu, 40, 30).unwrap();
     let b = mask_buffer(&mask(8, 6));
@@ -235,9 +260,8 @@ fn a_compositor_for_another_size_compiles_no_new_pipeline() {
         "the first compositor compiles its kernels"
     );
 
-    // Another mask and frame size, threshold and strength (with the same
-    // blur tile: radius 6 and 7, both 4 groups of 4 taps).
-    let o = options(5, 9, 2.2, 0.4);
+    // Another mask and frame size, threshold and strength.
+    let o = options(5, 9, second_strength, 0.4);
     let mut second = Compositor::new(&gpu, o.clone()).unwrap();
     let (layout, bytes, f) = frame(&gpu, VideoFormat::I420, 23, 35);
     let out = create_rgba_texture(&gpu, 23, 35).unwrap();
@@ -260,7 +284,9 @@ fn a_compositor_for_another_size_compiles_no_new_pipeline() {
     let mut want = vec![0; got.len()];
     let cpu_options = cpu::CompositeOptions {
         mask: o.mask,
-        effect: cpu::Effect::Blur { strength: 2.2 },
+        effect: cpu::Effect::Blur {
+            strength: second_strength,
+        },
         color: o.color,
     };
     cpu::Compositor::new(cpu_options)

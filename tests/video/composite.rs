@@ -12,8 +12,8 @@ use wgnn::gpu::Gpu;
 use wgnn::ml::DataType;
 use wgnn::video::{
     create_rgba_texture, download_rgba, upload_frame, Background, ColorSpec, CompositeOptions,
-    Compositor, EdgeSoftening, Effect, ImageWriter, MaskOptions, TensorBuffer, TexturePool,
-    VideoFormat,
+    Compositor, EdgeSoftening, Effect, FrameLayout, ImageWriter, MaskOptions, TensorBuffer,
+    TexturePool, VideoFormat,
 };
 
 struct Mask {
@@ -229,63 +229,172 @@ fn every_effect_matches_the_reference_within_one_lsb() {
     gpu.check().unwrap();
 }
 
+/// The GPU's blur of a frame: a composite with an all-background mask.
+fn blurred_on_gpu(gpu: &Gpu, layout: &FrameLayout, bytes: &[u8], strength: f32) -> Vec<u8> {
+    let frame = upload_frame(gpu, &TexturePool::new(), layout, bytes).unwrap();
+    let background = mask_buffer(
+        gpu,
+        &Mask {
+            width: 1,
+            height: 1,
+            values: vec![0.0],
+        },
+    );
+    let mut compositor = Compositor::new(
+        gpu,
+        CompositeOptions {
+            mask: MaskOptions::new(1, 1),
+            effect: Effect::Blur { strength },
+            color: ColorSpec::default(),
+        },
+    )
+    .unwrap();
+    let out = create_rgba_texture(gpu, layout.width, layout.height).unwrap();
+    let shape = mask_shape(1, 1);
+    compositor
+        .run(
+            &frame,
+            TensorBuffer::new(&background, DataType::Float32, &shape),
+            &out,
+        )
+        .unwrap();
+    download_rgba(gpu, &out).unwrap()
+}
+
+/// The exact Gaussian blur of a frame, rounded to bytes.
+fn blurred_exactly(layout: &FrameLayout, bytes: &[u8], strength: f32) -> Vec<u8> {
+    let img = decode(layout, bytes, ColorSpec::default());
+    let mask = Mask {
+        width: 1,
+        height: 1,
+        values: vec![0.0],
+    };
+    reference(&img, &mask, &Effect::Blur { strength }, None, None)
+}
+
 /// The blur works on tiles (a run of outputs plus the kernel's radius either
 /// side, read once into workgroup memory): frames that end mid-tile, kernels
 /// longer than a tile, frames smaller than the kernel's reach, and tiles
 /// that meet inside a frame must all match a plain clamp-to-edge Gaussian.
+/// On random frames the sampled blur (from sigma 8) is as close to it.
 #[test]
 fn blur_tiles_match_the_reference_at_every_size() {
     let gpu = common::gpu();
-    let pool = TexturePool::new();
     let mut r = rng(25);
-    // Rows are split into runs of 512 outputs, columns into runs of 256,
-    // 128 or 128 (for kernels of radius up to 37, 91 and 192) across 4, 4
-    // and 2 columns at a time.
+    // Rows are split into runs of 512 outputs, columns into runs of 256
+    // across 4 columns at a time; from sigma 8 on, outputs are k = sigma / 4
+    // (rounded down) pixels apart: runs of 512 k and 256 k pixels.
     let cases = [
         (VideoFormat::Rgba, 1, 1, 64.0),
         (VideoFormat::Nv12, 1, 1, 64.0),
         (VideoFormat::Rgba, 3, 2, 64.0),
         (VideoFormat::Nv12, 3, 2, 1.5),
         (VideoFormat::Nv12, 600, 3, 64.0),
-        (VideoFormat::Rgba, 517, 5, 12.0),
+        (VideoFormat::Rgba, 517, 5, 7.5),
         (VideoFormat::Rgba, 9, 300, 64.0),
         (VideoFormat::Nv12, 7, 261, 2.5),
         (VideoFormat::Rgba, 6, 133, 20.0),
         (VideoFormat::Nv12, 11, 130, 20.0),
+        // Step 2 and 3 with tiles meeting across, then down.
+        (VideoFormat::Rgba, 1030, 3, 8.5),
+        (VideoFormat::Nv12, 1541, 2, 12.0),
+        (VideoFormat::Rgba, 5, 519, 8.5),
+        (VideoFormat::Nv12, 3, 775, 13.0),
     ];
-    // An all-background mask: the output is the blur itself.
-    let mask = Mask {
-        width: 1,
-        height: 1,
-        values: vec![0.0],
-    };
-    let mask_buffer = mask_buffer(&gpu, &mask);
     for (format, w, h, strength) in cases {
         let (layout, bytes) = random_frame(&mut r, format, w, h, 3);
-        let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
-        let effect = Effect::Blur { strength };
-        let mut compositor = Compositor::new(
-            &gpu,
-            CompositeOptions {
-                mask: MaskOptions::new(1, 1),
-                effect: effect.clone(),
-                color: ColorSpec::default(),
-            },
-        )
-        .unwrap();
-        let out = create_rgba_texture(&gpu, w, h).unwrap();
-        let shape = mask_shape(1, 1);
-        compositor
-            .run(
-                &frame,
-                TensorBuffer::new(&mask_buffer, DataType::Float32, &shape),
-                &out,
-            )
-            .unwrap();
-        let got = download_rgba(&gpu, &out).unwrap();
-        let img = decode(&layout, &bytes, ColorSpec::default());
-        let want = reference(&img, &mask, &effect, None, None);
-        assert_close_u8(&got, &want, 1, &format!("{format} {w}x{h} {effect:?}"));
+        let got = blurred_on_gpu(&gpu, &layout, &bytes, strength);
+        let want = blurred_exactly(&layout, &bytes, strength);
+        assert_close_u8(
+            &got,
+            &want,
+            1,
+            &format!("{format} {w}x{h} sigma {strength}"),
+        );
+    }
+    gpu.check().unwrap();
+}
+
+/// Hard black and white shapes whose blur's second derivative peaks: bars
+/// and squares `side` pixels across; the single ones from pixel `at`.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    Bars,
+    OneBar,
+    Square,
+    Checkerboard,
+}
+
+impl Shape {
+    fn is_white(self, x: u32, y: u32, side: u32, at: u32) -> bool {
+        let inside = |v: u32| (at..at + side).contains(&v);
+        match self {
+            Shape::Bars => (x / side) % 2 == 0,
+            Shape::OneBar => inside(x),
+            Shape::Square => inside(x) && inside(y),
+            Shape::Checkerboard => (x / side + y / side) % 2 == 0,
+        }
+    }
+
+    /// The shape as a `w` x `h` RGBA frame.
+    fn picture(self, w: u32, h: u32, side: u32, at: u32) -> (FrameLayout, Vec<u8>) {
+        let layout = FrameLayout::packed(VideoFormat::Rgba, w, h);
+        let bytes = (0..h)
+            .flat_map(|y| (0..w).map(move |x| (x, y)))
+            .flat_map(|(x, y)| {
+                let v = if self.is_white(x, y, side, at) {
+                    255
+                } else {
+                    0
+                };
+                [v, v, v, 255]
+            })
+            .collect();
+        (layout, bytes)
+    }
+}
+
+/// The sampled blur (every k-th pixel each way, k = sigma / 4 rounded
+/// down, interpolated between) against the exact Gaussian: within 2 levels
+/// on the hardest pictures, hard shapes 2 sigma across at sigma = 4 k (the
+/// largest k for a sigma), and within 1 on random ones.
+#[test]
+fn sampled_blur_stays_within_two_levels_of_the_exact_gaussian() {
+    let gpu = common::gpu();
+    let mut r = rng(26);
+    let worst = |got: &[u8], want: &[u8]| -> u8 {
+        got.iter()
+            .zip(want)
+            .map(|(g, w)| g.abs_diff(*w))
+            .max()
+            .unwrap_or(0)
+    };
+    // Steps 2, 3 and 4; (W - 1) and (H - 1) not all multiples of k.
+    for (strength, w, h) in [(8.0f32, 61, 47), (12.0, 62, 45), (16.0, 97, 70)] {
+        let side = (2.0 * strength) as u32;
+        // The single shapes centred about midway between two samples (k
+        // apart from pixel 0), where interpolation strays furthest.
+        let k = (strength / 4.0) as u32;
+        let at = 5 * k + k / 2 - side / 2;
+        for shape in [
+            Shape::Bars,
+            Shape::OneBar,
+            Shape::Square,
+            Shape::Checkerboard,
+        ] {
+            let (layout, bytes) = shape.picture(w, h, side, at);
+            let got = blurred_on_gpu(&gpu, &layout, &bytes, strength);
+            let want = blurred_exactly(&layout, &bytes, strength);
+            eprintln!(
+                "sigma {strength} {shape:?}: {} levels from the exact blur at most",
+                worst(&got, &want)
+            );
+            assert_close_u8(&got, &want, 2, &format!("sigma {strength} {shape:?}"));
+        }
+        let (layout, bytes) = random_frame(&mut r, VideoFormat::Rgba, w, h, 0);
+        let got = blurred_on_gpu(&gpu, &layout, &bytes, strength);
+        let want = blurred_exactly(&layout, &bytes, strength);
+        assert_close_u8(&got, &want, 1, &format!("sigma {strength} random"));
     }
     gpu.check().unwrap();
 }

@@ -307,6 +307,44 @@ fn every_effect_matches_the_shader_within_one_lsb() {
     eprintln!("composite: CPU vs GPU at most {worst} LSB apart, {differing} bytes differ");
 }
 
+/// From sigma 8 the blur is computed at every k-th pixel (k = sigma / 4
+/// rounded down) and interpolated: both paths take the same samples and
+/// weights. Sizes where the last sample lies past the frame's edge (W - 1
+/// not a multiple of k) and frames narrower or shorter than k.
+#[test]
+fn sampled_blur_matches_the_shader_within_one_lsb() {
+    let gpu = common::gpu();
+    let mut r = rng(35);
+    let sizes = [(62, 47), (54, 38), (3, 29), (41, 2)];
+    let formats = [VideoFormat::Rgba, VideoFormat::Nv12, VideoFormat::I420];
+    let (mut worst, mut differing) = (0u8, 0usize);
+    // Steps 2, 3 and 5.
+    for (i, strength) in [8.5, 13.0, 20.0].into_iter().enumerate() {
+        for (j, format) in formats.into_iter().enumerate() {
+            let (w, h) = sizes[(i + j) % sizes.len()];
+            let (layout, bytes) = random_frame(&mut r, format, w, h, 5);
+            let (mw, mh) = [(16, 12), (7, 31)][(i + j) % 2];
+            let values = random_mask(&mut r, (mw * mh) as usize);
+            let mut pair = Pair::new(
+                &gpu,
+                MaskOptions::new(mw, mh),
+                video::Effect::Blur { strength },
+                cpu::Effect::Blur { strength },
+            );
+            let (got, want) = pair.run(&layout, &bytes, &values);
+            worst = worst.max(worst_u8(&got, &want));
+            differing += got.iter().zip(&want).filter(|(g, w)| g != w).count();
+            assert_close_u8(
+                &got,
+                &want,
+                1,
+                &format!("{format} {w}x{h} sigma {strength}"),
+            );
+        }
+    }
+    eprintln!("sampled blur: CPU vs GPU at most {worst} LSB apart, {differing} bytes differ");
+}
+
 #[test]
 fn temporal_smoothing_matches_the_shader_across_frames_and_resets() {
     let gpu = common::gpu();
@@ -460,9 +498,11 @@ fn known_values() {
     });
     let out = composite(mask, transparent);
     assert!(out.chunks(4).all(|p| p == [255; 4]), "{out:?}");
-    // A flat frame blurs to itself.
-    let out = composite(MaskOptions::new(1, 1), cpu::Effect::Blur { strength: 5.0 });
-    assert!(out.chunks(4).all(|p| p == [255; 4]), "{out:?}");
+    // A flat frame blurs to itself, sampled (from sigma 8) or not.
+    for strength in [5.0, 12.0] {
+        let out = composite(MaskOptions::new(1, 1), cpu::Effect::Blur { strength });
+        assert!(out.chunks(4).all(|p| p == [255; 4]), "{out:?}");
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::frame::{CpuFrame, Reader};
 use super::{bilinear, mix, mix_n};
 use crate::error::{Error, Result};
-use crate::video::composite::{check_blur, check_mask};
+use crate::video::composite::{blur_samples, blur_step, check_blur, check_mask};
 use crate::video::{ColorSpec, MaskOptions};
 
 /// An RGBA image in system memory, rows packed.
@@ -68,7 +68,9 @@ pub enum Effect {
     None,
     /// The mask as grey (white = person).
     Mask,
-    /// The background blurred with a Gaussian of sigma `strength` pixels.
+    /// The background blurred with a Gaussian of sigma `strength` pixels,
+    /// sampled and interpolated from sigma 8 on as the GPU path does it
+    /// (see [`video::Effect::Blur`](crate::video::Effect::Blur)).
     Blur {
         strength: f32,
     },
@@ -90,10 +92,15 @@ pub struct Compositor {
     options: CompositeOptions,
     /// The smoothed mask, once a frame has been seen.
     smoothed: Option<Vec<f32>>,
-    /// The frame as RGB, then its blur (effect blur only).
+    /// The frame as RGB, then its blur (effect blur only): the horizontal
+    /// pass (samples x full height) and the blur's samples, `blurred_w`
+    /// wide and `step` pixels apart.
     rgb: Vec<[f32; 3]>,
     across: Vec<[f32; 3]>,
     blurred: Vec<[f32; 3]>,
+    blurred_w: usize,
+    blurred_h: usize,
+    step: usize,
 }
 
 fn check_effect(effect: &Effect) -> Result<()> {
@@ -136,6 +143,9 @@ impl Compositor {
             rgb: Vec::new(),
             across: Vec::new(),
             blurred: Vec::new(),
+            blurred_w: 0,
+            blurred_h: 0,
+            step: 1,
         })
     }
 
@@ -203,7 +213,22 @@ impl Compositor {
             mask
         };
         let o = &self.options;
-        let (rgb, blurred) = (&self.rgb, &self.blurred);
+        let rgb = &self.rgb;
+        // `bg_blurred` of composite.wgsl: bilinear between the blur's
+        // samples, weights (x mod k) / k; step 1 reads the blur as is.
+        let (blurred, bw, bh, k) = (&self.blurred, self.blurred_w, self.blurred_h, self.step);
+        let blurred_at = |x: usize, y: usize| -> [f32; 3] {
+            if k == 1 {
+                return blurred[y * bw + x];
+            }
+            let (x0, y0) = ((x / k).min(bw - 1), (y / k).min(bh - 1));
+            let (x1, y1) = ((x0 + 1).min(bw - 1), (y0 + 1).min(bh - 1));
+            let (fx, fy) = ((x % k) as f32 / k as f32, (y % k) as f32 / k as f32);
+            let at = |x: usize, y: usize| blurred[y * bw + x];
+            let top = mix_n(at(x0, y0), at(x1, y0), fx);
+            let bottom = mix_n(at(x0, y1), at(x1, y1), fx);
+            mix_n(top, bottom, fy)
+        };
         let (edge, lo, hi) = match m.edge {
             Some(e) => (true, e.threshold - e.softness, e.threshold + e.softness),
             None => (false, 0.0, 0.0),
@@ -235,8 +260,8 @@ impl Compositor {
                         Effect::None => (reader.rgb(x, y), 1.0),
                         Effect::Mask => ([person(x, y) * 255.0; 3], 1.0),
                         Effect::Blur { .. } => {
-                            let i = y * w + x;
-                            (mix_n(blurred[i], rgb[i], person(x, y)), 1.0)
+                            let fg = rgb[y * w + x];
+                            (mix_n(blurred_at(x, y), fg, person(x, y)), 1.0)
                         }
                         Effect::Replace(Background::Color(c)) => {
                             let t = person(x, y);
@@ -259,45 +284,61 @@ impl Compositor {
         Ok(())
     }
 
-    /// The frame into `rgb` and its separable Gaussian blur into `blurred`
-    /// (`blur.wgsl` run across, then down), all in f32 like the shader's
-    /// float intermediates.
+    /// The frame into `rgb` and its separable Gaussian blur, at every
+    /// `step`-th pixel each way (`blur_step`), into `blurred` (`blur.wgsl`
+    /// run across, then down), all in f32 like the shader's float
+    /// intermediates. Each sample adds its taps in the shader's order:
+    /// phase p = 0..step, then taps p, p + step, ... of the phase.
     fn blur(&mut self, reader: &Reader, strength: f32) {
         let (w, h) = (reader.width(), reader.height());
         let weights = gaussian(strength);
         let radius = weights.len() / 2;
-        let total: f32 = weights.iter().sum();
-        for buf in [&mut self.rgb, &mut self.across, &mut self.blurred] {
-            buf.resize(w * h, [0.0; 3]);
-        }
+        let k = blur_step(strength) as usize;
+        let (bw, bh) = (
+            blur_samples(w as u32, k as u32),
+            blur_samples(h as u32, k as u32),
+        );
+        let (bw, bh) = (bw as usize, bh as usize);
+        let order: Vec<usize> = (0..k).flat_map(|p| (p..weights.len()).step_by(k)).collect();
+        let total = order.iter().fold(0.0f32, |t, &i| t + weights[i]);
+        self.rgb.resize(w * h, [0.0; 3]);
+        self.across.resize(bw * h, [0.0; 3]);
+        self.blurred.resize(bw * bh, [0.0; 3]);
+        (self.blurred_w, self.blurred_h, self.step) = (bw, bh, k);
         self.rgb
             .par_chunks_mut(w)
             .enumerate()
             .for_each(|(y, row)| reader.row(y, row));
         // Flat f32 rows and tap-outer loops: each tap adds a shifted row in
         // one run over contiguous memory, which the compiler vectorises, and
-        // each pixel still sums its taps in the shader's order.
-        let row = 3 * w;
+        // each sample still sums its taps in the shader's order. Across,
+        // the padded row is split by phase (pixel mod k) first, so that tap
+        // p + k j of samples X = 0, 1, ... reads phase p's pixels X + j, a
+        // contiguous run too.
+        let (row, out_row) = (3 * w, 3 * bw);
+        // Sample X's taps reach pixel k X + radius; a phase holds them all.
+        let phase_len = bw + weights.len().div_ceil(k);
         let rgb: &[f32] = bytemuck::cast_slice(&self.rgb);
         let across: &mut [f32] = bytemuck::cast_slice_mut(&mut self.across);
         across
-            .par_chunks_mut(row)
+            .par_chunks_mut(out_row)
             .zip(rgb.par_chunks(row))
-            .for_each_init(Vec::new, |padded, (out, src)| {
-                // The row with its end pixels repeated `radius` times beyond
-                // each border, as the shader's clamped reads see it.
-                padded.clear();
-                for _ in 0..radius {
-                    padded.extend_from_slice(&src[..3]);
-                }
-                padded.extend_from_slice(src);
-                for _ in 0..radius {
-                    padded.extend_from_slice(&src[row - 3..]);
+            .for_each_init(Vec::new, |phases, (out, src)| {
+                // Pixel x - radius of the row, clamped to the edge as the
+                // shader's reads are, at phases[p][n] for x = p + k n.
+                phases.clear();
+                for p in 0..k {
+                    for n in 0..phase_len {
+                        let x = (p + k * n).saturating_sub(radius).min(w - 1);
+                        phases.extend_from_slice(&src[3 * x..3 * x + 3]);
+                    }
                 }
                 out.fill(0.0);
-                for (tap, &k) in weights.iter().enumerate() {
-                    for (o, p) in out.iter_mut().zip(&padded[3 * tap..]) {
-                        *o += k * p;
+                for &tap in &order {
+                    let (p, j) = (tap % k, tap / k);
+                    let phase = &phases[3 * (p * phase_len + j)..];
+                    for (o, x) in out.iter_mut().zip(phase) {
+                        *o += weights[tap] * x;
                     }
                 }
                 out.iter_mut().for_each(|o| *o /= total);
@@ -305,14 +346,14 @@ impl Compositor {
         let across: &[f32] = bytemuck::cast_slice(&self.across);
         let blurred: &mut [f32] = bytemuck::cast_slice_mut(&mut self.blurred);
         blurred
-            .par_chunks_mut(row)
+            .par_chunks_mut(out_row)
             .enumerate()
             .for_each(|(y, out)| {
                 out.fill(0.0);
-                for (tap, &k) in weights.iter().enumerate() {
-                    let src = &across[clamped(y, tap, radius, h) * row..][..row];
+                for &tap in &order {
+                    let src = &across[clamped(k * y, tap, radius, h) * out_row..][..out_row];
                     for (o, p) in out.iter_mut().zip(src) {
-                        *o += k * p;
+                        *o += weights[tap] * p;
                     }
                 }
                 out.iter_mut().for_each(|o| *o /= total);
