@@ -6,6 +6,7 @@
 //! every transfer, so a broken shader or a lost device is an `Err`, not an abort.
 
 mod adapter;
+pub mod ahead;
 #[cfg(target_os = "linux")]
 pub mod dmabuf;
 pub mod live;
@@ -16,6 +17,7 @@ pub mod upload_ring;
 use std::sync::{Arc, Mutex};
 
 pub use adapter::{AdapterChoice, GpuOptions};
+pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use transfer::{Download, TextureWrite, TransferStats};
 pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
@@ -61,6 +63,7 @@ struct Inner {
     pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<Error>>>,
     live: Arc<live::Tally>,
+    worker: ahead::Worker,
 }
 
 impl Gpu {
@@ -164,6 +167,7 @@ impl Gpu {
                 pipelines: shader::PipelineCache::default(),
                 fault,
                 live: Arc::default(),
+                worker: ahead::Worker::default(),
             }),
         })
     }
@@ -249,6 +253,11 @@ impl Gpu {
             .unwrap()
             .get_or_insert_with(|| Error::DeviceLost("destroyed".into()));
         self.inner.device.destroy();
+    }
+
+    /// The thread that encodes command buffers ahead ([`Ahead`]).
+    fn worker(&self) -> &ahead::Worker {
+        &self.inner.worker
     }
 
     /// wgnn's live objects on this device (see [`live`]).

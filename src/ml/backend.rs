@@ -58,6 +58,10 @@ pub(crate) enum Timing<'a> {
     /// The whole dispatch as the untimed one encodes it, between two GPU
     /// timestamps, in ms. Waits. GPU only.
     Whole(&'a mut f64),
+    /// Untimed, recorded into the caller's commands, which the caller
+    /// submits: a task puts its frame's stages and the model in one
+    /// submission. GPU only.
+    Into(&'a mut crate::gpu::Commands),
 }
 
 /// The pending result of a tensor read.

@@ -200,6 +200,20 @@ impl Graph {
         self.run("dispatch", context, inputs, outputs, Timing::Off)
     }
 
+    /// [`Graph::dispatch`] recorded into `commands` rather than submitted
+    /// (GPU contexts only): the caller submits it, with its own work before
+    /// and after it in the same submission.
+    pub(crate) fn dispatch_into(
+        &self,
+        context: &Context,
+        commands: &mut crate::gpu::Commands,
+        inputs: &[(&str, &Tensor)],
+        outputs: &[(&str, &Tensor)],
+    ) -> Result<()> {
+        context.alive("dispatch")?;
+        self.run("dispatch", context, inputs, outputs, Timing::Into(commands))
+    }
+
     /// Dispatches once, encoded exactly as [`Context::dispatch`] does, with
     /// a GPU timestamp before the first command (the input copies) and after
     /// the last (the output copies); waits and returns the GPU ms between

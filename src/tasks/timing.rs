@@ -1,9 +1,9 @@
-//! Timing hooks of the tasks' GPU paths. Each video stage (tensorize, and
-//! composite or image out) is encoded in its own command encoder and
-//! submitted before the next stage is queued; [`StageMarks`] is called on
-//! that encoder right before and after the stage's passes, so a caller can
-//! bracket it with its own timestamp queries (wgnn-bench does). The model's
-//! dispatch is encoded by `ml`, which times it itself ([`ModelTiming`]).
+//! Timing hooks of the tasks' GPU paths. [`StageMarks`] is called on the
+//! encoder of each video stage (tensorize, and composite or image out) right
+//! before and after the stage's passes, so a caller can bracket it with its
+//! own timestamp queries (wgnn-bench does). The model's dispatch is encoded
+//! by `ml`, which times it itself ([`ModelTiming`]); an untimed model may
+//! be recorded in the same encoder as the stages around it.
 
 use crate::error::Result;
 use crate::ml::{Context, Graph, Tensor};

@@ -170,6 +170,9 @@ impl CpuBackend {
                 "{what}: this graph runs on a CPU context, which has no GPU time; \
                  use profile for its wall time per node"
             ))),
+            Timing::Into(_) => Err(Error::invalid(format!(
+                "{what}: this graph runs on a CPU context, which records no GPU commands"
+            ))),
         }
     }
 

@@ -1,6 +1,8 @@
 //! The GPU back end: every op is a WGSL compute kernel (each `.wgsl` beside
 //! the Rust file that lowers it). `GpuPlan::compile` does all allocation and
-//! shader compilation; a dispatch only encodes one command buffer and submits.
+//! shader compilation; a dispatch takes the kernels' command buffer encoded
+//! ahead ([`crate::gpu::Ahead`]), encodes the copies in and out around it
+//! and submits.
 
 mod arg_min_max;
 mod backend;
@@ -35,20 +37,22 @@ mod split;
 mod squeeze_excite;
 mod transpose;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub(crate) use backend::GpuBackend;
 use lower::{Lowering, Slot, Step};
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Ahead, Commands, Gpu};
 use crate::ml::backend::Timing;
 use crate::ml::graph_ir::{GraphIr, Node, OperandKind};
 use crate::ml::ops::Op;
 
 pub(crate) struct GpuPlan {
     gpu: Gpu,
-    steps: Vec<Step>,
+    steps: Arc<Vec<Step>>,
+    /// The steps as one untimed command buffer, encoded ahead.
+    body: Ahead,
     inputs: Vec<Slot>,
     outputs: Vec<Slot>,
     buffers: Mutex<Vec<crate::gpu::live::Buffer>>,
@@ -157,9 +161,21 @@ impl GpuPlan {
             .iter()
             .map(|(_, id)| l.slot(*id).clone())
             .collect();
+        let steps = Arc::new(l.steps);
+        let recipe = steps.clone();
+        let body = Ahead::new(Arc::new(move |gpu: &Gpu| {
+            let mut encoder =
+                gpu.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("wgnn graph"),
+                    });
+            encode_steps(&recipe, &mut encoder, None);
+            gpu.scoped("dispatch", || encoder.finish())
+        }));
         Ok(GpuPlan {
             gpu: gpu.clone(),
-            steps: l.steps,
+            steps,
+            body,
             inputs,
             outputs,
             buffers: Mutex::new(l.buffers),
@@ -167,15 +183,21 @@ impl GpuPlan {
     }
 
     pub fn destroy(&self) {
+        self.body.clear();
         for b in self.buffers.lock().unwrap().drain(..) {
             b.destroy();
         }
     }
 
-    /// Encodes copy-in, every kernel, copy-out into one command buffer and
-    /// submits it. With [`Timing::PerKernel`] each kernel gets its own
-    /// timestamped pass; with [`Timing::Whole`] two timestamps bracket the
-    /// commands, encoded as untimed. Either way the call waits for the times.
+    /// Copy-in, every kernel, copy-out, in one submission. The kernels
+    /// (with the plan's own copies between them) are the same commands on
+    /// every dispatch, so they come as one command buffer encoded ahead on
+    /// the device's worker ([`Ahead`]); the copies in and out are encoded
+    /// here around it. With [`Timing::Whole`] two timestamps bracket the
+    /// commands and the call waits for them. With [`Timing::PerKernel`]
+    /// each kernel gets its own timestamped pass, encoded here, and the call
+    /// waits for the times. With [`Timing::Into`] the commands go into the
+    /// caller's [`Commands`] and nothing is submitted.
     pub fn dispatch(
         &self,
         inputs: &[&wgpu::Buffer],
@@ -188,10 +210,11 @@ impl GpuPlan {
             .iter()
             .filter(|s| matches!(s, Step::Kernel { .. }))
             .count() as u32;
-        let (profile, whole) = match timing {
-            Timing::Off => (None, None),
-            Timing::PerKernel(p) => (Some(p), None),
-            Timing::Whole(ms) => (None, Some(ms)),
+        let (profile, whole, into) = match timing {
+            Timing::Off => (None, None, None),
+            Timing::PerKernel(p) => (Some(p), None, None),
+            Timing::Whole(ms) => (None, Some(ms), None),
+            Timing::Into(commands) => (None, None, Some(commands)),
         };
         let span = match &whole {
             Some(_) if !gpu.has(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS) => {
@@ -223,79 +246,35 @@ impl GpuPlan {
             }
             _ => None,
         };
-        let mut encoder = gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("wgnn dispatch"),
-            });
+        let mut own = None;
+        let commands = match into {
+            Some(commands) => commands,
+            None => own.insert(Commands::new(gpu)),
+        };
         if let Some(qs) = &span {
-            encoder.write_timestamp(qs, 0);
+            commands.encoder().write_timestamp(qs, 0);
         }
         for (buffer, slot) in inputs.iter().zip(&self.inputs) {
-            encoder.copy_buffer_to_buffer(buffer, 0, &slot.buffer, 0, slot.size);
+            commands
+                .encoder()
+                .copy_buffer_to_buffer(buffer, 0, &slot.buffer, 0, slot.size);
         }
-        let mut labels = Vec::new();
-        let mut details = Vec::new();
-        let mut pass: Option<wgpu::ComputePass<'static>> = None;
-        for step in &self.steps {
-            match step {
-                Step::Copy { src, dst } => {
-                    drop(pass.take());
-                    encoder.copy_buffer_to_buffer(
-                        &src.buffer,
-                        0,
-                        &dst.buffer,
-                        0,
-                        src.size.min(dst.size),
-                    );
-                }
-                Step::Kernel {
-                    label,
-                    detail,
-                    pipeline,
-                    bind_group,
-                    workgroups,
-                } => {
-                    if let Some(qs) = &timing {
-                        drop(pass.take());
-                        let i = labels.len() as u32;
-                        labels.push(label.clone());
-                        details.push(detail.clone());
-                        pass = Some(
-                            encoder
-                                .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                                    label: Some(label),
-                                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                                        query_set: qs,
-                                        beginning_of_pass_write_index: Some(2 * i),
-                                        end_of_pass_write_index: Some(2 * i + 1),
-                                    }),
-                                })
-                                .forget_lifetime(),
-                        );
-                    } else if pass.is_none() {
-                        pass = Some(
-                            encoder
-                                .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                                    label: Some("wgnn graph"),
-                                    timestamp_writes: None,
-                                })
-                                .forget_lifetime(),
-                        );
-                    }
-                    let p = pass.as_mut().unwrap();
-                    p.set_pipeline(pipeline);
-                    p.set_bind_group(0, bind_group, &[]);
-                    p.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
-                }
-            }
+        let mut stamps = timing.as_ref().map(|queries| KernelStamps {
+            queries,
+            labels: Vec::new(),
+            details: Vec::new(),
+        });
+        match &mut stamps {
+            Some(stamps) => encode_steps(&self.steps, commands.encoder(), Some(stamps)),
+            None => commands.append("dispatch", self.body.take(gpu)?)?,
         }
-        drop(pass);
         for (buffer, slot) in outputs.iter().zip(&self.outputs) {
-            encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, 0, slot.size);
+            commands
+                .encoder()
+                .copy_buffer_to_buffer(&slot.buffer, 0, buffer, 0, slot.size);
         }
         if let Some(qs) = &span {
-            encoder.write_timestamp(qs, 1);
+            commands.encoder().write_timestamp(qs, 1);
         }
         let mut resolve = |qs: &wgpu::QuerySet, count: u32| {
             let buffer = gpu.create_buffer(&wgpu::BufferDescriptor {
@@ -304,7 +283,9 @@ impl GpuPlan {
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             })?;
-            encoder.resolve_query_set(qs, 0..count, &buffer, 0);
+            commands
+                .encoder()
+                .resolve_query_set(qs, 0..count, &buffer, 0);
             Ok::<_, crate::Error>(buffer)
         };
         let resolved = timing
@@ -312,7 +293,11 @@ impl GpuPlan {
             .map(|qs| resolve(qs, kernels * 2))
             .transpose()?;
         let span_resolved = span.as_ref().map(|qs| resolve(qs, 2)).transpose()?;
-        gpu.scoped("dispatch", || gpu.queue().submit([encoder.finish()]))?;
+        let Some(commands) = own else {
+            // The caller submits (Timing::Into, which times nothing).
+            return Ok(());
+        };
+        commands.submit("dispatch")?;
         // ms between the two timestamps of each pair in `buffer`.
         let spans = |buffer: &wgpu::Buffer| -> Result<Vec<f64>> {
             let bytes = gpu.download_buffer(buffer, 0, buffer.size())?.wait()?;
@@ -326,11 +311,83 @@ impl GpuPlan {
         if let (Some(ms), Some(buffer)) = (whole, span_resolved) {
             *ms = spans(&buffer)?[0];
         }
-        if let (Some(profile), Some(buffer)) = (profile, resolved) {
-            profile.kernels = labels.into_iter().zip(spans(&buffer)?).collect();
-            profile.details = details;
+        if let (Some(profile), Some(buffer), Some(stamps)) = (profile, resolved, stamps) {
+            profile.kernels = stamps.labels.into_iter().zip(spans(&buffer)?).collect();
+            profile.details = stamps.details;
             profile.total_ms = profile.kernels.iter().map(|(_, ms)| ms).sum();
         }
         Ok(())
+    }
+}
+
+/// Per-kernel timestamps: a query set with two entries per kernel, and the
+/// kernels' labels and details in order, filled as they are encoded.
+struct KernelStamps<'a> {
+    queries: &'a wgpu::QuerySet,
+    labels: Vec<String>,
+    details: Vec<String>,
+}
+
+/// Records `steps` into `encoder`: the kernels in one compute pass between
+/// the plan's own copies, or, with `stamps`, each in a pass of its own
+/// between two timestamps.
+fn encode_steps(
+    steps: &[Step],
+    encoder: &mut wgpu::CommandEncoder,
+    mut stamps: Option<&mut KernelStamps<'_>>,
+) {
+    let mut pass: Option<wgpu::ComputePass<'static>> = None;
+    for step in steps {
+        match step {
+            Step::Copy { src, dst } => {
+                drop(pass.take());
+                encoder.copy_buffer_to_buffer(
+                    &src.buffer,
+                    0,
+                    &dst.buffer,
+                    0,
+                    src.size.min(dst.size),
+                );
+            }
+            Step::Kernel {
+                label,
+                detail,
+                pipeline,
+                bind_group,
+                workgroups,
+            } => {
+                if let Some(stamps) = stamps.as_deref_mut() {
+                    drop(pass.take());
+                    let i = stamps.labels.len() as u32;
+                    stamps.labels.push(label.clone());
+                    stamps.details.push(detail.clone());
+                    pass = Some(
+                        encoder
+                            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                                label: Some(label),
+                                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                                    query_set: stamps.queries,
+                                    beginning_of_pass_write_index: Some(2 * i),
+                                    end_of_pass_write_index: Some(2 * i + 1),
+                                }),
+                            })
+                            .forget_lifetime(),
+                    );
+                } else if pass.is_none() {
+                    pass = Some(
+                        encoder
+                            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                                label: Some("wgnn graph"),
+                                timestamp_writes: None,
+                            })
+                            .forget_lifetime(),
+                    );
+                }
+                let p = pass.as_mut().expect("a pass is open");
+                p.set_pipeline(pipeline);
+                p.set_bind_group(0, bind_group, &[]);
+                p.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+            }
+        }
     }
 }

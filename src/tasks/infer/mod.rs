@@ -9,6 +9,7 @@ mod tests;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::gpu::Commands;
 use crate::ml::{Context, DataType, Graph, Precision, Tensor, TensorDescriptor};
 use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
@@ -191,7 +192,7 @@ impl Runner {
             // Held until the run is done, so the next region takes another.
             sets.push(set);
         }
-        let items = sets
+        let items: Vec<ItemRequest> = sets
             .iter()
             .map(|o| ItemRequest {
                 outputs: o.tensors().iter().map(|(_, t)| t.clone()).collect(),
@@ -201,6 +202,21 @@ impl Runner {
         let Fill::Gpu(tensorizer) = &self.fill else {
             unreachable!("a GPU runner fills with the GPU tensorizer");
         };
+        if let ([item], [region]) = (items.as_slice(), regions) {
+            // Alone and untimed: tensorize and model in one submission.
+            let mut commands = Commands::new(&gpu);
+            let recorded = self.instance.record_gpu(
+                self.key.0,
+                self.key.1,
+                item,
+                &mut commands,
+                |e, dst| tensorizer.encode_slot(e, frame, *region, dst, 0),
+            )?;
+            if let Some(run) = recorded {
+                commands.submit("inference submit")?;
+                return Ok((sets, run));
+            }
+        }
         let run = self
             .instance
             .run_gpu(self.key.0, self.key.1, items, |i, dst, slot| {

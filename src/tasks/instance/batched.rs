@@ -6,6 +6,7 @@
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::gpu::Commands;
 use crate::ml::{Context, DataType, Graph, RentedBuffer, Tensor, TensorDescriptor};
 use crate::tasks::{timing, ModelTiming};
 
@@ -177,6 +178,33 @@ impl Batched {
         self.spare.lock().unwrap().push(t);
     }
 
+    /// Records the batch-1 graph's dispatch from `input` into `outputs`
+    /// (one tensor per graph output) into `commands`, for the caller to
+    /// submit.
+    pub fn record(
+        &self,
+        commands: &mut Commands,
+        input: &Tensor,
+        outputs: &[Tensor],
+    ) -> Result<()> {
+        self.graph.dispatch_into(
+            &self.ctx,
+            commands,
+            &[(self.input_name.as_str(), input)],
+            &self.item_outputs(outputs),
+        )
+    }
+
+    /// One item's output tensors (one per graph output, in order) under
+    /// the graph's output names.
+    fn item_outputs<'a>(&'a self, outputs: &'a [Tensor]) -> Vec<(&'a str, &'a Tensor)> {
+        self.items
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .zip(outputs)
+            .collect()
+    }
+
     /// Dispatches the graph on `input` and hands each filled slot its
     /// outputs: for batch size 1 the dispatch writes them, otherwise one
     /// buffer copy per output and item, queued behind the dispatch.
@@ -202,12 +230,7 @@ impl Batched {
             let Some(Some((outputs, _))) = slots.first() else {
                 return Ok(None);
             };
-            let named: Vec<(&str, &Tensor)> = self
-                .items
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .zip(outputs)
-                .collect();
+            let named = self.item_outputs(outputs);
             return timing::dispatch(ctx, &self.graph, &inputs, &named, timing);
         }
         let named: Vec<(&str, &Tensor)> =

@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::gpu::Commands;
 use crate::ml::{Context, Graph, Precision, Tensor};
 use crate::models::{Model, PrecisionChoice};
 use crate::video::TensorBuffer;
@@ -302,6 +303,44 @@ impl ModelInstance {
             batched.check_item(item)?;
         }
         gather::run(self, &batched, (input_hw, precision), items, fill)
+    }
+
+    /// [`ModelInstance::run_gpu`] for one untimed item of an instance that
+    /// does not batch (size 1), recorded into `commands` rather than
+    /// submitted: `fill` records the item's input into `dst`, the model's
+    /// dispatch follows it, and the caller submits both with its own work,
+    /// one submission for the frame. `None` (nothing recorded) where the
+    /// instance batches, which gathers other users' items, or the item asks
+    /// for timing, which waits: use `run_gpu`.
+    pub(crate) fn record_gpu(
+        &self,
+        input_hw: Option<(usize, usize)>,
+        precision: Precision,
+        item: &ItemRequest,
+        commands: &mut Commands,
+        fill: impl FnOnce(&mut wgpu::CommandEncoder, TensorBuffer<'_>) -> Result<()>,
+    ) -> Result<Option<BatchRun>> {
+        if self.device.is_cpu() || self.batch.size != 1 || item.timing != ModelTiming::Off {
+            return Ok(None);
+        }
+        let batched = self.batched((input_hw, precision))?;
+        batched.check_item(item)?;
+        let (input, rented) = batched.take_input()?;
+        let dst = TensorBuffer::new(rented.buffer(), batched.input_type(), batched.input_shape());
+        let filled = fill(commands.encoder(), dst);
+        // The input goes back to the context before the dispatch reads it.
+        drop(rented);
+        let recorded = filled.and_then(|()| batched.record(commands, &input, &item.outputs));
+        // Free for the next frame at once: its writes are submitted after
+        // this frame's reads, and the queue runs them in that order.
+        batched.give_input(input);
+        recorded?;
+        self.count_dispatch(1);
+        Ok(Some(BatchRun {
+            model_ms: None,
+            batch: 1,
+            waited: Duration::ZERO,
+        }))
     }
 
     /// The batched graph and tensors for `key`, built at first use.

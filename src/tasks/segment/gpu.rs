@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::gpu::transfer::TextureRegion;
-use crate::gpu::{Gpu, TransferStats};
+use crate::gpu::{Commands, Gpu, TransferStats};
 use crate::ml::{Context, DataType, Graph, Precision, Tensor, TensorDescriptor};
 use crate::tasks::instance::ItemRequest;
 use crate::tasks::timing::{self, marked};
@@ -132,8 +132,12 @@ impl GpuSegmenter {
         Ok((out, run.model_ms))
     }
 
-    /// Each video stage in its own encoder, submitted before the next stage
-    /// is queued (the model's dispatch submits its own).
+    /// The frame's work, queued without waiting: tensorize, model and
+    /// composite recorded into one [`Commands`] and submitted once where the
+    /// model runs alone and untimed (each submission costs the host tens of
+    /// microseconds, a frame's budget is well under a millisecond); where
+    /// the instance batches other users' frames or the model is timed, the
+    /// tensorize pass is submitted for the batch and the composite after it.
     pub fn run_into(
         &mut self,
         frame: &GpuFrame,
@@ -143,35 +147,42 @@ impl GpuSegmenter {
     ) -> Result<GpuRun> {
         let gpu = self.gpu.clone();
         let mut model_ms = None;
+        let mut commands = Commands::new(&gpu);
         if self.runs_model {
             let item = ItemRequest {
                 outputs: vec![self.mask.clone()],
                 timing,
             };
             let tensorizer = &self.tensorizer;
-            let run = self
-                .instance
-                .run_gpu(None, self.asked, vec![item], |_, dst, slot| {
-                    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-                    marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
-                        tensorizer.encode_slot(e, frame, None, dst, slot)
+            let recorded =
+                self.instance
+                    .record_gpu(None, self.asked, &item, &mut commands, |e, dst| {
+                        marked(&mut marks, e, Stage::Tensorize, |e| {
+                            tensorizer.encode_slot(e, frame, None, dst, 0)
+                        })
                     })?;
-                    gpu.scoped("tensorize submit", || {
-                        gpu.queue().submit([encoder.finish()])
+            if recorded.is_none() {
+                let run = self
+                    .instance
+                    .run_gpu(None, self.asked, vec![item], |_, dst, slot| {
+                        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                        marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
+                            tensorizer.encode_slot(e, frame, None, dst, slot)
+                        })?;
+                        gpu.scoped("tensorize submit", || {
+                            gpu.queue().submit([encoder.finish()])
+                        })?;
+                        Ok(())
                     })?;
-                    Ok(())
-                })?;
-            model_ms = run.model_ms;
+                model_ms = run.model_ms;
+            }
         }
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let rented = self.instance.context().export_to_gpu(&self.mask)?;
         let compositor = &mut self.compositor;
-        marked(&mut marks, &mut encoder, Stage::Output, |e| {
+        marked(&mut marks, commands.encoder(), Stage::Output, |e| {
             compositor.encode(e, frame, &rented, out)
         })?;
-        let submission = gpu.scoped("composite submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
+        let submission = commands.submit("segment submit")?;
         drop(rented);
         Ok(GpuRun {
             submission,
