@@ -1005,6 +1005,11 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
         }
     }
     let ratio = rows[0].fps / rows[1].fps;
+    let (model_alone, model_evicted) =
+        match (bench.model_alone(50, false), bench.model_alone(50, true)) {
+            (Ok(alone), Ok(evicted)) => (alone, evicted),
+            (Err(e), _) | (_, Err(e)) => return fail("model alone", e),
+        };
     let what = format!(
         "{}x{} {} frames, {}, blur sigma {}, precision {}",
         options.width,
@@ -1023,6 +1028,8 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
                 "precision": bench.precision().precision.name(),
                 "paths": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                 "fps_ratio": ratio,
+                "gpu_ms_model_alone": model_alone,
+                "gpu_ms_model_after_eviction": model_evicted,
             })
         );
         return ExitCode::SUCCESS;
@@ -1065,6 +1072,10 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
         );
     }
     println!("zero-copy / copy fps: {ratio:.2}x");
+    println!(
+        "model alone (its graph dispatched back to back, no frame): {model_alone:.3} GPU ms; \
+         after 128 MB of other copies each time: {model_evicted:.3}"
+    );
     for r in &rows {
         if let (Some(encode), Some(s)) = (r.encode_ms, r.streamed) {
             // One frame has no time between frames.

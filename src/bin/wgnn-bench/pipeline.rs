@@ -416,6 +416,41 @@ impl Bench {
         Ok(model_ms)
     }
 
+    /// Median GPU ms of the segmenter's graph dispatched `runs` times back
+    /// to back on its own input (no frame, no video stages between): what
+    /// the model stage costs outside the frame, for comparison with the
+    /// `model` column.
+    /// With `evict`, a copy of 128 MB (more than an H100's or H200's L2)
+    /// is queued before each dispatch, so the model starts with none of its
+    /// weights or tensors cached, as after a frame's video stages.
+    pub fn model_alone(&mut self, runs: usize, evict: bool) -> wgnn::Result<f64> {
+        const EVICT_BYTES: u64 = 128 << 20;
+        let gpu = self.gpu.clone();
+        let scratch = match evict {
+            true => Some([0, 1].map(|_| {
+                gpu.device().create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wgnn-bench cache eviction"),
+                    size: EVICT_BYTES,
+                    usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })),
+            false => None,
+        };
+        let stages = self.segmenter.gpu_stages()?;
+        let times = (0..runs)
+            .map(|_| {
+                if let Some([a, b]) = &scratch {
+                    let mut e = encoder(&gpu);
+                    e.copy_buffer_to_buffer(a, 0, b, 0, EVICT_BYTES);
+                    submit(&gpu, e)?;
+                }
+                Ok(stages.run_model(ModelTiming::Whole)?.unwrap_or(0.0))
+            })
+            .collect::<wgnn::Result<Vec<f64>>>()?;
+        Ok(median_min(&times).0)
+    }
+
     /// Median stage times of `frames` profiled frames of one path.
     fn profile_path(&mut self, zero_copy: bool, frames: usize) -> wgnn::Result<[f64; 4]> {
         let mut stages = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];

@@ -19,6 +19,8 @@ use std::time::Instant;
 
 use wgnn::gpu::Gpu;
 
+use crate::stamps::{encoder, median_min, submit, Stamps};
+
 /// Elements of the chain's buffers (a 256 x 256 x 16 float32 tensor, the
 /// size of a small model's activations).
 const ELEMENTS: u32 = 256 * 256 * 16;
@@ -89,15 +91,21 @@ fn groups(n: u32) -> u32 {
     n.div_ceil(256)
 }
 
+/// The frame's size, and its RGBA rows' length in a staging buffer.
+fn frame_extent(o: &Options) -> (wgpu::Extent3d, u32) {
+    let size = wgpu::Extent3d {
+        width: o.width,
+        height: o.height,
+        depth_or_array_layers: 1,
+    };
+    let row = (4 * o.width).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+    (size, row)
+}
+
 impl<'a> Rig<'a> {
     fn new(gpu: &'a Gpu, o: &Options) -> wgnn::Result<Rig<'a>> {
         let device = gpu.device();
-        let size = wgpu::Extent3d {
-            width: o.width,
-            height: o.height,
-            depth_or_array_layers: 1,
-        };
-        let row = (4 * o.width).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+        let (size, row) = frame_extent(o);
         let staging = (0..RING)
             .map(|_| {
                 // Host-visible (MAP_WRITE), as the upload ring's staging
@@ -366,5 +374,146 @@ pub fn run(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
         "ahead against serial: {:.3} ms per frame saved; the copy alone takes {copy:.3} ms",
         serial - ahead
     );
+    copy_sources(gpu, o)
+}
+
+/// Records one way of moving a frame into a texture.
+type Encode<'a> = dyn Fn(&mut wgpu::CommandEncoder) + 'a;
+
+/// Timed copies per source in [`copy_sources`].
+const COPY_RUNS: u32 = 50;
+
+/// The GPU time of one frame's way into a texture, by where the bytes lie
+/// and who moves them: what the upload ring's copy costs the queue, and
+/// whether another source or a compute pass would cost less. Timestamps
+/// before and after each copy, one copy per submission, medians of
+/// [`COPY_RUNS`].
+fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
+    let device = gpu.device();
+    let (size, row) = frame_extent(o);
+    let bytes = u64::from(row) * u64::from(o.height);
+    let buffer = |label: &str, usage| {
+        gpu.scoped(label, || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        })
+    };
+    // Where the upload ring's buffers lie (MAP_WRITE: host-visible memory).
+    let mapped = buffer(
+        "copy-sources mapped",
+        wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+    )?;
+    let local = buffer(
+        "copy-sources device-local",
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    )?;
+    let texture = gpu.scoped("copy-sources frame", || {
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("copy-sources frame"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::STORAGE_BINDING,
+            view_formats: &[],
+        })
+    })?;
+    // The same unpack by a compute pass: one invocation per texel.
+    let unpack = pipeline(
+        gpu,
+        format!(
+            "@group(0) @binding(0) var<storage, read> src: array<u32>;\n\
+             @group(0) @binding(1) var dst: texture_storage_2d<rgba8unorm, write>;\n\
+             @compute @workgroup_size(64, 4)\n\
+             fn main(@builtin(global_invocation_id) g: vec3<u32>) {{\n\
+             \x20   if g.x >= {w}u || g.y >= {h}u {{ return; }}\n\
+             \x20   let v = src[g.y * {words}u + g.x];\n\
+             \x20   textureStore(dst, g.xy, unpack4x8unorm(v));\n\
+             }}\n",
+            w = o.width,
+            h = o.height,
+            words = row / 4
+        ),
+    )?;
+    let view = texture.create_view(&Default::default());
+    let unpack_group = gpu.scoped("copy-sources bind group", || {
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &unpack.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: local.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: wgpu::BindingResource::TextureView(&view),
+                },
+            ],
+        })
+    })?;
+    let to_texture = |e: &mut wgpu::CommandEncoder, src: &wgpu::Buffer| {
+        e.copy_buffer_to_texture(
+            wgpu::TexelCopyBufferInfo {
+                buffer: src,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row),
+                    rows_per_image: Some(o.height),
+                },
+            },
+            wgpu::TexelCopyTextureInfo {
+                texture: &texture,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            size,
+        )
+    };
+    let stamps = Stamps::new(gpu, COPY_RUNS)?;
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{}x{} RGBA frame ({mb:.1} MB) into a texture, GPU ms (timestamps)",
+        o.width, o.height
+    );
+    println!(
+        "{:<34} {:>9} {:>9} {:>9}",
+        "source", "median", "min", "GB/s"
+    );
+    let variants: [(&str, &Encode); 4] = [
+        ("copy from mapped (upload ring)", &|e| {
+            to_texture(e, &mapped)
+        }),
+        ("copy from device-local", &|e| to_texture(e, &local)),
+        ("compute unpack from device-local", &|e| {
+            let mut p = e.begin_compute_pass(&Default::default());
+            p.set_pipeline(&unpack);
+            p.set_bind_group(0, &unpack_group, &[]);
+            p.dispatch_workgroups(o.width.div_ceil(64), o.height.div_ceil(4), 1);
+        }),
+        ("buffer copy mapped -> device-local", &|e| {
+            e.copy_buffer_to_buffer(&mapped, 0, &local, 0, bytes)
+        }),
+    ];
+    for (name, encode) in variants {
+        for _ in 0..2 {
+            for i in 0..COPY_RUNS {
+                let mut e = encoder(gpu);
+                stamps.begin(&mut e, i);
+                encode(&mut e);
+                stamps.end(&mut e, i);
+                submit(gpu, e)?;
+            }
+        }
+        // The second round's times: the first warms up.
+        let (median, min) = median_min(&stamps.read_ms()?);
+        println!("{name:<34} {median:>9.4} {min:>9.4} {:>9.1}", mb / median);
+    }
     Ok(())
 }
