@@ -54,7 +54,12 @@ impl Worker {
             *jobs = Some(tx);
         }
         let tx = jobs.as_ref().expect("just set");
-        tx.send(job).map_err(|e| e.0)
+        tx.send(job).map_err(|e| {
+            // The thread has gone (a job panicked): the next job starts
+            // another.
+            *jobs = None;
+            e.0
+        })
     }
 }
 
@@ -116,9 +121,7 @@ impl Ahead {
             *next = Some(rx);
         }
     }
-}
 
-impl Ahead {
     /// Drops the buffer encoded ahead, waiting for the worker if it is
     /// still encoding it.
     pub fn clear(&self) {
