@@ -7,12 +7,14 @@
 
 mod adapter;
 pub mod ahead;
+pub(crate) mod bind_cache;
 #[cfg(target_os = "linux")]
 pub mod dmabuf;
 pub mod live;
 pub mod shader;
 pub mod transfer;
 pub mod upload_ring;
+mod upload_unpack;
 
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +23,7 @@ pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use transfer::{Download, TextureWrite, TransferStats};
 pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
+pub use upload_unpack::{QUIET_WGPU_LOGS, UPLOAD_UNPACK_ENV};
 
 use crate::error::{Error, Result};
 
@@ -30,7 +33,8 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-    .union(EXTERNAL_MEMORY_FEATURES);
+    .union(EXTERNAL_MEMORY_FEATURES)
+    .union(upload_unpack::FEATURES);
 
 /// Importing memory other processes or devices made (DMA-BUF frames from
 /// cameras and decoders, `crate::video::dmabuf`): wgpu-hal enables the
@@ -59,6 +63,8 @@ struct Inner {
     info: wgpu::AdapterInfo,
     software: bool,
     tensor_cores_f16: bool,
+    /// Plane formats uploads write by a compute pass (`upload_unpack`).
+    unpack_formats: Vec<wgpu::TextureFormat>,
     transfers: transfer::Counters,
     pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<Error>>>,
@@ -154,6 +160,7 @@ impl Gpu {
             info.backend,
             feature_names(features)
         );
+        let unpack_formats = upload_unpack::formats(&adapter, features);
         Ok(Gpu {
             inner: Arc::new(Inner {
                 instance,
@@ -163,6 +170,7 @@ impl Gpu {
                 info,
                 software,
                 tensor_cores_f16,
+                unpack_formats,
                 transfers: transfer::Counters::default(),
                 pipelines: shader::PipelineCache::default(),
                 fault,

@@ -7,8 +7,9 @@
 //! frame. The ring keeps a few `MAP_WRITE | COPY_SRC` buffers mapped between
 //! uses instead: a frame is copied into a free one (split across the rayon
 //! pool when large, because a single core does not fill the bus to mapped
-//! GPU memory), unmapped, its copies to the plane textures are submitted at
-//! once (so whatever is submitted next reads the new frame), and the buffer
+//! GPU memory), unmapped, its copies to the plane textures (or a compute
+//! pass writing them, where the device allows: `upload_unpack`) are
+//! submitted at once (so whatever is submitted next reads the new frame), and the buffer
 //! is mapped again right away; wgpu completes that mapping once the copy has
 //! run, during a later submit or poll, and the buffer is free for a frame
 //! after next. Where no buffer is free the upload falls back to
@@ -65,6 +66,9 @@ pub struct StagingStats {
     pub fallbacks: u64,
     /// Ring buffers created (at most [`SLOTS`] plus one per growth).
     pub buffers_created: u64,
+    /// Planes of the staged uploads written by a compute pass rather than
+    /// copied (`WGNN_UPLOAD_UNPACK`, [`Gpu::upload_usage`]).
+    pub planes_unpacked: u64,
 }
 
 impl StagingStats {
@@ -74,6 +78,7 @@ impl StagingStats {
             staged: self.staged - earlier.staged,
             fallbacks: self.fallbacks - earlier.fallbacks,
             buffers_created: self.buffers_created - earlier.buffers_created,
+            planes_unpacked: self.planes_unpacked - earlier.planes_unpacked,
         }
     }
 }
@@ -82,9 +87,14 @@ impl StagingStats {
 pub struct UploadRing {
     enabled: bool,
     slots: Mutex<Slots>,
+    /// The unpack kernels uploads through this ring used, by device and
+    /// format (`upload_unpack`): found here without building their source
+    /// and hashing it into the device's cache every frame (12 us a frame).
+    unpackers: Mutex<Vec<(usize, wgpu::TextureFormat, live::ComputePipeline)>>,
     staged: AtomicU64,
     fallbacks: AtomicU64,
     created: AtomicU64,
+    unpacked: AtomicU64,
 }
 
 /// The ring's buffers and the device they were made on.
@@ -120,9 +130,11 @@ impl UploadRing {
         UploadRing {
             enabled,
             slots: Mutex::default(),
+            unpackers: Mutex::default(),
             staged: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
             created: AtomicU64::new(0),
+            unpacked: AtomicU64::new(0),
         }
     }
 
@@ -136,7 +148,12 @@ impl UploadRing {
             staged: self.staged.load(Ordering::Relaxed),
             fallbacks: self.fallbacks.load(Ordering::Relaxed),
             buffers_created: self.created.load(Ordering::Relaxed),
+            planes_unpacked: self.unpacked.load(Ordering::Relaxed),
         }
+    }
+
+    pub(super) fn count_unpacked(&self, planes: usize) {
+        self.unpacked.fetch_add(planes as u64, Ordering::Relaxed);
     }
 
     pub(super) fn count_fallback(&self) {
@@ -144,9 +161,30 @@ impl UploadRing {
     }
 
     /// Drops every buffer (those still being copied from go once the copy
-    /// is done).
+    /// is done) and kernel.
     pub fn clear(&self) {
         self.slots.lock().unwrap().slots.clear();
+        self.unpackers.lock().unwrap().clear();
+    }
+
+    /// The unpack kernel for `format` on `gpu`, made by `make` the first
+    /// time.
+    pub(super) fn unpacker(
+        &self,
+        gpu: &Gpu,
+        format: wgpu::TextureFormat,
+        make: impl FnOnce() -> Result<live::ComputePipeline>,
+    ) -> Result<live::ComputePipeline> {
+        let mut unpackers = self.unpackers.lock().unwrap();
+        let found = unpackers
+            .iter()
+            .find(|(device, f, _)| *device == gpu.id() && *f == format);
+        if let Some((_, _, pipeline)) = found {
+            return Ok(pipeline.clone());
+        }
+        let pipeline = make()?;
+        unpackers.push((gpu.id(), format, pipeline.clone()));
+        Ok(pipeline)
     }
 
     /// A mapped buffer of at least `size` bytes, or None when every slot is

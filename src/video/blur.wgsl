@@ -1,12 +1,16 @@
 // One direction of a separable Gaussian blur, kept at every STEP-th
 // position along it. The same shader runs twice: horizontally reading the
 // frame (through the format's reader), then vertically reading the first
-// pass's Rgba32Float output. Output o is the Gaussian centred on input
+// pass's Rgba16Float output. Output o is the Gaussian centred on input
 // STEP * o, so the two passes give the exact blur at pixels (k X, k Y) for
 // STEP = k, which the composite interpolates between (`blur_step` in
 // composite.rs says why that stays within 2 levels of 255 of the blur);
-// STEP = 1 is the blur of every pixel. Float intermediates keep the result
-// within rounding of an exact 2-D Gaussian. The output's size (`dst`) says
+// STEP = 1 is the blur of every pixel. The passes sum in f32 and store
+// Rgba16Float (colours in 0..1 to within 2^-12, a twentieth of a level of
+// 255): the result stays within rounding of an exact 2-D Gaussian, and the
+// intermediates move half the bytes of f32 ones (at 1080p, sigma 12, 11 MB
+// rather than 22 a frame, which would push the model's weights out of the
+// GPU's cache). The output's size (`dst`) says
 // how many positions to make; reads past the input's edge are clamped.
 //
 // A workgroup blurs `LINES` neighbouring lines (rows across, columns down),
@@ -54,7 +58,7 @@ struct Params {
     _pad1: u32,
 }
 
-@group(1) @binding(0) var dst: texture_storage_2d<rgba32float, write>;
+@group(1) @binding(0) var dst: texture_storage_2d<rgba16float, write>;
 @group(1) @binding(1) var<uniform> params: Params;
 
 // One array per channel: a vec3 array would pad each input to 16 bytes, a

@@ -7,9 +7,13 @@ use crate::error::{Error, Result};
 use crate::gpu::{Checks, Gpu, Specialization};
 
 use super::frame::GpuFrame;
-use super::frame_read::{float_rgba_bind_group, frame_bind_group, yuv_buffer, ColorSpec, Reader};
+use super::frame_read::{
+    float_rgba_bind_group, frame_bind_group, planes_key, yuv_buffer, ColorSpec, Reader,
+    FRAME_BINDINGS,
+};
 use super::groups_2d;
 use super::tensor_buffer::{squeezed, TensorBuffer};
+use crate::gpu::bind_cache::{BindCache, Bound};
 use crate::ml::DataType;
 
 /// Largest blur strength (Gaussian sigma in frame pixels); the kernel reaches
@@ -278,6 +282,9 @@ struct Smoothing {
 /// written out for 4.
 const BLUR_RUN: u32 = 4;
 
+/// The blur passes' intermediates (`blur.wgsl` says why half floats).
+const BLUR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
+
 /// Workgroup memory a blur tile may use: WebGPU's default limit. Larger
 /// tiles would only trim the halo further while fewer workgroups fit on a
 /// multiprocessor at once.
@@ -448,6 +455,12 @@ pub struct Compositor {
     // Bound where the effect reads no background texture: the pipeline layout
     // has the slot either way.
     placeholder: crate::gpu::live::Texture,
+    /// Bind groups of the frames' planes (the pool's few recycled textures),
+    /// of the blur's and smoothing's own textures and buffers, and of the
+    /// outputs (`gpu::bind_cache`).
+    frames: BindCache,
+    own: BindCache,
+    outputs: BindCache,
 }
 
 impl std::fmt::Debug for Compositor {
@@ -589,6 +602,9 @@ impl Compositor {
             smoothing,
             blur: None,
             placeholder,
+            frames: BindCache::new(FRAME_BINDINGS),
+            own: BindCache::new(8),
+            outputs: BindCache::new(FRAME_BINDINGS),
         })
     }
 
@@ -677,11 +693,13 @@ impl Compositor {
                     label,
                     width,
                     height,
-                    wgpu::TextureFormat::Rgba32Float,
+                    BLUR_FORMAT,
                     wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
                 )
             };
             let samples_w = blur_samples(width, step);
+            // The old targets' bind groups would only keep them alive.
+            self.own.clear();
             self.blur = Some(BlurTargets {
                 size: (width, height),
                 step,
@@ -746,24 +764,32 @@ impl Compositor {
         if let Some(s) = &mut self.smoothing {
             let pipeline = &s.pipeline;
             let params = if s.primed { &s.steady } else { &s.first };
-            let bind = gpu.scoped("mask smoothing bindings", || {
-                gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("wgnn mask smoothing"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: mask.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: s.state.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: params.as_entire_binding(),
-                        },
-                    ],
+            let key = vec![
+                Bound::Pipeline((**pipeline).clone()),
+                Bound::buffer(mask),
+                Bound::buffer(&s.state),
+                Bound::buffer(params),
+            ];
+            let bind = self.own.get_or_make(key, || {
+                gpu.scoped("mask smoothing bindings", || {
+                    gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("wgnn mask smoothing"),
+                        layout: &pipeline.get_bind_group_layout(0),
+                        entries: &[
+                            wgpu::BindGroupEntry {
+                                binding: 0,
+                                resource: mask.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 1,
+                                resource: s.state.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 2,
+                                resource: params.as_entire_binding(),
+                            },
+                        ],
+                    })
                 })
             })?;
             let groups = (u64::from(m.width) * u64::from(m.height)).div_ceil(64) as u32;
@@ -789,24 +815,39 @@ impl Compositor {
                 let (_, blur_params) = blur_params(&gpu, strength, self.blur_params.take())?;
                 self.blur_params = Some((strength, blur_params.clone()));
                 let targets = self.blur_targets(w, h, blur_step(strength))?;
-                let across = targets.across.create_view(&Default::default());
-                let done = targets.done.create_view(&Default::default());
-                let done_tex = targets.done.clone();
-                let (across_size, done_size) = (targets.across.size(), targets.done.size());
-                let src = frame_bind_group(
-                    &gpu,
-                    &across_pipe.get_bind_group_layout(0),
-                    frame,
-                    Some(&self.yuv),
-                )?;
-                let mid =
-                    float_rgba_bind_group(&gpu, &down_pipe.get_bind_group_layout(0), &across)?;
-                for (pipe, tile, input, output, size) in [
-                    (&across_pipe, across_tile, &src, &across, across_size),
-                    (&down_pipe, down_tile, &mid, &done, done_size),
+                let (across, done) = (targets.across.clone(), targets.done.clone());
+                let src = self
+                    .frames
+                    .get_or_make(planes_key(&across_pipe, frame), || {
+                        frame_bind_group(
+                            &gpu,
+                            &across_pipe.get_bind_group_layout(0),
+                            frame,
+                            Some(&self.yuv),
+                        )
+                    })?;
+                let key = vec![
+                    Bound::Pipeline((*down_pipe).clone()),
+                    Bound::Texture((*across).clone()),
+                ];
+                let mid = self.own.get_or_make(key, || {
+                    let view = across.create_view(&Default::default());
+                    float_rgba_bind_group(&gpu, &down_pipe.get_bind_group_layout(0), &view)
+                })?;
+                for (pipe, tile, input, output) in [
+                    (&across_pipe, across_tile, &src, &across),
+                    (&down_pipe, down_tile, &mid, &done),
                 ] {
-                    let (gx, gy) = tile.groups(size.width, size.height);
-                    let target = blur_target_bind_group(&gpu, pipe, output, &blur_params)?;
+                    let (gx, gy) = tile.groups(output.width(), output.height());
+                    let key = vec![
+                        Bound::Pipeline((**pipe).clone()),
+                        Bound::Texture((**output).clone()),
+                        Bound::buffer(&blur_params),
+                    ];
+                    let target = self.own.get_or_make(key, || {
+                        let view = output.create_view(&Default::default());
+                        blur_target_bind_group(&gpu, pipe, &view, &blur_params)
+                    })?;
                     gpu.scoped("blur pass", || {
                         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                             label: Some("wgnn blur"),
@@ -818,43 +859,55 @@ impl Compositor {
                         pass.dispatch_workgroups(gx, gy, 1);
                     })?;
                 }
-                done_tex
+                done
             }
             _ => self.placeholder.clone(),
         };
 
         let switches = CompositeSwitches::of(&self.options, reader);
         let pipeline = self.pipeline(Kernel::Composite(switches))?;
-        let planes = frame_bind_group(
-            &gpu,
-            &pipeline.get_bind_group_layout(0),
-            frame,
-            Some(&self.yuv),
-        )?;
-        let bg_view = background.create_view(&Default::default());
-        let out_view = out.create_view(&Default::default());
-        let own = gpu.scoped("composite bindings", || {
-            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("wgnn composite"),
-                layout: &pipeline.get_bind_group_layout(1),
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: mask_src.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: wgpu::BindingResource::TextureView(&bg_view),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: wgpu::BindingResource::TextureView(&out_view),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: self.params.as_entire_binding(),
-                    },
-                ],
+        let planes = self.frames.get_or_make(planes_key(&pipeline, frame), || {
+            frame_bind_group(
+                &gpu,
+                &pipeline.get_bind_group_layout(0),
+                frame,
+                Some(&self.yuv),
+            )
+        })?;
+        let key = vec![
+            Bound::Pipeline((*pipeline).clone()),
+            Bound::buffer(&mask_src),
+            Bound::Texture((*background).clone()),
+            Bound::Texture(out.clone()),
+            Bound::buffer(&self.params),
+        ];
+        let params = &self.params;
+        let own = self.outputs.get_or_make(key, || {
+            let bg_view = background.create_view(&Default::default());
+            let out_view = out.create_view(&Default::default());
+            gpu.scoped("composite bindings", || {
+                gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("wgnn composite"),
+                    layout: &pipeline.get_bind_group_layout(1),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: mask_src.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::TextureView(&bg_view),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: wgpu::BindingResource::TextureView(&out_view),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 3,
+                            resource: params.as_entire_binding(),
+                        },
+                    ],
+                })
             })
         })?;
         let (gx, gy) = groups_2d(w, h);

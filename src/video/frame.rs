@@ -384,7 +384,7 @@ pub fn upload_frame(
                 width: w,
                 height: h,
                 format: f.plane_format(p),
-                usage: PLANE_USAGE,
+                usage: PLANE_USAGE | gpu.upload_usage(f.plane_format(p)),
             },
         )?);
     }

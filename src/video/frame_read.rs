@@ -5,6 +5,7 @@
 //! pixels is appended.
 
 use crate::error::{Error, Result};
+use crate::gpu::bind_cache::Bound;
 use crate::gpu::Gpu;
 
 use super::frame::{GpuFrame, VideoFormat};
@@ -51,7 +52,7 @@ pub(crate) enum Reader {
     Rgb24,
     Nv12,
     I420,
-    /// Internal: an Rgba32Float intermediate.
+    /// Internal: a blur pass's Rgba16Float intermediate.
     FloatRgba,
 }
 
@@ -145,6 +146,18 @@ pub(crate) fn yuv_buffer(gpu: &Gpu, color: ColorSpec) -> Result<crate::gpu::live
     )
 }
 
+/// Bind groups of frames a pass keeps (`gpu::bind_cache`): more than the
+/// frames a stream has in flight (the pool's recycled textures), as few as
+/// that, since each keeps its textures alive.
+pub(crate) const FRAME_BINDINGS: usize = 6;
+
+/// What a frame's planes bind group for `pipeline` binds.
+pub(crate) fn planes_key(pipeline: &wgpu::ComputePipeline, frame: &GpuFrame) -> Vec<Bound> {
+    std::iter::once(Bound::Pipeline(pipeline.clone()))
+        .chain(frame.planes().map(|t| Bound::Texture(t.clone())))
+        .collect()
+}
+
 /// Binds a frame's planes as group 0 of `layout`, with `yuv` (see
 /// [`yuv_buffer`]; needed for YUV frames only) at binding 3 where the
 /// frame's reader converts YUV.
@@ -171,7 +184,7 @@ pub(crate) fn frame_bind_group(
     bind_planes(gpu, layout, &views, yuv)
 }
 
-/// Binds one Rgba32Float intermediate as group 0 of `layout`, for
+/// Binds one Rgba16Float intermediate as group 0 of `layout`, for
 /// [`Reader::FloatRgba`].
 pub(crate) fn float_rgba_bind_group(
     gpu: &Gpu,

@@ -1,4 +1,4 @@
-// Reads an intermediate Rgba32Float texture holding colours in 0..1 (the
+// Reads an intermediate Rgba16Float texture holding colours in 0..1 (the
 // first blur pass's output), so the second pass can share the blur shader.
 @group(0) @binding(0) var plane0: texture_2d<f32>;
 

@@ -8,9 +8,12 @@ use crate::error::{Error, Result};
 use crate::gpu::{Checks, Gpu, Specialization};
 
 use super::frame::GpuFrame;
-use super::frame_read::{frame_bind_group, yuv_buffer, ColorSpec, Reader};
+use super::frame_read::{
+    frame_bind_group, planes_key, yuv_buffer, ColorSpec, Reader, FRAME_BINDINGS,
+};
 use super::groups_2d;
 use super::tensor_buffer::TensorBuffer;
+use crate::gpu::bind_cache::{BindCache, Bound};
 use crate::ml::DataType;
 
 /// Element order of the output tensor (batch 1, 3 channels).
@@ -419,6 +422,10 @@ pub struct Tensorizer {
     /// made with the tensorizer.
     params: Mutex<HashMap<u32, crate::gpu::live::Buffer>>,
     yuv: crate::gpu::live::Buffer,
+    /// Bind groups of the frames' planes (the pool's few recycled textures)
+    /// and of the outputs (`gpu::bind_cache`).
+    frames: BindCache,
+    outputs: BindCache,
 }
 
 impl std::fmt::Debug for Tensorizer {
@@ -459,6 +466,8 @@ impl Tensorizer {
             options,
             pipelines: Mutex::default(),
             params: Mutex::new(HashMap::from([(0, params)])),
+            frames: BindCache::new(FRAME_BINDINGS),
+            outputs: BindCache::new(FRAME_BINDINGS),
         })
     }
 
@@ -663,31 +672,40 @@ impl Tensorizer {
         params: &wgpu::Buffer,
     ) -> Result<()> {
         let pipeline = self.pipeline(Reader::of(frame.format()))?;
-        let planes = frame_bind_group(
-            &self.gpu,
-            &pipeline.get_bind_group_layout(0),
-            frame,
-            Some(&self.yuv),
-        )?;
+        let planes = self.frames.get_or_make(planes_key(&pipeline, frame), || {
+            frame_bind_group(
+                &self.gpu,
+                &pipeline.get_bind_group_layout(0),
+                frame,
+                Some(&self.yuv),
+            )
+        })?;
         let gpu = &self.gpu;
-        let out = gpu.scoped("tensorize output binding", || {
-            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("wgnn tensorize output"),
-                layout: &pipeline.get_bind_group_layout(1),
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: dst,
-                            offset: binding.offset,
-                            size: wgpu::BufferSize::new(binding.size),
-                        }),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: params.as_entire_binding(),
-                    },
-                ],
+        let key = vec![
+            Bound::Pipeline((*pipeline).clone()),
+            Bound::Buffer(dst.clone(), binding.offset, binding.size),
+            Bound::buffer(params),
+        ];
+        let out = self.outputs.get_or_make(key, || {
+            gpu.scoped("tensorize output binding", || {
+                gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("wgnn tensorize output"),
+                    layout: &pipeline.get_bind_group_layout(1),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: dst,
+                                offset: binding.offset,
+                                size: wgpu::BufferSize::new(binding.size),
+                            }),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: params.as_entire_binding(),
+                        },
+                    ],
+                })
             })
         })?;
         let (gx, gy) = groups_2d(self.options.width, self.options.height);

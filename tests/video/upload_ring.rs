@@ -1,7 +1,7 @@
 //! Frames through the device's staging ring (`Gpu::upload_textures`, which
 //! `upload_frame` uses): the plane textures hold exactly what
-//! `write_texture` (`Gpu::upload_texture`) puts there, for every format, odd
-//! sizes, padded strides, more frames than ring buffers and frames whose
+//! `write_texture` (`Gpu::upload_texture`) puts there, whether a compute
+//! pass unpacks them or they are copied, for every format, odd sizes, padded strides, more frames than ring buffers and frames whose
 //! size changes; the ring's buffers stay few; a lost device is the usual
 //! one-line error.
 
@@ -85,6 +85,77 @@ fn ring_frames_match_write_texture() {
     // Each case waits for its read-back, so the ring always has a free buffer.
     assert_eq!(used.staged, cases.len() as u64, "{used:?}");
     assert_eq!(used.fallbacks, 0, "{used:?}");
+    // The planes of formats the device can write as storage went through
+    // the compute unpack, the rest (RGB's R8Uint at least) were copied.
+    let unpackable = cases
+        .iter()
+        .flat_map(|&(format, ..)| (0..format.plane_count()).map(move |p| format.plane_format(p)))
+        .filter(|&f| !gpu.upload_usage(f).is_empty())
+        .count() as u64;
+    assert_eq!(used.planes_unpacked, unpackable, "{used:?}");
+    if std::env::var(wgnn::gpu::UPLOAD_UNPACK_ENV).as_deref() != Ok("0") {
+        // Every Vulkan adapter, lavapipe included, maps primary buffers.
+        assert!(
+            !gpu.upload_usage(wgpu::TextureFormat::Rgba8Unorm).is_empty(),
+            "RGBA planes are unpacked by compute"
+        );
+    }
+}
+
+#[test]
+fn planes_without_storage_usage_are_copied_and_match() {
+    let gpu = common::own_gpu();
+    let ring = UploadRing::new();
+    let mut r = rng(28);
+    // One frame of each plane format; textures without STORAGE_BINDING,
+    // so the ring copies them (the path of adapters that cannot unpack).
+    for format in [VideoFormat::Rgba, VideoFormat::Bgra, VideoFormat::Nv12] {
+        let (layout, bytes) = random_frame(&mut r, format, 29, 13, 3);
+        let textures: Vec<wgpu::Texture> = (0..format.plane_count())
+            .map(|p| {
+                let (w, h) = format.plane_size(p, 29, 13);
+                gpu.device().create_texture(&wgpu::TextureDescriptor {
+                    label: Some("copied plane"),
+                    size: wgpu::Extent3d {
+                        width: w,
+                        height: h,
+                        depth_or_array_layers: 1,
+                    },
+                    mip_level_count: 1,
+                    sample_count: 1,
+                    dimension: wgpu::TextureDimension::D2,
+                    format: format.plane_format(p),
+                    usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
+                    view_formats: &[],
+                })
+            })
+            .collect();
+        let writes: Vec<TextureWrite> = textures
+            .iter()
+            .zip(&layout.planes)
+            .map(|(t, plane)| TextureWrite {
+                texture: t,
+                region: TextureRegion::whole(t),
+                data: &bytes[plane.offset..],
+                bytes_per_row: plane.stride as u32,
+                rows: t.height(),
+            })
+            .collect();
+        let before = ring.stats();
+        gpu.upload_textures(&ring, &writes).unwrap();
+        let used = ring.stats().since(&before);
+        assert_eq!((used.staged, used.planes_unpacked), (1, 0), "{used:?}");
+        let got: Vec<Vec<u8>> = textures
+            .iter()
+            .map(|t| {
+                gpu.download_texture(t, TextureRegion::whole(t))
+                    .unwrap()
+                    .wait()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(got, written_planes(&gpu, &layout, &bytes), "{format}");
+    }
 }
 
 #[test]
@@ -218,6 +289,8 @@ fn the_ring_goes_with_its_pool() {
     assert!(gpu.live().buffers > 0, "the ring holds a staging buffer");
     drop(pool);
     gpu.wait_idle().unwrap();
+    // What outlives the pool: the device's kernel cache (the unpack's).
+    gpu.clear_pipeline_cache();
     assert_eq!(gpu.live(), Default::default());
 }
 

@@ -381,7 +381,8 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_NO_GPU: u8 = 3;
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let quiet = format!("warn,{}", wgnn::gpu::QUIET_WGPU_LOGS);
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(quiet)).init();
     let cli = Cli::parse();
     if let Some(what) = cli.generate {
         return wgnn::manual::print(what, <Cli as clap::CommandFactory>::command(), &SECTIONS);
@@ -1100,8 +1101,9 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
     }
     for r in &rows {
         println!(
-            "{} frame uploads: {} through the staging ring, {} through write_texture",
-            r.path, r.ring.staged, r.ring.fallbacks
+            "{} frame uploads: {} through the staging ring ({} planes unpacked by compute, \
+             the rest copied), {} through write_texture",
+            r.path, r.ring.staged, r.ring.planes_unpacked, r.ring.fallbacks
         );
     }
     ExitCode::SUCCESS

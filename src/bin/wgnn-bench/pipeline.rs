@@ -163,6 +163,7 @@ impl PathResult {
             "download_bytes_per_frame": per(self.moved.download_bytes),
             "ring_uploads": self.ring.staged,
             "write_texture_uploads": self.ring.fallbacks,
+            "planes_unpacked": self.ring.planes_unpacked,
         })
     }
 }

@@ -402,10 +402,17 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
             })
         })
     };
-    // Where the upload ring's buffers lie (MAP_WRITE: host-visible memory).
+    // Where the upload ring's buffers lie (MAP_WRITE: host-visible memory),
+    // usable as storage as the ring's are where the device unpacks uploads.
+    let unpacks = gpu.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
     let mapped = buffer(
         "copy-sources mapped",
-        wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        wgpu::BufferUsages::MAP_WRITE
+            | wgpu::BufferUsages::COPY_SRC
+            | match unpacks {
+                true => wgpu::BufferUsages::STORAGE,
+                false => wgpu::BufferUsages::empty(),
+            },
     )?;
     let local = buffer(
         "copy-sources device-local",
@@ -441,22 +448,35 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
         ),
     )?;
     let view = texture.create_view(&Default::default());
-    let unpack_group = gpu.scoped("copy-sources bind group", || {
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &unpack.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: local.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::TextureView(&view),
-                },
-            ],
+    let unpack_group = |src: &wgpu::Buffer| {
+        gpu.scoped("copy-sources bind group", || {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &unpack.get_bind_group_layout(0),
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: src.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: wgpu::BindingResource::TextureView(&view),
+                    },
+                ],
+            })
         })
-    })?;
+    };
+    let local_group = unpack_group(&local)?;
+    let mapped_group = match unpacks {
+        true => Some(unpack_group(&mapped)?),
+        false => None,
+    };
+    let unpack_from = |e: &mut wgpu::CommandEncoder, group: &wgpu::BindGroup| {
+        let mut p = e.begin_compute_pass(&Default::default());
+        p.set_pipeline(&unpack);
+        p.set_bind_group(0, group, &[]);
+        p.dispatch_workgroups(o.width.div_ceil(64), o.height.div_ceil(4), 1);
+    };
     let to_texture = |e: &mut wgpu::CommandEncoder, src: &wgpu::Buffer| {
         e.copy_buffer_to_texture(
             wgpu::TexelCopyBufferInfo {
@@ -486,21 +506,31 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
         "{:<34} {:>9} {:>9} {:>9}",
         "source", "median", "min", "GB/s"
     );
-    let variants: [(&str, &Encode); 4] = [
-        ("copy from mapped (upload ring)", &|e| {
-            to_texture(e, &mapped)
-        }),
-        ("copy from device-local", &|e| to_texture(e, &local)),
-        ("compute unpack from device-local", &|e| {
-            let mut p = e.begin_compute_pass(&Default::default());
-            p.set_pipeline(&unpack);
-            p.set_bind_group(0, &unpack_group, &[]);
-            p.dispatch_workgroups(o.width.div_ceil(64), o.height.div_ceil(4), 1);
-        }),
-        ("buffer copy mapped -> device-local", &|e| {
-            e.copy_buffer_to_buffer(&mapped, 0, &local, 0, bytes)
-        }),
+    let mut variants: Vec<(&str, Box<Encode>)> = vec![
+        (
+            "copy from mapped (upload ring)",
+            Box::new(|e| to_texture(e, &mapped)),
+        ),
+        (
+            "copy from device-local",
+            Box::new(|e| to_texture(e, &local)),
+        ),
+        (
+            "compute unpack from device-local",
+            Box::new(|e| unpack_from(e, &local_group)),
+        ),
+        (
+            "buffer copy mapped -> device-local",
+            Box::new(|e| e.copy_buffer_to_buffer(&mapped, 0, &local, 0, bytes)),
+        ),
     ];
+    // What uploads do where the device allows (`WGNN_UPLOAD_UNPACK`).
+    if let Some(group) = &mapped_group {
+        variants.push((
+            "compute unpack from mapped (ring)",
+            Box::new(move |e| unpack_from(e, group)),
+        ));
+    }
     for (name, encode) in variants {
         for _ in 0..2 {
             for i in 0..COPY_RUNS {

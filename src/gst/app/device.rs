@@ -17,12 +17,20 @@ pub enum DeviceArg {
 
 /// Logging for a CLI: `RUST_LOG` as given, else warnings. The adapter
 /// choice's own warning about a software adapter is left out by default:
-/// [`choose_device`] says it in the CLI's words.
+/// [`choose_device`] says it in the CLI's words; so is wgpu's about a
+/// feature the upload ring asks for knowingly ([`QUIET_WGPU_LOGS`]).
+///
+/// [`QUIET_WGPU_LOGS`]: crate::gpu::QUIET_WGPU_LOGS
 pub fn init_logger() {
     let filter = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| "warn,wgnn::gpu::adapter=error".into());
+        .unwrap_or_else(|| {
+            format!(
+                "warn,wgnn::gpu::adapter=error,{}",
+                crate::gpu::QUIET_WGPU_LOGS
+            )
+        });
     let _ = env_logger::Builder::new().parse_filters(&filter).try_init();
 }
 

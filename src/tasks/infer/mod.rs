@@ -43,7 +43,8 @@ pub struct InferOptions {
 
 /// How a runner fills the model input from a frame.
 enum Fill {
-    Gpu(Tensorizer),
+    // Boxed: a GPU tensorizer holds its caches, several times the CPU side.
+    Gpu(Box<Tensorizer>),
     Cpu {
         tensorizer: cpu::Tensorizer,
         /// The input's values, kept between frames.
@@ -103,7 +104,7 @@ impl Runner {
         let (tensor, fill) = match device {
             Device::Gpu(gpu) => (
                 TensorDescriptor::new(desc.data_type, desc.shape.clone()).exportable_to_gpu(),
-                Fill::Gpu(Tensorizer::new(gpu, tensorize)?),
+                Fill::Gpu(Box::new(Tensorizer::new(gpu, tensorize)?)),
             ),
             Device::Cpu => (
                 TensorDescriptor::new(desc.data_type, desc.shape.clone()).writable(),

@@ -119,6 +119,13 @@ fn to_u8(v: f32) -> u8 {
 }
 
 /// Gaussian taps of sigma `strength`, reaching 3 sigma each way: `blur.wgsl`'s.
+/// A blurred colour (0..255) as a blur pass stores it: divided by 255 into
+/// a half float, as `blur.wgsl` writes its Rgba16Float intermediate, and read
+/// back times 255, as `read_float_rgba.wgsl` does.
+fn as_stored(v: f32) -> f32 {
+    half::f16::from_f32(v / 255.0).to_f32() * 255.0
+}
+
 fn gaussian(strength: f32) -> Vec<f32> {
     let radius = (3.0 * strength).ceil() as i32;
     (-radius..=radius)
@@ -286,9 +293,10 @@ impl Compositor {
 
     /// The frame into `rgb` and its separable Gaussian blur, at every
     /// `step`-th pixel each way (`blur_step`), into `blurred` (`blur.wgsl`
-    /// run across, then down), all in f32 like the shader's float
-    /// intermediates. Each sample adds its taps in the shader's order:
-    /// phase p = 0..step, then taps p, p + step, ... of the phase.
+    /// run across, then down), summed in f32 and each pass's result
+    /// rounded as the shader's Rgba16Float intermediates store it. Each
+    /// sample adds its taps in the shader's order: phase p = 0..step, then
+    /// taps p, p + step, ... of the phase.
     fn blur(&mut self, reader: &Reader, strength: f32) {
         let (w, h) = (reader.width(), reader.height());
         let weights = gaussian(strength);
@@ -341,7 +349,7 @@ impl Compositor {
                         *o += weights[tap] * x;
                     }
                 }
-                out.iter_mut().for_each(|o| *o /= total);
+                out.iter_mut().for_each(|o| *o = as_stored(*o / total));
             });
         let across: &[f32] = bytemuck::cast_slice(&self.across);
         let blurred: &mut [f32] = bytemuck::cast_slice_mut(&mut self.blurred);
@@ -356,7 +364,7 @@ impl Compositor {
                         *o += weights[tap] * p;
                     }
                 }
-                out.iter_mut().for_each(|o| *o /= total);
+                out.iter_mut().for_each(|o| *o = as_stored(*o / total));
             });
     }
 }
