@@ -13,15 +13,15 @@ use wgnn::gpu::upload_ring::SLOTS;
 use wgnn::gpu::{Gpu, UploadRing};
 use wgnn::video::{upload_frame, FrameLayout, GpuFrame, TextureKey, TexturePool, VideoFormat};
 
-/// The planes as `write_texture` uploads them, one plane at a time into
-/// textures of the frame's own sizes and formats.
-fn written_planes(gpu: &Gpu, layout: &FrameLayout, bytes: &[u8]) -> Vec<Vec<u8>> {
+/// Plane textures of the frame's own sizes and formats, for copies only
+/// (no STORAGE_BINDING: the ring copies into them rather than unpacking).
+fn copy_textures(gpu: &Gpu, layout: &FrameLayout) -> Vec<wgpu::Texture> {
     let f = layout.format;
     (0..f.plane_count())
         .map(|p| {
             let (w, h) = f.plane_size(p, layout.width, layout.height);
-            let texture = gpu.device().create_texture(&wgpu::TextureDescriptor {
-                label: Some("write_texture reference"),
+            gpu.device().create_texture(&wgpu::TextureDescriptor {
+                label: Some("copied plane"),
                 size: wgpu::Extent3d {
                     width: w,
                     height: h,
@@ -33,23 +33,38 @@ fn written_planes(gpu: &Gpu, layout: &FrameLayout, bytes: &[u8]) -> Vec<Vec<u8>>
                 format: f.plane_format(p),
                 usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
                 view_formats: &[],
-            });
-            let plane = layout.planes[p];
-            let region = TextureRegion::whole(&texture);
-            gpu.upload_texture(
-                &texture,
-                region,
-                &bytes[plane.offset..],
-                plane.stride as u32,
-                h,
-            )
-            .unwrap();
-            gpu.download_texture(&texture, region)
+            })
+        })
+        .collect()
+}
+
+fn read_back(gpu: &Gpu, textures: &[wgpu::Texture]) -> Vec<Vec<u8>> {
+    textures
+        .iter()
+        .map(|t| {
+            gpu.download_texture(t, TextureRegion::whole(t))
                 .unwrap()
                 .wait()
                 .unwrap()
         })
         .collect()
+}
+
+/// The planes as `write_texture` uploads them, one plane at a time into
+/// textures of the frame's own sizes and formats.
+fn written_planes(gpu: &Gpu, layout: &FrameLayout, bytes: &[u8]) -> Vec<Vec<u8>> {
+    let textures = copy_textures(gpu, layout);
+    for (texture, plane) in textures.iter().zip(&layout.planes) {
+        gpu.upload_texture(
+            texture,
+            TextureRegion::whole(texture),
+            &bytes[plane.offset..],
+            plane.stride as u32,
+            texture.height(),
+        )
+        .unwrap();
+    }
+    read_back(gpu, &textures)
 }
 
 #[test]
@@ -111,25 +126,7 @@ fn planes_without_storage_usage_are_copied_and_match() {
     // so the ring copies them (the path of adapters that cannot unpack).
     for format in [VideoFormat::Rgba, VideoFormat::Bgra, VideoFormat::Nv12] {
         let (layout, bytes) = random_frame(&mut r, format, 29, 13, 3);
-        let textures: Vec<wgpu::Texture> = (0..format.plane_count())
-            .map(|p| {
-                let (w, h) = format.plane_size(p, 29, 13);
-                gpu.device().create_texture(&wgpu::TextureDescriptor {
-                    label: Some("copied plane"),
-                    size: wgpu::Extent3d {
-                        width: w,
-                        height: h,
-                        depth_or_array_layers: 1,
-                    },
-                    mip_level_count: 1,
-                    sample_count: 1,
-                    dimension: wgpu::TextureDimension::D2,
-                    format: format.plane_format(p),
-                    usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
-                    view_formats: &[],
-                })
-            })
-            .collect();
+        let textures = copy_textures(&gpu, &layout);
         let writes: Vec<TextureWrite> = textures
             .iter()
             .zip(&layout.planes)
@@ -145,15 +142,7 @@ fn planes_without_storage_usage_are_copied_and_match() {
         gpu.upload_textures(&ring, &writes).unwrap();
         let used = ring.stats().since(&before);
         assert_eq!((used.staged, used.planes_unpacked), (1, 0), "{used:?}");
-        let got: Vec<Vec<u8>> = textures
-            .iter()
-            .map(|t| {
-                gpu.download_texture(t, TextureRegion::whole(t))
-                    .unwrap()
-                    .wait()
-                    .unwrap()
-            })
-            .collect();
+        let got = read_back(&gpu, &textures);
         assert_eq!(got, written_planes(&gpu, &layout, &bytes), "{format}");
     }
 }
