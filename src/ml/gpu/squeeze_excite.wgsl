@@ -104,6 +104,25 @@ fn group_sum(lid: u32, g: u32, v: f32) -> f32 {
     return part[lid];
 }
 
+// Output o's weighted sum (before its bias) of layer k (0: the means in,
+// 1: the hidden values in), split over the `g` invocations of its group;
+// valid at the group's first. Every invocation calls it (barriers), with
+// the same k and g; those past the layer's outputs add nothing.
+fn dense(k: u32, l: vec4<u32>, g: u32, o: u32, lid: u32) -> f32 {
+    var acc = 0.0;
+    if o < l.x {
+        for (var i = lid % g; i < l.y; i += g) {
+            let at = o * l.z + i * l.w;
+            if k == 0u {
+                acc += weight0(at) * means[i];
+            } else {
+                acc += weight1(at) * hidden[i];
+            }
+        }
+    }
+    return group_sum(lid, g, acc);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -214,13 +233,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let g0 = spread(l0);
     for (var o0 = 0u; o0 < l0.x; o0 += WG / g0) {
         let o = o0 + lid / g0;
-        var acc = 0.0;
-        if o < l0.x {
-            for (var i = lid % g0; i < l0.y; i += g0) {
-                acc += weight0(o * l0.z + i * l0.w) * means[i];
-            }
-        }
-        let sum = group_sum(lid, g0, acc);
+        let sum = dense(0u, l0, g0, o, lid);
         if o < l0.x && lid % g0 == 0u {
             if TWO_LAYERS {
                 hidden[o] = act_hidden(sum + bias0(o));
@@ -235,13 +248,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let g1 = spread(l1);
         for (var o0 = 0u; o0 < l1.x; o0 += WG / g1) {
             let o = o0 + lid / g1;
-            var acc = 0.0;
-            if o < l1.x {
-                for (var i = lid % g1; i < l1.y; i += g1) {
-                    acc += weight1(o * l1.z + i * l1.w) * hidden[i];
-                }
-            }
-            let sum = group_sum(lid, g1, acc);
+            let sum = dense(1u, l1, g1, o, lid);
             if o < l1.x && lid % g1 == 0u {
                 y[n * l1.x + o] = T(act(sum + bias1(o)));
             }
