@@ -226,6 +226,45 @@ fn conv_cases() -> Vec<ConvCase> {
             act: Act::Clamp(0.0, 6.0),
             ..BASE
         },
+        // The depthwise kernel (taps compiled in, clamped reads past the
+        // edges): a 7x7 with dilation and uneven padding over a batch, a
+        // 3x5 with a row stride, and one of more channels than a
+        // workgroup has invocations.
+        ConvCase {
+            name: "depthwise 7x7 dilation [2, 1] explicit padding batch 2 relu",
+            input: [2, 5, 9, 8],
+            out_channels: 5,
+            kernel: [7, 7],
+            dilations: [2, 1],
+            pad: Pad::Explicit([4, 2, 3, 1]),
+            groups: 5,
+            filter: Ihwo,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "nchw depthwise 3x5 stride [1, 2] valid no bias",
+            input: [1, 4, 6, 11],
+            out_channels: 4,
+            kernel: [3, 5],
+            strides: [1, 2],
+            pad: Pad::Valid,
+            groups: 4,
+            layout: Nchw,
+            filter: Oihw,
+            bias: false,
+            ..BASE
+        },
+        ConvCase {
+            name: "depthwise 5x5 same over 70 channels",
+            input: [1, 70, 6, 5],
+            out_channels: 70,
+            kernel: [5, 5],
+            groups: 70,
+            filter: Ihwo,
+            act: Act::Clamp(0.0, 6.0),
+            ..BASE
+        },
         ConvCase {
             name: "tflite 1x1",
             input: [1, 16, 7, 5],

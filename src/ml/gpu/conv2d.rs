@@ -890,15 +890,22 @@ fn pixel_kernel(
     let (x, y) = (node.inputs[0], node.outputs[0]);
     let (xd, yd) = (l.ir.desc(x).clone(), l.ir.desc(y).clone());
     let total = params.total as usize;
-    let source = format!(
-        "{}{}",
-        include_str!("conv2d_params.wgsl"),
-        include_str!("conv2d.wgsl")
-    );
+    // Depthwise, its taps compiled in (`conv2d_depthwise.wgsl`), for
+    // filters up to 7x7 (more would unroll into long shaders).
+    let [kh, kw] = params.filter_size;
+    let depthwise = params.icg == 1 && ocg == 1 && params.upsample == [1, 1] && kh * kw <= 49;
+    let (body, spec) = match depthwise {
+        true => (
+            include_str!("conv2d_depthwise.wgsl"),
+            Specialization::new().u32("KH", kh).u32("KW", kw),
+        ),
+        false => (include_str!("conv2d.wgsl"), Specialization::new()),
+    };
+    let source = format!("{}{}", include_str!("conv2d_params.wgsl"), body);
     l.kernel(Kernel {
         label: "conv2d".into(),
         source: &source,
-        spec: Specialization::new()
+        spec: spec
             .code(&bias_and_output(has_bias, has_scale, has_residual))
             .code(match node.late_residual {
                 false => "fn store(v: f32, i: u32) -> f32 { return act(v + residual(i)); }",

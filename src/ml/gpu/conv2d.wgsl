@@ -12,26 +12,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= params.total {
         return;
     }
-    let oc = params.oc;
-    let oh = params.oh;
-    let ow = params.ow;
-    var m: u32;
-    var oy: u32;
-    var ox: u32;
-    var n: u32;
-    if params.nhwc != 0u {
-        m = i % oc;
-        let r = i / oc;
-        ox = r % ow;
-        oy = (r / ow) % oh;
-        n = r / (ow * oh);
-    } else {
-        ox = i % ow;
-        let r = i / ow;
-        oy = r % oh;
-        m = (r / oh) % oc;
-        n = r / (oh * oc);
-    }
+    let e = output_element(i);
+    let n = e.x;
+    let m = e.y;
+    let oy = e.z;
+    let ox = e.w;
     let h = i32(params.h);
     let w = i32(params.w);
     let icg = params.icg;

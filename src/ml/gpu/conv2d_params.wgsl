@@ -45,3 +45,18 @@ struct Params {
     upsample: vec2<u32>,
 }
 
+// Output element i's (n, channel, y, x) for the kernels with one invocation
+// per output element (direct, depthwise), which walk the output in memory
+// order so that neighbouring invocations write neighbouring addresses in
+// either layout.
+fn output_element(i: u32) -> vec4<u32> {
+    let oc = params.oc;
+    let oh = params.oh;
+    let ow = params.ow;
+    if params.nhwc != 0u {
+        let r = i / oc;
+        return vec4(r / (ow * oh), i % oc, (r / ow) % oh, r % ow);
+    }
+    let r = i / ow;
+    return vec4(r / (oh * oc), (r / oh) % oc, r % oh, i % ow);
+}

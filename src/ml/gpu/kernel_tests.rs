@@ -1314,6 +1314,7 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("winograd", "Winograd F(2x2, 3x3)"),
         // The first pass of conv2d_gemm.wgsl with its reduction split.
         ("split reduction", "part[split * params.total"),
+        ("depthwise", "Depthwise conv2d (one input channel per group"),
         ("direct", "conv2d, one output element per invocation"),
         ("split", "the reduction is split over L lanes"),
         ("pointwise", "conv2d 1x1 over a short reduction"),
@@ -1401,6 +1402,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
         conv_kernels.into_iter().collect::<Vec<_>>(),
         [
             "64x64",
+            "depthwise",
             "direct",
             "narrow",
             "narrow vector",
