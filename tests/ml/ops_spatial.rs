@@ -265,6 +265,41 @@ fn conv_cases() -> Vec<ConvCase> {
             act: Act::Clamp(0.0, 6.0),
             ..BASE
         },
+        // The lanes kernel (small maps, 32 or more input channels, each
+        // output's sum over 8 invocations): a channel count that is not a
+        // multiple of the lanes, NCHW with a row stride and uneven
+        // padding, two groups of 32 with dilation.
+        ConvCase {
+            name: "lanes 1x1 40 -> 24 batch 2 relu",
+            input: [2, 40, 5, 7],
+            out_channels: 24,
+            kernel: [1, 1],
+            pad: Pad::Valid,
+            act: Act::Relu,
+            ..BASE
+        },
+        ConvCase {
+            name: "lanes nchw 3x1 36 -> 10 stride [2, 1] explicit padding",
+            input: [1, 36, 7, 6],
+            out_channels: 10,
+            kernel: [3, 1],
+            strides: [2, 1],
+            pad: Pad::Explicit([2, 0, 1, 0]),
+            layout: Nchw,
+            filter: Oihw,
+            ..BASE
+        },
+        ConvCase {
+            name: "lanes 2 groups of 32 -> 6, 2x2 dilation 2",
+            input: [1, 64, 6, 7],
+            out_channels: 12,
+            kernel: [2, 2],
+            dilations: [2, 2],
+            groups: 2,
+            filter: Hwio,
+            bias: false,
+            ..BASE
+        },
         ConvCase {
             name: "tflite 1x1",
             input: [1, 16, 7, 5],

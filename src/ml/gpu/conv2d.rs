@@ -894,12 +894,21 @@ fn pixel_kernel(
     // filters up to 7x7 (more would unroll into long shaders).
     let [kh, kw] = params.filter_size;
     let depthwise = params.icg == 1 && ocg == 1 && params.upsample == [1, 1] && kh * kw <= 49;
-    let (body, spec) = match depthwise {
-        true => (
+    // Outputs over 32 or more input channels (no fused upsample), each sum
+    // split over 8 invocations (`conv2d_lanes.wgsl`).
+    let lanes = !depthwise && params.icg >= 32 && params.upsample == [1, 1];
+    let (body, spec, invocations) = match (depthwise, lanes) {
+        (true, _) => (
             include_str!("conv2d_depthwise.wgsl"),
             Specialization::new().u32("KH", kh).u32("KW", kw),
+            total,
         ),
-        false => (include_str!("conv2d.wgsl"), Specialization::new()),
+        (false, true) => (
+            include_str!("conv2d_lanes.wgsl"),
+            Specialization::new().u32("LANES", LANES),
+            total * LANES as usize,
+        ),
+        (false, false) => (include_str!("conv2d.wgsl"), Specialization::new(), total),
     };
     let source = format!("{}{}", include_str!("conv2d_params.wgsl"), body);
     l.kernel(Kernel {
@@ -918,10 +927,13 @@ fn pixel_kernel(
         table: None,
         inputs: node.inputs.clone(),
         outputs: vec![y],
-        workgroups: grid(total, WG),
+        workgroups: grid(invocations, WG),
         workgroup_size: WG,
     })
 }
+
+/// Invocations sharing one output's sum in `conv2d_lanes.wgsl`.
+const LANES: u32 = 8;
 
 /// `conv2d_narrow.wgsl`: one invocation per output pixel with all of its
 /// `ocg` (up to [`NARROW_MAX_OUTPUTS`]) output channels in registers. The

@@ -1146,8 +1146,9 @@ fn small_maps_with_short_reductions_take_the_direct_kernel() {
     let ctx = Context::cpu();
     let tc = TARGETS[0];
     for (c, oc, size, k, want) in [
-        (128, 32, 16, 1, "direct"),
-        (96, 24, 32, 1, "direct"),
+        (128, 32, 16, 1, "lanes"),
+        (96, 24, 32, 1, "lanes"),
+        (16, 24, 16, 3, "direct"),
         (128, 32, 64, 1, "vec4 x 64"),
         // Past 256 products, 4 tiles over 288 rows: the split reduction.
         (32, 32, 16, 3, "split reduction"),
@@ -1315,6 +1316,7 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         // The first pass of conv2d_gemm.wgsl with its reduction split.
         ("split reduction", "part[split * params.total"),
         ("depthwise", "Depthwise conv2d (one input channel per group"),
+        ("lanes", "conv2d for small maps over longer reductions"),
         ("direct", "conv2d, one output element per invocation"),
         ("split", "the reduction is split over L lanes"),
         ("pointwise", "conv2d 1x1 over a short reduction"),
@@ -1404,6 +1406,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "64x64",
             "depthwise",
             "direct",
+            "lanes",
             "narrow",
             "narrow vector",
             "pointwise",
