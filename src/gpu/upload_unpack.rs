@@ -66,25 +66,34 @@ pub(super) fn formats(
         .collect()
 }
 
+/// Texels of a plane of `format` (one of [`formats`]) in one 32-bit word:
+/// what one invocation of the unpack writes.
+fn texels_per_word(format: wgpu::TextureFormat) -> u32 {
+    match format {
+        wgpu::TextureFormat::R8Unorm => 4,
+        wgpu::TextureFormat::Rg8Unorm => 2,
+        _ => 1,
+    }
+}
+
 /// The unpack kernel for planes of `format` (one of [`formats`]).
 fn source(format: wgpu::TextureFormat) -> String {
     use wgpu::TextureFormat as F;
-    let (name, texels, texel) = match format {
-        F::Rgba8Unorm => ("rgba8unorm", 1, "return unpack4x8unorm(w);"),
+    let (name, texel) = match format {
+        F::Rgba8Unorm => ("rgba8unorm", "return unpack4x8unorm(w);"),
         // The bytes are B, G, R, A; a store takes the colour as R, G, B, A.
-        F::Bgra8Unorm => ("bgra8unorm", 1, "return unpack4x8unorm(w).zyxw;"),
+        F::Bgra8Unorm => ("bgra8unorm", "return unpack4x8unorm(w).zyxw;"),
         F::Rg8Unorm => (
             "rg8unorm",
-            2,
             "let v = unpack4x8unorm(w);\n    \
              return select(vec4(v.xy, 0.0, 1.0), vec4(v.zw, 0.0, 1.0), i == 1u);",
         ),
         _ => (
             "r8unorm",
-            4,
             "return vec4(unpack4x8unorm(w)[i], 0.0, 0.0, 1.0);",
         ),
     };
+    let texels = texels_per_word(format);
     format!(
         "const TEXELS: u32 = {texels}u;\n\
          fn texel(w: u32, i: u32) -> vec4<f32> {{\n    {texel}\n}}\n\
@@ -200,11 +209,7 @@ impl Gpu {
             timestamp_writes: None,
         });
         for (u, group) in unpacks.iter().zip(&groups) {
-            let texels = match u.texture.format() {
-                wgpu::TextureFormat::R8Unorm => 4,
-                wgpu::TextureFormat::Rg8Unorm => 2,
-                _ => 1,
-            };
+            let texels = texels_per_word(u.texture.format());
             pass.set_pipeline(&u.pipeline);
             pass.set_bind_group(0, group, &[]);
             pass.dispatch_workgroups(
