@@ -894,21 +894,24 @@ fn pixel_kernel(
     // filters up to 7x7 (more would unroll into long shaders).
     let [kh, kw] = params.filter_size;
     let depthwise = params.icg == 1 && ocg == 1 && params.upsample == [1, 1] && kh * kw <= 49;
-    // Outputs over 32 or more input channels (no fused upsample), each sum
-    // split over 8 invocations (`conv2d_lanes.wgsl`).
-    let lanes = !depthwise && params.icg >= 32 && params.upsample == [1, 1];
-    let (body, spec, invocations) = match (depthwise, lanes) {
-        (true, _) => (
+    // Otherwise one output a lane, or for outputs over 32 or more input
+    // channels (no fused upsample) each sum over LANES invocations
+    // (`conv2d.wgsl`).
+    let lanes = match params.icg >= 32 && params.upsample == [1, 1] {
+        true => LANES,
+        false => 1,
+    };
+    let (body, spec, invocations) = match depthwise {
+        true => (
             include_str!("conv2d_depthwise.wgsl"),
             Specialization::new().u32("KH", kh).u32("KW", kw),
             total,
         ),
-        (false, true) => (
-            include_str!("conv2d_lanes.wgsl"),
-            Specialization::new().u32("LANES", LANES),
-            total * LANES as usize,
+        false => (
+            include_str!("conv2d.wgsl"),
+            Specialization::new().u32("LANES", lanes),
+            total * lanes as usize,
         ),
-        (false, false) => (include_str!("conv2d.wgsl"), Specialization::new(), total),
     };
     let source = format!("{}{}", include_str!("conv2d_params.wgsl"), body);
     l.kernel(Kernel {
@@ -932,7 +935,8 @@ fn pixel_kernel(
     })
 }
 
-/// Invocations sharing one output's sum in `conv2d_lanes.wgsl`.
+/// Invocations sharing one output's sum in `conv2d.wgsl` over many input
+/// channels.
 const LANES: u32 = 8;
 
 /// `conv2d_narrow.wgsl`: one invocation per output pixel with all of its

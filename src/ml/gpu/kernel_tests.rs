@@ -1316,8 +1316,8 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         // The first pass of conv2d_gemm.wgsl with its reduction split.
         ("split reduction", "part[split * params.total"),
         ("depthwise", "Depthwise conv2d (one input channel per group"),
-        ("lanes", "conv2d for small maps over longer reductions"),
-        ("direct", "conv2d, one output element per invocation"),
+        ("lanes", "const LANES: u32 = 8u;"),
+        ("direct", "const LANES: u32 = 1u;"),
         ("split", "the reduction is split over L lanes"),
         ("pointwise", "conv2d 1x1 over a short reduction"),
         ("upsampled", "output pixels of input pixel (Y, X)"),
