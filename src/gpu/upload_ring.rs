@@ -195,9 +195,17 @@ impl UploadRing {
         for attempt in 0..2 {
             let mut guard = self.slots.lock().unwrap();
             if guard.device != Some(gpu.id()) {
-                // Buffers of another device cannot be copied from here.
+                // Buffers of another device cannot be copied from here. The
+                // ring is made whole at once: grown one buffer at a time, it
+                // grew whenever the GPU fell a frame further behind, however
+                // late in a stream (a soak run's live buffers then changed
+                // between reports with nothing leaking).
                 guard.slots.clear();
                 guard.device = Some(gpu.id());
+                for _ in 0..SLOTS {
+                    let slot = self.new_slot(gpu, size)?;
+                    guard.slots.push(slot);
+                }
             }
             let slots = &mut guard.slots;
             let failed = slots

@@ -324,7 +324,8 @@ fn a_ring_used_on_another_device_makes_new_buffers_there() {
             written_planes(gpu, &layout, &bytes),
             "device {i}"
         );
-        assert_eq!(ring.stats().buffers_created, i as u64 + 1);
+        // The whole ring is made on each device it is used on.
+        assert_eq!(ring.stats().buffers_created, (i + 1) as u64 * SLOTS as u64);
     }
     assert_eq!(ring.stats().staged, 3);
 }
