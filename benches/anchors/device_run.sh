@@ -97,8 +97,9 @@ $B pipeline 2>&1 | tee "$OUT/pipeline.txt"
 $B pipeline --format NV12 2>&1 | tee -a "$OUT/pipeline.txt"
 $B pipeline --precision f16 2>&1 | tee -a "$OUT/pipeline.txt"
 # The upload ring against wgpu's write_texture, graphs encoded ahead
-# against encoded by the dispatching thread, and planes unpacked by compute
-# against copied, as A/B.
+# against encoded by the dispatching thread, planes unpacked by compute
+# against copied, and the frame's passes recorded during its upload against
+# after it, as A/B.
 echo "WGNN_UPLOAD_RING=0:" | tee -a "$OUT/pipeline.txt"
 WGNN_UPLOAD_RING=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
 echo "WGNN_ENCODE_AHEAD=0:" | tee -a "$OUT/pipeline.txt"
@@ -106,6 +107,9 @@ WGNN_ENCODE_AHEAD=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
 echo "WGNN_UPLOAD_UNPACK=0:" | tee -a "$OUT/pipeline.txt"
 WGNN_UPLOAD_UNPACK=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
 WGNN_UPLOAD_UNPACK=0 $B pipeline --format NV12 2>&1 | tee -a "$OUT/pipeline.txt"
+echo "WGNN_UPLOAD_OVERLAP=0:" | tee -a "$OUT/pipeline.txt"
+WGNN_UPLOAD_OVERLAP=0 $B pipeline 2>&1 | tee -a "$OUT/pipeline.txt"
+WGNN_UPLOAD_OVERLAP=0 $B pipeline --format NV12 2>&1 | tee -a "$OUT/pipeline.txt"
 $B interop 2>&1 | tee "$OUT/interop.txt"
 # A 1080p frame in a DMA-BUF imported against the same frame uploaded
 # (issue 19): bytes uploaded per frame and host ms on each path.

@@ -200,6 +200,20 @@ impl Commands {
             gpu.queue().submit(self.done)
         })
     }
+
+    /// Submits `first` and then everything recorded here, in one
+    /// submission; `what` names it in an error.
+    pub fn submit_after(
+        mut self,
+        first: wgpu::CommandBuffer,
+        what: &str,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let gpu = self.gpu.clone();
+        gpu.scoped(what, || {
+            self.close();
+            gpu.queue().submit(std::iter::once(first).chain(self.done))
+        })
+    }
 }
 
 impl std::fmt::Debug for Commands {

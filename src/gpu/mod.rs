@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 pub use adapter::{AdapterChoice, GpuOptions};
 pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
-pub use transfer::{Download, TextureWrite, TransferStats};
+pub use transfer::{upload_overlap, Download, TextureWrite, TransferStats, UPLOAD_OVERLAP_ENV};
 pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
 pub use upload_unpack::{QUIET_WGPU_LOGS, UPLOAD_UNPACK_ENV};
 

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use super::Gpu;
+use super::upload_ring::Lease;
+use super::{Commands, Gpu};
 use crate::error::{Error, Result};
 
 /// Transfers and bytes in each direction, and frames the GPU reads where
@@ -192,10 +193,25 @@ fn write_in_parallel(writes: &[TextureWrite<'_>], plan: &StagingPlan) -> bool {
 /// mapped GPU memory is write-combined (or across PCIe), and one core's
 /// stores do not fill the bus.
 fn write_planes(mut view: wgpu::BufferViewMut, writes: &[TextureWrite<'_>], plan: &StagingPlan) {
+    let bands = plan_bands(&mut view, writes, plan);
+    if bands.len() == 1 || !write_in_parallel(writes, plan) {
+        bands.into_iter().for_each(copy_band);
+    } else {
+        use rayon::prelude::*;
+        bands.into_par_iter().for_each(copy_band);
+    }
+}
+
+/// The bands of rows the planes are copied in, each a task of its own
+/// ([`plane_tasks`] per plane).
+fn plan_bands<'v>(
+    view: &'v mut wgpu::BufferViewMut,
+    writes: &[TextureWrite<'v>],
+    plan: &'v StagingPlan,
+) -> Vec<Band<'v>> {
     let mut rest = view.slice(..);
     let mut at = 0u64;
     let mut bands = Vec::new();
-    let mut parallel = false;
     for (w, p) in writes.iter().zip(&plan.planes) {
         let skip = (p.offset - at) as usize;
         let (_, tail) = rest.split_at(skip);
@@ -204,9 +220,7 @@ fn write_planes(mut view: wgpu::BufferViewMut, writes: &[TextureWrite<'_>], plan
         rest = tail;
         at = p.offset + plane_bytes as u64;
         let height = w.region.size.height as usize;
-        let tasks = plane_tasks(p, height);
-        parallel |= tasks > 1;
-        let band_rows = height.div_ceil(tasks);
+        let band_rows = height.div_ceil(plane_tasks(p, height));
         let mut first = 0;
         while first < height {
             let rows = band_rows.min(height - first);
@@ -223,13 +237,60 @@ fn write_planes(mut view: wgpu::BufferViewMut, writes: &[TextureWrite<'_>], plan
             first += rows;
         }
     }
-    if !parallel {
-        bands.into_iter().for_each(copy_band);
-    } else {
-        use rayon::prelude::*;
-        bands.into_par_iter().for_each(copy_band);
+    bands
+}
+
+/// How a frame's planes go from the staging buffer to their textures.
+struct Staged<'w> {
+    /// Planes a compute pass writes (`upload_unpack`).
+    unpacks: Vec<super::upload_unpack::Unpack<'w>>,
+    /// The rest, copied.
+    copies: Vec<(&'w TextureWrite<'w>, &'w PlannedPlane)>,
+}
+
+impl Staged<'_> {
+    /// The upload's commands, from `buffer`.
+    fn encode(&self, gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<wgpu::CommandBuffer> {
+        gpu.scoped("texture upload", || {
+            let mut encoder =
+                gpu.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("wgnn frame upload"),
+                    });
+            gpu.encode_unpacks(&mut encoder, buffer, &self.unpacks);
+            for &(w, p) in &self.copies {
+                encoder.copy_buffer_to_texture(
+                    wgpu::TexelCopyBufferInfo {
+                        buffer,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: p.offset,
+                            bytes_per_row: Some(p.padded_row),
+                            rows_per_image: Some(w.region.size.height),
+                        },
+                    },
+                    wgpu::TexelCopyTextureInfo {
+                        texture: w.texture,
+                        mip_level: w.region.mip_level,
+                        origin: w.region.origin,
+                        aspect: w.region.aspect,
+                    },
+                    w.region.size,
+                );
+            }
+            encoder.finish()
+        })
     }
 }
+
+/// Whether [`Gpu::upload_textures_then`] copies while its caller records
+/// (`WGNN_UPLOAD_OVERLAP`, default on).
+pub fn upload_overlap() -> bool {
+    std::env::var(UPLOAD_OVERLAP_ENV).as_deref() != Ok("0")
+}
+
+/// Set to 0, [`Gpu::upload_textures_then`] uploads, submits, and only then
+/// lets its caller record (to compare the two on a device).
+pub const UPLOAD_OVERLAP_ENV: &str = "WGNN_UPLOAD_OVERLAP";
 
 /// One band of rows: a destination of `rows` padded rows, the source from
 /// its first row on with its stride, and the plane's layout.
@@ -397,46 +458,7 @@ impl Gpu {
             ring.count_fallback();
             return self.upload_each(writes);
         };
-        // Planes a compute pass writes (`upload_unpack`), and the rest.
-        let mut unpacks = Vec::new();
-        let mut copies = Vec::new();
-        for (w, p) in writes.iter().zip(&plan.planes) {
-            let bytes = u64::from(p.padded_row) * u64::from(w.region.size.height);
-            match self.unpack_for(ring, &lease.buffer, w.texture, &w.region, p.offset, bytes)? {
-                Some(u) => unpacks.push(u),
-                None => copies.push((w, p)),
-            }
-        }
-        let encode = || {
-            self.scoped("texture upload", || {
-                let mut encoder =
-                    self.device()
-                        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                            label: Some("wgnn frame upload"),
-                        });
-                self.encode_unpacks(&mut encoder, &lease.buffer, &unpacks);
-                for &(w, p) in &copies {
-                    encoder.copy_buffer_to_texture(
-                        wgpu::TexelCopyBufferInfo {
-                            buffer: &lease.buffer,
-                            layout: wgpu::TexelCopyBufferLayout {
-                                offset: p.offset,
-                                bytes_per_row: Some(p.padded_row),
-                                rows_per_image: Some(w.region.size.height),
-                            },
-                        },
-                        wgpu::TexelCopyTextureInfo {
-                            texture: w.texture,
-                            mip_level: w.region.mip_level,
-                            origin: w.region.origin,
-                            aspect: w.region.aspect,
-                        },
-                        w.region.size,
-                    );
-                }
-                encoder.finish()
-            })
-        };
+        let staged = self.stage(ring, &lease, writes, &plan)?;
         let view = lease
             .buffer
             .get_mapped_range_mut(..plan.size)
@@ -450,24 +472,135 @@ impl Gpu {
         let commands = if write_in_parallel(writes, &plan) {
             let mut encoded = None;
             rayon::in_place_scope(|s| {
-                s.spawn(|_| encoded = Some(encode()));
+                s.spawn(|_| encoded = Some(staged.encode(self, &lease.buffer)));
                 write_planes(view, writes, &plan);
             });
             encoded.expect("the scope ran the encoding")
         } else {
             write_planes(view, writes, &plan);
-            encode()
+            staged.encode(self, &lease.buffer)
         }?;
         lease.buffer.unmap();
         self.scoped("texture upload", || self.queue().submit([commands]))?;
+        self.staged(ring, lease, writes, &staged);
+        Ok(())
+    }
+
+    /// [`Gpu::upload_textures`] with the commands that read the planes:
+    /// `during` records them into `commands` on this thread while the
+    /// pool copies the planes' bytes, and the upload and `during`'s
+    /// commands go in one submission (`what` names it in an error), the
+    /// upload first. A frame's passes then cost the host no time of their
+    /// own beside its upload, which is bound by the bus to the GPU, not by
+    /// the cores (docs/BENCHMARKS.md). `during` must not submit: anything
+    /// it submits would run before the upload. Where `during` fails, the
+    /// upload is still submitted, alone, and its error returned.
+    ///
+    /// Set `WGNN_UPLOAD_OVERLAP=0` to upload first and record after, in two
+    /// submissions, as [`Gpu::upload_textures`] and then `during` did (to
+    /// compare the two on a device).
+    pub fn upload_textures_then<R>(
+        &self,
+        ring: &super::UploadRing,
+        writes: &[TextureWrite<'_>],
+        what: &str,
+        during: impl FnOnce(&mut Commands) -> Result<R>,
+    ) -> Result<(R, wgpu::SubmissionIndex)> {
+        self.check()?;
+        // Where nothing is copied while `during` records: the upload first
+        // (through the ring unless a fallback was taken already), then the
+        // work in a submission of its own.
+        let lease = match self.staging_plan(writes)? {
+            Some(plan) if ring.enabled() && upload_overlap() => {
+                match ring.acquire(self, plan.size)? {
+                    Some(lease) => Some((plan, lease)),
+                    None => {
+                        ring.count_fallback();
+                        self.upload_each(writes)?;
+                        None
+                    }
+                }
+            }
+            _ => {
+                self.upload_textures(ring, writes)?;
+                None
+            }
+        };
+        let Some((plan, lease)) = lease else {
+            let mut commands = Commands::new(self);
+            let r = during(&mut commands)?;
+            return Ok((r, commands.submit(what)?));
+        };
+        let staged = self.stage(ring, &lease, writes, &plan)?;
+        let mut view = lease
+            .buffer
+            .get_mapped_range_mut(..plan.size)
+            .map_err(|e| Error::Transfer(format!("upload staging buffer: {e}")))?;
+        let mut commands = Commands::new(self);
+        let (upload, recorded) = rayon::in_place_scope(|s| {
+            let parallel = write_in_parallel(writes, &plan);
+            let bands = plan_bands(&mut view, writes, &plan);
+            let mut bands = bands.into_iter();
+            if parallel {
+                for band in bands.by_ref() {
+                    s.spawn(move |_| copy_band(band));
+                }
+            }
+            let upload = staged.encode(self, &lease.buffer);
+            let recorded = during(&mut commands);
+            bands.for_each(copy_band);
+            (upload, recorded)
+        });
+        drop(view);
+        let upload = upload?;
+        lease.buffer.unmap();
+        let submitted = match recorded {
+            Ok(r) => commands.submit_after(upload, what).map(|index| (r, index)),
+            Err(e) => self
+                .scoped("texture upload", || self.queue().submit([upload]))
+                .and(Err(e)),
+        };
+        self.staged(ring, lease, writes, &staged);
+        submitted
+    }
+
+    /// How each plane of `writes` goes from `lease`'s buffer to its
+    /// texture: by a compute pass (`upload_unpack`) or a copy.
+    fn stage<'w>(
+        &self,
+        ring: &super::UploadRing,
+        lease: &Lease<'_>,
+        writes: &'w [TextureWrite<'w>],
+        plan: &'w StagingPlan,
+    ) -> Result<Staged<'w>> {
+        let mut unpacks = Vec::new();
+        let mut copies = Vec::new();
+        for (w, p) in writes.iter().zip(&plan.planes) {
+            let bytes = u64::from(p.padded_row) * u64::from(w.region.size.height);
+            match self.unpack_for(ring, &lease.buffer, w.texture, &w.region, p.offset, bytes)? {
+                Some(u) => unpacks.push(u),
+                None => copies.push((w, p)),
+            }
+        }
+        Ok(Staged { unpacks, copies })
+    }
+
+    /// After the upload's submission: the buffer goes back to the ring
+    /// (mapped again once the GPU has read it) and the planes are counted.
+    fn staged(
+        &self,
+        ring: &super::UploadRing,
+        lease: Lease<'_>,
+        writes: &[TextureWrite<'_>],
+        staged: &Staged<'_>,
+    ) {
         lease.remap(self);
-        ring.count_unpacked(unpacks.len());
+        ring.count_unpacked(staged.unpacks.len());
         for w in writes {
             self.inner
                 .transfers
                 .upload(u64::from(w.bytes_per_row) * u64::from(w.rows));
         }
-        Ok(())
     }
 
     /// Each plane with `write_texture`.

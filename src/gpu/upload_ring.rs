@@ -393,6 +393,44 @@ mod tests {
     }
 
     #[test]
+    fn with_every_buffer_on_loan_work_recorded_with_the_upload_still_follows_it() {
+        let gpu = gpu();
+        let ring = &UploadRing::new();
+        let _leases: Vec<Lease> = (0..SLOTS)
+            .map(|_| ring.acquire(&gpu, 1000).unwrap().expect("a free slot"))
+            .collect();
+        let t = texture(&gpu, 7, 5);
+        let twin = texture(&gpu, 7, 5);
+        for round in 0..2u8 {
+            let bytes: Vec<u8> = (0..7 * 5 * 4)
+                .map(|i| (i * 7 % 251) as u8 ^ round)
+                .collect();
+            let write = TextureWrite {
+                texture: &t,
+                region: TextureRegion::whole(&t),
+                data: &bytes,
+                bytes_per_row: 7 * 4,
+                rows: 5,
+            };
+            let before = ring.stats();
+            let (answer, _) = gpu
+                .upload_textures_then(ring, &[write], "test copy", |c| {
+                    c.encoder().copy_texture_to_texture(
+                        t.as_image_copy(),
+                        twin.as_image_copy(),
+                        t.size(),
+                    );
+                    Ok(42)
+                })
+                .unwrap();
+            assert_eq!(answer, 42);
+            let used = ring.stats().since(&before);
+            assert_eq!((used.staged, used.fallbacks), (0, 1));
+            assert_eq!(read(&gpu, &twin), bytes, "round {round}");
+        }
+    }
+
+    #[test]
     fn a_larger_frame_replaces_a_free_buffer_that_is_too_small() {
         let gpu = gpu();
         let ring = &UploadRing::new();

@@ -125,10 +125,21 @@ fn upload(
     layout: &FrameLayout,
     buffer: &gst::BufferRef,
 ) -> Result<(Arc<GpuFrame>, TransferStats)> {
-    let map = buffer
-        .map_readable()
-        .map_err(|_| Error::invalid("cannot map the input buffer for reading"))?;
+    let map = map_readable(buffer)?;
     let frame = upload_frame(gpu, pool, layout, map.as_slice())?;
+    Ok((Arc::new(frame), upload_counts(layout)))
+}
+
+/// `buffer` mapped for reading, or the one-line error.
+pub fn map_readable(buffer: &gst::BufferRef) -> Result<gst::BufferMap<'_, gst::buffer::Readable>> {
+    buffer
+        .map_readable()
+        .map_err(|_| Error::invalid("cannot map the input buffer for reading"))
+}
+
+/// What one upload of a frame laid out as `layout` moves: a transfer per
+/// plane of its rows at their stride.
+pub fn upload_counts(layout: &FrameLayout) -> TransferStats {
     let bytes: usize = layout
         .planes
         .iter()
@@ -137,14 +148,35 @@ fn upload(
             plane.stride * layout.format.plane_size(p, layout.width, layout.height).1 as usize
         })
         .sum();
-    Ok((
-        Arc::new(frame),
-        TransferStats {
-            uploads: layout.planes.len() as u64,
-            upload_bytes: bytes as u64,
-            ..Default::default()
-        },
-    ))
+    TransferStats {
+        uploads: layout.planes.len() as u64,
+        upload_bytes: bytes as u64,
+        ..Default::default()
+    }
+}
+
+/// The layout of `buffer`'s frame where [`frame_in`] would upload it from
+/// plain system memory (it carries no GPU frame and no DMA-BUF memory);
+/// None where [`frame_in`] takes the buffer's GPU frame, imports it or
+/// refuses it. For elements that upload such frames themselves, to record
+/// their work while the bytes are copied
+/// ([`upload_frame_then`](crate::video::upload_frame_then)); they count
+/// the upload with [`upload_counts`].
+pub fn system_layout(input: &Intake, buffer: &gst::BufferRef) -> Result<Option<FrameLayout>> {
+    if frame_of(buffer).is_some() || input.modifier != MODIFIER_LINEAR {
+        return Ok(None);
+    }
+    let layout = caps::frame_layout(
+        &input.info,
+        buffer.meta::<gst_video::VideoMeta>().as_deref(),
+    )?;
+    Ok(match dmabuf_planes(buffer, &layout)? {
+        Source::System => {
+            layout.check_bytes(buffer.size())?;
+            Some(layout)
+        }
+        Source::Dmabuf(_) | Source::Unimportable(_) => None,
+    })
 }
 
 /// Where one plane of a DMA-BUF-backed buffer lives.

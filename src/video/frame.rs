@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::transfer::{TextureRegion, TextureWrite};
-use crate::gpu::Gpu;
+use crate::gpu::{Commands, Gpu};
 
 use super::pool::{PooledTexture, TextureKey, TexturePool};
 
@@ -184,6 +184,23 @@ impl FrameLayout {
         self.len() == 0
     }
 
+    /// Checks that `len` bytes hold every plane.
+    pub fn check_bytes(&self, len: usize) -> Result<()> {
+        let f = self.format;
+        for (p, plane) in self.planes.iter().enumerate() {
+            let rows = f.plane_size(p, self.width, self.height).1 as usize;
+            let end = plane.offset + plane.stride * rows;
+            if len < end {
+                return Err(Error::invalid(format!(
+                    "{f} {}x{} frame: plane {p} needs bytes up to {end} ({rows} rows of stride \
+                     {} from offset {}), the data has {len}",
+                    self.width, self.height, plane.stride, plane.offset,
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the layout against the format and the device's limits.
     pub fn validate(&self, gpu: &Gpu) -> Result<()> {
         let f = self.format;
@@ -357,41 +374,74 @@ pub fn upload_frame(
     layout: &FrameLayout,
     bytes: &[u8],
 ) -> Result<GpuFrame> {
+    let planes = frame_planes(gpu, pool, layout, bytes)?;
+    gpu.upload_textures(pool.upload_ring(), &plane_writes(layout, &planes, bytes))?;
+    Ok(pooled_frame(layout, planes))
+}
+
+/// [`upload_frame`] with the work that reads the frame: `during` records it
+/// into `commands` while the frame's bytes are copied, and the upload and
+/// the work go in one submission (`what` names it in an error), which is
+/// returned with the frame and `during`'s result (see
+/// [`Gpu::upload_textures_then`]). `during` must not submit anything itself.
+pub fn upload_frame_then<R>(
+    gpu: &Gpu,
+    pool: &TexturePool,
+    layout: &FrameLayout,
+    bytes: &[u8],
+    what: &str,
+    during: impl FnOnce(&GpuFrame, &mut Commands) -> Result<R>,
+) -> Result<(GpuFrame, R, wgpu::SubmissionIndex)> {
+    let planes = frame_planes(gpu, pool, layout, bytes)?;
+    // The frame is whole before its bytes are: `during` only records
+    // commands reading it, which run after the upload's.
+    let frame = pooled_frame(layout, planes);
+    let writes = plane_writes(layout, &frame.planes, bytes);
+    let (r, index) = gpu.upload_textures_then(pool.upload_ring(), &writes, what, |commands| {
+        during(&frame, commands)
+    })?;
+    drop(writes);
+    Ok((frame, r, index))
+}
+
+/// The textures of `layout`'s planes from `pool`, after checking `bytes`
+/// holds every plane.
+fn frame_planes(
+    gpu: &Gpu,
+    pool: &TexturePool,
+    layout: &FrameLayout,
+    bytes: &[u8],
+) -> Result<Vec<PooledTexture>> {
     layout.validate(gpu)?;
+    layout.check_bytes(bytes.len())?;
     let f = layout.format;
-    for (p, plane) in layout.planes.iter().enumerate() {
-        let rows = f.plane_size(p, layout.width, layout.height).1 as usize;
-        let end = plane.offset + plane.stride * rows;
-        if bytes.len() < end {
-            return Err(Error::invalid(format!(
-                "{f} {}x{} frame: plane {p} needs bytes up to {end} ({rows} rows of stride {} \
-                 from offset {}), the data has {}",
-                layout.width,
-                layout.height,
-                plane.stride,
-                plane.offset,
-                bytes.len()
-            )));
-        }
-    }
-    let mut planes = Vec::with_capacity(f.plane_count());
-    for p in 0..f.plane_count() {
-        let (w, h) = f.plane_size(p, layout.width, layout.height);
-        planes.push(pool.acquire(
-            gpu,
-            "wgnn video plane",
-            TextureKey {
-                width: w,
-                height: h,
-                format: f.plane_format(p),
-                usage: PLANE_USAGE | gpu.upload_usage(f.plane_format(p)),
-            },
-        )?);
-    }
-    let writes: Vec<TextureWrite<'_>> = layout
+    (0..f.plane_count())
+        .map(|p| {
+            let (w, h) = f.plane_size(p, layout.width, layout.height);
+            pool.acquire(
+                gpu,
+                "wgnn video plane",
+                TextureKey {
+                    width: w,
+                    height: h,
+                    format: f.plane_format(p),
+                    usage: PLANE_USAGE | gpu.upload_usage(f.plane_format(p)),
+                },
+            )
+        })
+        .collect()
+}
+
+/// One write per plane of `layout`, from `bytes` into `textures`.
+fn plane_writes<'a, T: std::ops::Deref<Target = wgpu::Texture>>(
+    layout: &FrameLayout,
+    textures: &'a [T],
+    bytes: &'a [u8],
+) -> Vec<TextureWrite<'a>> {
+    layout
         .planes
         .iter()
-        .zip(&planes)
+        .zip(textures)
         .map(|(plane, texture)| TextureWrite {
             texture,
             region: TextureRegion::whole(texture),
@@ -399,12 +449,14 @@ pub fn upload_frame(
             bytes_per_row: plane.stride as u32,
             rows: texture.height(),
         })
-        .collect();
-    gpu.upload_textures(pool.upload_ring(), &writes)?;
-    Ok(GpuFrame {
-        format: f,
+        .collect()
+}
+
+fn pooled_frame(layout: &FrameLayout, planes: Vec<PooledTexture>) -> GpuFrame {
+    GpuFrame {
+        format: layout.format,
         width: layout.width,
         height: layout.height,
         planes: planes.into_iter().map(Plane::Pooled).collect(),
-    })
+    }
 }

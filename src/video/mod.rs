@@ -37,7 +37,7 @@ pub use composite::{
 pub use dmabuf::{
     import_frame, DmabufFrame, DmabufImport, DmabufPlane, Imported, DRM_FORMAT_MOD_LINEAR,
 };
-pub use frame::{upload_frame, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
+pub use frame::{upload_frame, upload_frame_then, FrameLayout, GpuFrame, PlaneLayout, VideoFormat};
 #[cfg(feature = "gst")]
 pub(crate) use frame_read::{frame_bind_group, yuv_buffer, Reader};
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};

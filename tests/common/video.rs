@@ -209,15 +209,15 @@ pub fn assert_close_f32(got: &[f32], want: &[f64], tolerance: f64, what: &str) {
 
 /// Every plane of `frame` read back, one download each.
 pub fn planes_of(gpu: &Gpu, frame: &GpuFrame) -> Vec<Vec<u8>> {
-    frame
-        .planes()
-        .map(|t| {
-            gpu.download_texture(t, TextureRegion::whole(t))
-                .unwrap()
-                .wait()
-                .unwrap()
-        })
-        .collect()
+    frame.planes().map(|t| texture_bytes(gpu, t)).collect()
+}
+
+/// The whole of `texture` (mip 0) read back as tightly packed rows.
+pub fn texture_bytes(gpu: &Gpu, texture: &wgpu::Texture) -> Vec<u8> {
+    gpu.download_texture(texture, TextureRegion::whole(texture))
+        .unwrap()
+        .wait()
+        .unwrap()
 }
 
 /// A buffer for a tensor of `bytes` bytes that the tensorizer can write and

@@ -338,3 +338,30 @@ fn gst_debug_wgnn_5_logs_one_line_per_frame() {
         .collect();
     assert_eq!(per_frame.len(), 3, "{lines:#?}");
 }
+
+#[test]
+fn a_short_system_memory_buffer_is_an_error_naming_its_size() {
+    init();
+    let mut h = Harness::new_parse("wgnnsegment device=gpu effect=mask");
+    let bus = gst::Bus::new();
+    h.element().unwrap().set_bus(Some(&bus));
+    h.set_src_caps_str(&caps("RGBA", 16, 16));
+    assert_eq!(h.push(buffer(&[0; 100], 0)), Err(gst::FlowError::Error));
+    let msg = bus
+        .pop_filtered(&[gst::MessageType::Error])
+        .expect("an error message");
+    let gst::MessageView::Error(e) = msg.view() else {
+        unreachable!()
+    };
+    let text = format!("{} {:?}", e.error(), e.debug());
+    assert!(
+        text.contains("cannot take the input frame")
+            && text.contains("plane 0 needs bytes up to 1024")
+            && text.contains("the data has 100"),
+        "{text}"
+    );
+    // The element goes on with the next, whole frame, uploaded with its
+    // work recorded during the copy.
+    let out = h.push_and_pull(buffer(&[0; 16 * 16 * 4], 33)).unwrap();
+    assert_eq!(out.size(), 16 * 16 * 4);
+}

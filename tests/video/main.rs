@@ -17,3 +17,4 @@ mod tensorize;
 mod tensorize_region;
 mod tensorize_slots;
 mod upload_ring;
+mod upload_then;

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use crate::common::video::{planes_of, random_frame, rng};
+use crate::common::video::{planes_of, random_frame, rng, texture_bytes};
 use wgnn::gpu::transfer::{TextureRegion, TextureWrite};
 use wgnn::gpu::upload_ring::SLOTS;
 use wgnn::gpu::{Gpu, UploadRing};
@@ -39,15 +39,7 @@ fn copy_textures(gpu: &Gpu, layout: &FrameLayout) -> Vec<wgpu::Texture> {
 }
 
 fn read_back(gpu: &Gpu, textures: &[wgpu::Texture]) -> Vec<Vec<u8>> {
-    textures
-        .iter()
-        .map(|t| {
-            gpu.download_texture(t, TextureRegion::whole(t))
-                .unwrap()
-                .wait()
-                .unwrap()
-        })
-        .collect()
+    textures.iter().map(|t| texture_bytes(gpu, t)).collect()
 }
 
 /// The planes as `write_texture` uploads them, one plane at a time into

@@ -1085,13 +1085,22 @@ fn bench_pipeline(options: &pipeline::Options, json: bool) -> ExitCode {
             } else {
                 "-".to_string()
             };
+            let host = if r.overlapped {
+                format!(
+                    "{:.3} ms upload with the passes recorded meanwhile, one submission,",
+                    r.upload_ms
+                )
+            } else {
+                format!(
+                    "{:.3} ms upload + {encode:.3} ms encode and submit",
+                    r.upload_ms
+                )
+            };
             println!(
-                "{} per frame while streaming: host {:.3} ms upload + {:.3} ms encode and \
-                 submit of {:.3} ms wall; GPU {:.3} ms work + {between} ms between frames \
-                 (the next upload's copy and idle), busy {:.0}% ({} frames stamped)",
+                "{} per frame while streaming: host {host} of {:.3} ms wall; GPU {:.3} ms \
+                 work + {between} ms between frames (the next upload's copy and idle), busy \
+                 {:.0}% ({} frames stamped)",
                 r.path,
-                r.upload_ms,
-                encode,
                 r.wall_ms,
                 s.work_ms,
                 100.0 * s.busy,

@@ -56,8 +56,14 @@ pub struct PathResult {
     pub frames: usize,
     pub fps: f64,
     pub wall_ms: f64,
-    /// Host time per frame in upload calls.
+    /// Host time per frame in upload calls; on the zero-copy path, where
+    /// `overlapped`, in the one call that uploads the frame and records its
+    /// passes while the bytes are copied.
     pub upload_ms: f64,
+    /// Zero-copy only: the segmenter's passes were recorded during the
+    /// upload and submitted with it (`Segmenter::upload_run_gpu_into`), so
+    /// `encode_ms` is zero.
+    pub overlapped: bool,
     /// Zero-copy only: host time per frame in the segmenter's call
     /// (encoding and submitting tensorize, model and composite).
     pub encode_ms: Option<f64>,
@@ -152,6 +158,7 @@ impl PathResult {
             "wall_ms_per_frame": self.wall_ms,
             "upload_ms_per_frame": self.upload_ms,
             "encode_ms_per_frame": self.encode_ms,
+            "recorded_during_upload": self.overlapped,
             "streamed": streamed,
             "gpu_ms_per_frame": self.gpu_ms,
             "gpu_ms_tensorize": self.tensorize_ms,
@@ -343,9 +350,6 @@ impl Bench {
         profile: bool,
         stamp: Option<(&Stamps, u32)>,
     ) -> wgnn::Result<(wgpu::SubmissionIndex, f64)> {
-        let t = Instant::now();
-        let frame = upload_frame(&self.gpu, &self.pool, &self.layout, &self.bytes)?;
-        self.upload_time += t.elapsed();
         let mut marks = Marks(&self.stamps);
         let mut frame_marks = stamp.map(|(stamps, pair)| FrameMarks { stamps, pair });
         let marks: Option<&mut dyn StageMarks> = match (profile, &mut frame_marks) {
@@ -353,12 +357,36 @@ impl Bench {
             (false, Some(f)) => Some(f),
             (false, None) => None,
         };
+        if self.overlapped(profile) {
+            let t = Instant::now();
+            let (_frame, run) = self.segmenter.upload_run_gpu_into(
+                &self.pool,
+                &self.layout,
+                &self.bytes,
+                &self.out,
+                model_timing(profile),
+                marks,
+            )?;
+            self.upload_time += t.elapsed();
+            return Ok((run.submission, run.model_ms.unwrap_or(0.0)));
+        }
+        let t = Instant::now();
+        let frame = upload_frame(&self.gpu, &self.pool, &self.layout, &self.bytes)?;
+        self.upload_time += t.elapsed();
         let t = Instant::now();
         let run = self
             .segmenter
             .run_gpu_into(&frame, &self.out, model_timing(profile), marks)?;
         self.encode_time += t.elapsed();
         Ok((run.submission, run.model_ms.unwrap_or(0.0)))
+    }
+
+    /// Whether zero-copy frames upload and record in one call: unprofiled
+    /// frames (a timed model waits, so it is not recorded), unless
+    /// `WGNN_UPLOAD_OVERLAP=0` asks for the upload and the segmenter's call
+    /// one after the other, as an element without the overlap would.
+    fn overlapped(&self, profile: bool) -> bool {
+        !profile && wgnn::gpu::upload_overlap()
     }
 
     /// One unprofiled zero-copy frame (for `wgnn-bench soak`); returns its
@@ -534,6 +562,7 @@ impl Bench {
             fps: o.frames as f64 / secs,
             wall_ms: secs * 1e3 / o.frames as f64,
             upload_ms,
+            overlapped: zero_copy && self.overlapped(false),
             encode_ms,
             streamed,
             gpu_ms,

@@ -13,7 +13,7 @@ use super::SegmentEffect;
 use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::{fail, gpu_frame_in, gpu_frame_out, process_on_cpu, Processing};
-use crate::gst::frames::Intake;
+use crate::gst::frames::{self, Intake};
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
@@ -518,14 +518,6 @@ impl BaseTransformImpl for WgnnSegment {
             )?
         } else {
             let gpu = self.core.gpu()?;
-            let frame = gpu_frame_in(
-                element,
-                &gpu,
-                &state.uploads,
-                &state.input,
-                inbuf,
-                &mut moved,
-            )?;
             // The dispatch as it runs (its whole batch), not kernel by
             // kernel: a per-kernel profile would hold every stream sharing
             // the instance for as long as it takes.
@@ -534,9 +526,33 @@ impl BaseTransformImpl for WgnnSegment {
             } else {
                 ModelTiming::Off
             };
-            let (composited, ms) = task
-                .run_gpu(&frame, timing)
-                .map_err(|e| fail(element, "segmentation failed", e))?;
+            let system = frames::system_layout(&state.input, inbuf)
+                .map_err(|e| fail(element, "cannot take the input frame", e))?;
+            let (composited, ms) = match system {
+                // Uploaded here, so that the frame's work is recorded while
+                // its bytes are copied and goes in the upload's submission.
+                Some(layout) => {
+                    let map = frames::map_readable(inbuf)
+                        .map_err(|e| fail(element, "cannot take the input frame", e))?;
+                    let run = task
+                        .upload_run_gpu(&state.uploads, &layout, map.as_slice(), timing)
+                        .map_err(|e| fail(element, "segmentation failed", e))?;
+                    moved += frames::upload_counts(&layout);
+                    run
+                }
+                None => {
+                    let frame = gpu_frame_in(
+                        element,
+                        &gpu,
+                        &state.uploads,
+                        &state.input,
+                        inbuf,
+                        &mut moved,
+                    )?;
+                    task.run_gpu(&frame, timing)
+                        .map_err(|e| fail(element, "segmentation failed", e))?
+                }
+            };
             if let Some(ms) = ms {
                 self.core.clock.record(ms);
             }

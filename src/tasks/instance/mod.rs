@@ -305,6 +305,12 @@ impl ModelInstance {
         gather::run(self, &batched, (input_hw, precision), items, fill)
     }
 
+    /// Whether [`ModelInstance::record_gpu`] records an item timed as
+    /// `timing` (rather than leaving it to `run_gpu`).
+    pub(crate) fn records(&self, timing: ModelTiming) -> bool {
+        !self.device.is_cpu() && self.batch.size == 1 && timing == ModelTiming::Off
+    }
+
     /// [`ModelInstance::run_gpu`] for one untimed item of an instance that
     /// does not batch (size 1), recorded into `commands` rather than
     /// submitted: `fill` records the item's input into `dst`, the model's
@@ -320,7 +326,7 @@ impl ModelInstance {
         commands: &mut Commands,
         fill: impl FnOnce(&mut wgpu::CommandEncoder, TensorBuffer<'_>) -> Result<()>,
     ) -> Result<Option<BatchRun>> {
-        if self.device.is_cpu() || self.batch.size != 1 || item.timing != ModelTiming::Off {
+        if !self.records(item.timing) {
             return Ok(None);
         }
         let batched = self.batched((input_hw, precision))?;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::gpu::transfer::TextureRegion;
 use crate::gpu::{Commands, Gpu, TransferStats};
-use crate::ml::{Context, DataType, Graph, Precision, Tensor, TensorDescriptor};
+use crate::ml::{Context, DataType, Graph, Precision, RentedBuffer, Tensor, TensorDescriptor};
 use crate::tasks::instance::ItemRequest;
 use crate::tasks::timing::{self, marked};
 use crate::tasks::{BackgroundSpec, GpuRun, ModelInstance, ModelTiming, Stage, StageMarks};
 use crate::video::{
-    create_rgba_texture, Background, CompositeOptions, Compositor, Effect, GpuFrame, Resize,
-    Tensorizer, TexturePool,
+    create_rgba_texture, upload_frame, upload_frame_then, Background, CompositeOptions, Compositor,
+    Effect, FrameLayout, GpuFrame, Resize, Tensorizer, TexturePool,
 };
 
 use super::{SegmentEffect, SegmentModel, SegmentOptions};
@@ -132,6 +132,22 @@ impl GpuSegmenter {
         Ok((out, run.model_ms))
     }
 
+    /// [`GpuSegmenter::run`] of a frame uploaded from `bytes` laid out as
+    /// `layout` (into textures of `pool`), recorded during its upload
+    /// where it can be ([`GpuSegmenter::upload_run_into`]).
+    pub fn upload_run(
+        &mut self,
+        pool: &TexturePool,
+        layout: &FrameLayout,
+        bytes: &[u8],
+        timing: ModelTiming,
+    ) -> Result<(GpuFrame, Option<f64>)> {
+        let out = GpuFrame::rgba_target(&self.gpu, &self.outputs, layout.width, layout.height)?;
+        let target = out.plane(0).expect("an RGBA frame has one plane");
+        let (_frame, run) = self.upload_run_into(pool, layout, bytes, target, timing, None)?;
+        Ok((out, run.model_ms))
+    }
+
     /// The frame's work, queued without waiting: tensorize, model and
     /// composite recorded into one [`Commands`] and submitted once where the
     /// model runs alone and untimed (each submission costs the host tens of
@@ -143,11 +159,39 @@ impl GpuSegmenter {
         frame: &GpuFrame,
         out: &wgpu::Texture,
         timing: ModelTiming,
-        mut marks: Option<&mut dyn StageMarks>,
+        marks: Option<&mut dyn StageMarks>,
     ) -> Result<GpuRun> {
+        let mut commands = Commands::new(&self.gpu);
+        let (model_ms, rented) = self.record_into(frame, out, timing, marks, &mut commands)?;
+        let submission = commands.submit("segment submit")?;
+        drop(rented);
+        Ok(GpuRun {
+            submission,
+            model_ms,
+        })
+    }
+
+    /// Whether [`GpuSegmenter::record_into`] only records, submitting
+    /// nothing of its own, for `timing`.
+    pub fn records(&self, timing: ModelTiming) -> bool {
+        !self.runs_model || self.instance.records(timing)
+    }
+
+    /// The frame's work recorded into `commands`, or, where the model is
+    /// batched or timed ([`GpuSegmenter::records`] is false), its tensorize
+    /// pass and model submitted here and the composite recorded. The mask's
+    /// rental comes back with the model's ms, to be dropped once
+    /// `commands` are submitted.
+    fn record_into(
+        &mut self,
+        frame: &GpuFrame,
+        out: &wgpu::Texture,
+        timing: ModelTiming,
+        mut marks: Option<&mut dyn StageMarks>,
+        commands: &mut Commands,
+    ) -> Result<(Option<f64>, RentedBuffer)> {
         let gpu = self.gpu.clone();
         let mut model_ms = None;
-        let mut commands = Commands::new(&gpu);
         if self.runs_model {
             let item = ItemRequest {
                 outputs: vec![self.mask.clone()],
@@ -156,7 +200,7 @@ impl GpuSegmenter {
             let tensorizer = &self.tensorizer;
             let recorded =
                 self.instance
-                    .record_gpu(None, self.asked, &item, &mut commands, |e, dst| {
+                    .record_gpu(None, self.asked, &item, commands, |e, dst| {
                         marked(&mut marks, e, Stage::Tensorize, |e| {
                             tensorizer.encode_slot(e, frame, None, dst, 0)
                         })
@@ -182,12 +226,45 @@ impl GpuSegmenter {
         marked(&mut marks, commands.encoder(), Stage::Output, |e| {
             compositor.encode(e, frame, &rented, out)
         })?;
-        let submission = commands.submit("segment submit")?;
+        Ok((model_ms, rented))
+    }
+
+    /// Uploads a frame laid out as `layout` from `bytes` and segments it
+    /// into `out`, as `run_into` after [`upload_frame`]; where the frame's
+    /// work only records ([`GpuSegmenter::records`]), it is recorded while
+    /// the bytes are copied and submitted with the upload
+    /// ([`upload_frame_then`]).
+    pub fn upload_run_into(
+        &mut self,
+        pool: &TexturePool,
+        layout: &FrameLayout,
+        bytes: &[u8],
+        out: &wgpu::Texture,
+        timing: ModelTiming,
+        marks: Option<&mut dyn StageMarks>,
+    ) -> Result<(GpuFrame, GpuRun)> {
+        let gpu = self.gpu.clone();
+        if !self.records(timing) {
+            let frame = upload_frame(&gpu, pool, layout, bytes)?;
+            let run = self.run_into(&frame, out, timing, marks)?;
+            return Ok((frame, run));
+        }
+        let (frame, (model_ms, rented), submission) = upload_frame_then(
+            &gpu,
+            pool,
+            layout,
+            bytes,
+            "segment submit",
+            |frame, commands| self.record_into(frame, out, timing, marks, commands),
+        )?;
         drop(rented);
-        Ok(GpuRun {
-            submission,
-            model_ms,
-        })
+        Ok((
+            frame,
+            GpuRun {
+                submission,
+                model_ms,
+            },
+        ))
     }
 
     pub fn stages(&mut self) -> GpuStages<'_> {

@@ -14,7 +14,7 @@ use crate::gpu::TransferStats;
 use crate::ml::{DataType, Precision};
 use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
-use crate::video::{ColorSpec, EdgeSoftening, GpuFrame, MaskOptions};
+use crate::video::{ColorSpec, EdgeSoftening, FrameLayout, GpuFrame, MaskOptions, TexturePool};
 
 use super::{
     wrong_device, BackgroundSpec, Device, GpuRun, ImageInput, ModelInstance, ModelTiming,
@@ -208,6 +208,43 @@ impl Segmenter {
     ) -> Result<GpuRun> {
         self.gpu("run_gpu_into")?
             .run_into(frame, out, timing, marks)
+    }
+
+    /// [`Segmenter::run_gpu`] of a frame uploaded from `bytes` laid out as
+    /// `layout` (into textures of `pool`): the frame's work is recorded
+    /// while its bytes are copied and submitted with its upload, as in
+    /// [`Segmenter::upload_run_gpu_into`]. For elements given frames in
+    /// system memory.
+    pub fn upload_run_gpu(
+        &mut self,
+        pool: &TexturePool,
+        layout: &FrameLayout,
+        bytes: &[u8],
+        timing: ModelTiming,
+    ) -> Result<(GpuFrame, Option<f64>)> {
+        self.gpu("upload_run_gpu")?
+            .upload_run(pool, layout, bytes, timing)
+    }
+
+    /// Uploads a frame laid out as `layout` from `bytes` (into textures of
+    /// `pool`) and segments it into `out`, as [`Segmenter::run_gpu_into`]
+    /// after [`upload_frame`](crate::video::upload_frame) does, but with
+    /// the frame's work recorded while its bytes are copied and submitted
+    /// with its upload, where the model is not batched with other users'
+    /// frames or timed (one host thread's time per frame is then the
+    /// upload's, not the upload's and the recording's). Returns the
+    /// uploaded frame with the run.
+    pub fn upload_run_gpu_into(
+        &mut self,
+        pool: &TexturePool,
+        layout: &FrameLayout,
+        bytes: &[u8],
+        out: &wgpu::Texture,
+        timing: ModelTiming,
+        marks: Option<&mut dyn StageMarks>,
+    ) -> Result<(GpuFrame, GpuRun)> {
+        self.gpu("upload_run_gpu_into")?
+            .upload_run_into(pool, layout, bytes, out, timing, marks)
     }
 
     /// The GPU stages one at a time, for callers that put their own work

@@ -5,7 +5,7 @@ use crate::tasks::{
     BackgroundSpec, Device, ModelTiming, SegmentEffect, SegmentOptions, Segmenter, Stage,
     StageMarks,
 };
-use crate::video::{create_rgba_texture, download_rgba, EdgeSoftening};
+use crate::video::{create_rgba_texture, download_rgba, upload_frame, EdgeSoftening, TexturePool};
 
 fn selfie() -> Model {
     models::load(models::bundled("selfie/selfie_segmentation.tflite")).unwrap()
@@ -223,4 +223,81 @@ fn wrong_models_backgrounds_and_entry_points_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("run_cpu takes CPU frames"), "{err}");
+}
+
+#[test]
+fn a_frame_uploaded_and_segmented_in_one_call_is_segmented_as_in_two() {
+    let gpu = gpu();
+    let model: std::sync::Arc<Model> = selfie().into();
+    let photo = Picture::astronaut(48, 40);
+    // The second frame differs, and reuses the first's plane textures.
+    let mut negative = Picture::astronaut(48, 40);
+    negative.bytes.iter_mut().for_each(|b| *b = 255 - *b);
+    let out = create_rgba_texture(&gpu, 48, 40).unwrap();
+    for effect in [
+        SegmentEffect::Blur { strength: 2.0 },
+        SegmentEffect::Mask,
+        SegmentEffect::None,
+    ] {
+        let options = SegmentOptions {
+            temporal: 0.5,
+            ..SegmentOptions::new(effect)
+        };
+        let device = Device::Gpu(gpu.clone());
+        let mut one = Segmenter::new(&device, model.clone(), &options).unwrap();
+        let mut two = Segmenter::new(&device, model.clone(), &options).unwrap();
+        let (pool_one, pool_two) = (TexturePool::new(), TexturePool::new());
+        for (i, picture) in [&photo, &negative, &photo].into_iter().enumerate() {
+            let mut marks = Recorder::default();
+            let (frame, run) = one
+                .upload_run_gpu_into(
+                    &pool_one,
+                    &picture.layout,
+                    &picture.bytes,
+                    &out,
+                    ModelTiming::Off,
+                    Some(&mut marks),
+                )
+                .unwrap();
+            assert_eq!(run.model_ms, None);
+            let got = download_rgba(&gpu, &out).unwrap();
+            drop(frame);
+            let mut two_marks = Recorder::default();
+            let frame = upload_frame(&gpu, &pool_two, &picture.layout, &picture.bytes).unwrap();
+            two.run_gpu_into(&frame, &out, ModelTiming::Off, Some(&mut two_marks))
+                .unwrap();
+            let want = download_rgba(&gpu, &out).unwrap();
+            assert_eq!(
+                got, want,
+                "{options:?} frame {i}: the same picture either way"
+            );
+            assert_eq!(marks.0, two_marks.0, "the same stages marked");
+        }
+    }
+    // A timed model waits for its dispatch, so it cannot be recorded during
+    // the upload: the call uploads first, and still times it.
+    let options = SegmentOptions::new(SegmentEffect::Mask);
+    let mut s = Segmenter::new(&Device::Gpu(gpu.clone()), model, &options).unwrap();
+    if s.can_time_model() {
+        let (_, run) = s
+            .upload_run_gpu_into(
+                &TexturePool::new(),
+                &photo.layout,
+                &photo.bytes,
+                &out,
+                ModelTiming::Whole,
+                None,
+            )
+            .unwrap();
+        assert!(
+            run.model_ms.is_some_and(|ms| ms > 0.0),
+            "{:?}",
+            run.model_ms
+        );
+        assert_eq!(
+            download_rgba(&gpu, &out).unwrap(),
+            on_gpu(&mut s, &gpu, &photo)
+        );
+    }
+    gpu.check().unwrap();
 }
