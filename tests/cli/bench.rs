@@ -157,7 +157,16 @@ fn pipeline_quick_zero_copy_downloads_nothing() {
     assert!(num(streamed, "gpu_ms_between_frames") >= 0.0, "{zero}");
     let busy = num(streamed, "gpu_busy");
     assert!(busy > 0.0 && busy <= 1.0 + 1e-9, "{zero}");
-    assert!(num(zero, "encode_ms_per_frame") > 0.0, "{zero}");
+    // The segmenter's passes are recorded during the upload (one call, its
+    // time in upload_ms), unless WGNN_UPLOAD_OVERLAP=0 puts them after it.
+    let overlapped = wgnn::gpu::upload_overlap();
+    assert_eq!(zero["recorded_during_upload"], overlapped, "{zero}");
+    assert!(num(zero, "upload_ms_per_frame") > 0.0, "{zero}");
+    match overlapped {
+        true => assert_eq!(num(zero, "encode_ms_per_frame"), 0.0, "{zero}"),
+        false => assert!(num(zero, "encode_ms_per_frame") > 0.0, "{zero}"),
+    }
+    assert_eq!(copy["recorded_during_upload"], false, "{copy}");
     assert!(copy["streamed"].is_null() && copy["encode_ms_per_frame"].is_null());
 
     let table = bench(&["pipeline", "--quick", "--frames", "1"]);
