@@ -454,9 +454,8 @@ impl Gpu {
             Some(plan) if ring.enabled() => plan,
             _ => return self.upload_each(writes),
         };
-        let Some(lease) = ring.acquire(self, plan.size)? else {
-            ring.count_fallback();
-            return self.upload_each(writes);
+        let Some(lease) = self.lease_or_upload(ring, writes, &plan)? else {
+            return Ok(());
         };
         let staged = self.stage(ring, &lease, writes, &plan)?;
         let view = lease
@@ -511,16 +510,9 @@ impl Gpu {
         // (through the ring unless a fallback was taken already), then the
         // work in a submission of its own.
         let lease = match self.staging_plan(writes)? {
-            Some(plan) if ring.enabled() && upload_overlap() => {
-                match ring.acquire(self, plan.size)? {
-                    Some(lease) => Some((plan, lease)),
-                    None => {
-                        ring.count_fallback();
-                        self.upload_each(writes)?;
-                        None
-                    }
-                }
-            }
+            Some(plan) if ring.enabled() && upload_overlap() => self
+                .lease_or_upload(ring, writes, &plan)?
+                .map(|lease| (plan, lease)),
             _ => {
                 self.upload_textures(ring, writes)?;
                 None
@@ -562,6 +554,22 @@ impl Gpu {
         };
         self.staged(ring, lease, writes, &staged);
         submitted
+    }
+
+    /// A ring buffer for `plan`; where none is free, None once `writes`
+    /// went through `write_texture` instead (counted as a fallback).
+    fn lease_or_upload<'r>(
+        &self,
+        ring: &'r super::UploadRing,
+        writes: &[TextureWrite<'_>],
+        plan: &StagingPlan,
+    ) -> Result<Option<Lease<'r>>> {
+        let lease = ring.acquire(self, plan.size)?;
+        if lease.is_none() {
+            ring.count_fallback();
+            self.upload_each(writes)?;
+        }
+        Ok(lease)
     }
 
     /// How each plane of `writes` goes from `lease`'s buffer to its

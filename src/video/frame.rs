@@ -374,9 +374,9 @@ pub fn upload_frame(
     layout: &FrameLayout,
     bytes: &[u8],
 ) -> Result<GpuFrame> {
-    let planes = frame_planes(gpu, pool, layout, bytes)?;
-    gpu.upload_textures(pool.upload_ring(), &plane_writes(layout, &planes, bytes))?;
-    Ok(pooled_frame(layout, planes))
+    let frame = pooled_frame(layout, frame_planes(gpu, pool, layout, bytes)?);
+    gpu.upload_textures(pool.upload_ring(), &plane_writes(&frame, layout, bytes))?;
+    Ok(frame)
 }
 
 /// [`upload_frame`] with the work that reads the frame: `during` records it
@@ -392,11 +392,10 @@ pub fn upload_frame_then<R>(
     what: &str,
     during: impl FnOnce(&GpuFrame, &mut Commands) -> Result<R>,
 ) -> Result<(GpuFrame, R, wgpu::SubmissionIndex)> {
-    let planes = frame_planes(gpu, pool, layout, bytes)?;
     // The frame is whole before its bytes are: `during` only records
     // commands reading it, which run after the upload's.
-    let frame = pooled_frame(layout, planes);
-    let writes = plane_writes(layout, &frame.planes, bytes);
+    let frame = pooled_frame(layout, frame_planes(gpu, pool, layout, bytes)?);
+    let writes = plane_writes(&frame, layout, bytes);
     let (r, index) = gpu.upload_textures_then(pool.upload_ring(), &writes, what, |commands| {
         during(&frame, commands)
     })?;
@@ -432,16 +431,16 @@ fn frame_planes(
         .collect()
 }
 
-/// One write per plane of `layout`, from `bytes` into `textures`.
-fn plane_writes<'a, T: std::ops::Deref<Target = wgpu::Texture>>(
+/// One write per plane of `layout`, from `bytes` into `frame`'s textures.
+fn plane_writes<'a>(
+    frame: &'a GpuFrame,
     layout: &FrameLayout,
-    textures: &'a [T],
     bytes: &'a [u8],
 ) -> Vec<TextureWrite<'a>> {
     layout
         .planes
         .iter()
-        .zip(textures)
+        .zip(frame.planes())
         .map(|(plane, texture)| TextureWrite {
             texture,
             region: TextureRegion::whole(texture),
