@@ -248,8 +248,38 @@ fn interop_quick_variants_agree() {
     assert!(table.contains("37.93") && table.contains("7.58"), "{table}");
 }
 
+/// What `soak --help` says `--quick` runs: the frame size, the frames and
+/// the frames between reports.
+fn soak_quick_help() -> (String, usize, usize) {
+    let help = bench(&["soak", "--help"]);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("--quick"))
+        .unwrap_or_else(|| panic!("no --quick in\n{help}"));
+    // "--quick  A 64x48 frame, 40 frames, a report every 10 (smoke tests)"
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let after = |word: &str| -> &str {
+        let i = words.iter().position(|w| *w == word);
+        words[i.unwrap_or_else(|| panic!("no '{word}' in {line}")) + 1]
+    };
+    let frames = words[words.iter().position(|w| *w == "frames").expect(line) - 1];
+    (
+        after("A").to_string(),
+        frames.parse().expect(line),
+        after("every").parse().expect(line),
+    )
+}
+
+/// `soak --quick` runs what its help says (frame size, frames, reports)
+/// and reports flat live-object counts with a verdict the exit status
+/// agrees with.
 #[test]
 fn soak_quick_reports_flat_live_counts_and_a_verdict() {
+    let (size, frames, every) = soak_quick_help();
+    assert!(every > 0 && frames % every == 0, "{frames} {every}");
     let model = common::root().join("tests/data/soak/tiny_mask.onnx");
     let args = [
         "soak",
@@ -264,12 +294,19 @@ fn soak_quick_reports_flat_live_counts_and_a_verdict() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l}")))
         .collect();
-    // A header, a report every 10 of the 40 frames, the verdict.
-    assert_eq!(lines.len(), 6, "{text}");
+    // A header, a report every `every` of the `frames` frames, the verdict.
+    let n = frames / every;
+    assert_eq!(lines.len(), n + 2, "{text}");
     assert!(lines[0]["device"].is_string(), "{text}");
-    let reports = &lines[1..5];
+    let what = lines[0]["soak"].as_str().unwrap();
+    assert!(what.starts_with(&format!("{size} ")), "{size}: {what}");
+    assert!(
+        what.contains(&format!("a report every {every} frames")),
+        "{every}: {what}"
+    );
+    let reports = &lines[1..=n];
     for (i, r) in reports.iter().enumerate() {
-        assert_eq!(num(r, "frames"), 10.0 * (i + 1) as f64, "{r}");
+        assert_eq!(num(r, "frames"), (every * (i + 1)) as f64, "{r}");
         assert!(num(r, "rss_bytes") > 0.0, "{r}");
         assert!(num(r, "fps") > 0.0, "{r}");
         // One graph, its tensors and the frame's textures: the same at every
@@ -290,7 +327,10 @@ fn soak_quick_reports_flat_live_counts_and_a_verdict() {
         assert!(allocated.is_u64() || allocated.is_null(), "{r}");
         assert_eq!(allocated, &reports[0]["gpu_allocated_bytes"], "{text}");
     }
-    let verdict = &lines[5];
+    let verdict = &lines[n + 1];
+    // The reference: the first report after the default warm-up (a fifth
+    // of the frames, at least one report).
+    let reference = (frames / 5).max(every).div_ceil(every) * every;
     let detail = verdict["detail"].as_str().unwrap();
     // lavapipe grows its own heap with every submission (see
     // tests/gst/soak.rs), so on it RSS may be all that drifts; the exit
@@ -300,7 +340,7 @@ fn soak_quick_reports_flat_live_counts_and_a_verdict() {
         "growing" => {
             assert_eq!(out.status.code(), Some(1), "{text}");
             assert!(
-                detail.starts_with("NOT flat: frames 10 -> 40: RSS: "),
+                detail.starts_with(&format!("NOT flat: frames {reference} -> {frames}: RSS: ")),
                 "{detail}"
             );
             assert!(

@@ -12,6 +12,7 @@
 //! passes and of the overlay from timestamp queries, and the bytes moved.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,15 +21,95 @@ use wgnn::gpu::{Gpu, TransferStats};
 use wgnn::tasks::{DetectOptions, Detector, Device, ModelProc};
 use wgnn::video::*;
 
+use crate::cli::{fail, model_or, quick_frames_help, timed_gpu, Frames, Json, Quick, QUICK_RUNS};
 use crate::stamps::{encoder, median_min, submit, Stamps};
 
-pub struct Options {
-    pub width: u32,
-    pub height: u32,
-    pub format: VideoFormat,
-    pub frames: usize,
-    pub warmup: usize,
-    pub model: PathBuf,
+/// `--quick`'s frame size (the face detector needs more than a thumbnail).
+const QUICK_SIZE: (u32, u32) = (320, 180);
+/// The model detected with by default.
+const FACE_DETECTOR: &str = "mediapipe/face_detection_short_range.tflite";
+
+/// What wgnndetect ! wgnnoverlay do to each frame: upload, tensorize,
+/// detector, decode + threshold + compact on the GPU, the short list read
+/// back, NMS, boxes and labels drawn on the GPU.
+#[derive(clap::Args)]
+#[command(mut_arg("quick", |a| a.help(quick_frames_help(QUICK_SIZE))))]
+pub struct Args {
+    #[command(flatten)]
+    quick: Quick,
+    #[command(flatten)]
+    frames: Frames,
+    /// Detection model with a model-proc beside it (default: the bundled
+    /// MediaPipe short-range face detector).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    #[command(flatten)]
+    json: Json,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let format = match self.frames.video_format() {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        let (width, height) = self.frames.size(self.quick, QUICK_SIZE);
+        let options = Options {
+            width,
+            height,
+            format,
+            frames: self.quick.count(self.frames.frames, QUICK_RUNS),
+            warmup: self.quick.pick(10, 1),
+            model: model_or(&self.model, FACE_DETECTOR),
+        };
+        let gpu = match timed_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let r = match measure(&gpu, &options) {
+            Ok(r) => r,
+            Err(e) => return fail("detect", e),
+        };
+        if self.json.json {
+            println!("{}", r.to_json(&gpu.describe()));
+            return ExitCode::SUCCESS;
+        }
+        let per = |v: u64| v as f64 / r.frames as f64;
+        println!("device: {}", gpu.describe());
+        println!("{}", r.what);
+        println!(
+            "{:>8} {:>9} {:>12} {:>11} {:>11} {:>5} {:>12} {:>5}",
+            "objects",
+            "wall ms",
+            "detect span",
+            "overlay ms",
+            "up B/frame",
+            "ups",
+            "down B/frame",
+            "downs"
+        );
+        println!(
+            "{:>8} {:>9.3} {:>12.3} {:>11.3} {:>11.0} {:>5.1} {:>12.0} {:>5.1}",
+            r.detections,
+            r.wall_ms,
+            r.detect_span_ms,
+            r.overlay_ms,
+            per(r.moved.upload_bytes),
+            per(r.moved.uploads),
+            per(r.moved.download_bytes),
+            per(r.moved.downloads)
+        );
+        ExitCode::SUCCESS
+    }
+}
+
+struct Options {
+    width: u32,
+    height: u32,
+    format: VideoFormat,
+    frames: usize,
+    warmup: usize,
+    model: PathBuf,
 }
 
 pub struct Result {
@@ -141,7 +222,7 @@ impl Bench {
     }
 }
 
-pub fn run(gpu: &Gpu, o: &Options) -> wgnn::Result<Result> {
+fn measure(gpu: &Gpu, o: &Options) -> wgnn::Result<Result> {
     let mut bench = Bench::new(gpu, o)?;
     for _ in 0..o.warmup {
         bench.frame(false)?;

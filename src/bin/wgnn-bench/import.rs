@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
@@ -21,11 +22,53 @@ use wgnn::video::dmabuf::{
 };
 use wgnn::video::*;
 
-pub struct Options {
-    pub width: u32,
-    pub height: u32,
-    pub format: VideoFormat,
-    pub frames: usize,
+use crate::cli::{open_gpu, quick_frames_help, verdict, Frames, Json, Quick, QUICK_RUNS};
+use crate::pipeline::QUICK_SIZE;
+
+/// A frame in a DMA-BUF imported (no upload) against the same frame
+/// uploaded, then tensorized: host ms, bytes uploaded, tensors compared.
+/// The DMA-BUF comes from /dev/dma_heap/system, /dev/udmabuf or a memfd
+/// (which only lavapipe takes). Exits 1 when the device cannot import
+/// it (the line says why) or the tensors differ.
+#[derive(clap::Args)]
+#[command(mut_arg("quick", |a| a.help(quick_frames_help(QUICK_SIZE))))]
+#[command(mut_arg("frames", |a| a.default_value("100")))]
+#[command(mut_arg("format", |a| a.default_value("NV12")))]
+pub struct Args {
+    #[command(flatten)]
+    quick: Quick,
+    #[command(flatten)]
+    frames: Frames,
+    #[command(flatten)]
+    json: Json,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let format = match self.frames.video_format() {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        let gpu = match open_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let (width, height) = self.frames.size(self.quick, QUICK_SIZE);
+        let options = Options {
+            width,
+            height,
+            format,
+            frames: self.quick.count(self.frames.frames, QUICK_RUNS),
+        };
+        verdict(measure(&gpu, &options, self.json.json))
+    }
+}
+
+struct Options {
+    width: u32,
+    height: u32,
+    format: VideoFormat,
+    frames: usize,
 }
 
 /// Where a frame's DMA-BUF came from, and why the sources before it did
@@ -336,7 +379,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-pub fn run(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
+fn measure(gpu: &Gpu, o: &Options, json_out: bool) -> wgnn::Result<bool> {
     let layout = layout(o.format, o.width, o.height);
     layout.validate(gpu)?;
     let mut seed = 0x2545_f491_4f6c_dd1du64;

@@ -15,13 +15,87 @@
 //! the kernels' timestamps. Every variant's output is checked against the
 //! CPU context running graph 4.
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
 use wgnn::gpu::{Checks, Gpu, Specialization, TransferStats};
 use wgnn::ml::*;
 
+use crate::cli::{fail, timed_gpu, Json, Quick, QUICK_RUNS};
 use crate::stamps::{encoder, max_abs_diff, median_min, submit, Stamps};
+
+/// Seed 002's interop experiment: conv2d [1,100,100,100], 3x3 100->100,
+/// then add + relu, in custom WGSL, through the CPU, through a rented
+/// buffer, and all in the graph.
+#[derive(clap::Args)]
+#[command(mut_arg("quick", |a| a.help(quick_help())))]
+pub struct Args {
+    #[command(flatten)]
+    quick: Quick,
+    #[arg(long, default_value_t = 50)]
+    iterations: usize,
+    #[command(flatten)]
+    json: Json,
+}
+
+/// `--quick`'s help, from the input it runs.
+fn quick_help() -> String {
+    let s = Shape::new(true);
+    format!("A {}x{}x{} input", s.h, s.w, s.c)
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let iterations = self.quick.count(self.iterations, QUICK_RUNS);
+        let gpu = match timed_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let shape = Shape::new(self.quick.quick);
+        let rows = match measure(&gpu, &shape, iterations) {
+            Ok(r) => r,
+            Err(e) => return fail("interop", e),
+        };
+        let ratio_wall = rows[2].wall_ms / rows[3].wall_ms;
+        let ratio_gpu = rows[2].gpu_ms / rows[3].gpu_ms;
+        if self.json.json {
+            println!(
+                "{}",
+                json!({
+                    "device": gpu.describe(),
+                    "shape": shape.describe(),
+                    "iterations": iterations,
+                    "variants": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                    "ratio_3_over_4_wall": ratio_wall,
+                    "ratio_3_over_4_gpu": ratio_gpu,
+                })
+            );
+            return ExitCode::SUCCESS;
+        }
+        println!("device: {}", gpu.describe());
+        println!("{}, {iterations} iterations", shape.describe());
+        println!(
+            "{:<38} {:>9} {:>9} {:>9} {:>12} {:>12} {:>10}",
+            "variant", "wall ms", "GPU ms", "seed ms", "up B/iter", "down B/iter", "max|diff|"
+        );
+        for r in &rows {
+            let per = |v: u64| v as f64 / r.iterations as f64;
+            println!(
+                "{:<38} {:>9.3} {:>9.3} {:>9.2} {:>12.0} {:>12.0} {:>10.2e}",
+                r.name,
+                r.wall_ms,
+                r.gpu_ms,
+                r.seed_ms,
+                per(r.moved.upload_bytes),
+                per(r.moved.download_bytes),
+                r.max_abs_diff
+            );
+        }
+        println!("(3) / (4): wall {ratio_wall:.2}x, GPU {ratio_gpu:.2}x");
+        ExitCode::SUCCESS
+    }
+}
 
 /// The seed's times (ms), in variant order.
 pub const SEED_MS: [f64; 4] = [37.93, 27.04, 9.18, 7.58];
@@ -395,7 +469,7 @@ fn bind(
 
 /// Runs the four variants: warm-ups, `iterations` timed on the host (with
 /// the transfers counted), `iterations` profiled, then the check.
-pub fn run(gpu: &Gpu, shape: &Shape, iterations: usize) -> wgnn::Result<Vec<VariantResult>> {
+fn measure(gpu: &Gpu, shape: &Shape, iterations: usize) -> wgnn::Result<Vec<VariantResult>> {
     let (setup, data) = Setup::new(gpu, shape)?;
     // The reference: graph 4 on the CPU context.
     let cpu = Context::cpu();

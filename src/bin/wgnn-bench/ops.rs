@@ -1,8 +1,101 @@
 //! `wgnn-bench ops`: GPU time per operator (timestamp queries), median of
 //! many dispatches, with the arithmetic or memory rate it implies.
 
+use std::process::ExitCode;
+
 use wgnn::gpu::Gpu;
 use wgnn::ml::*;
+
+use crate::cli::{timed_gpu, Json, Quick, EXIT_FAILED};
+
+/// GPU time per operator (median of timestamped dispatches).
+#[derive(clap::Args)]
+#[command(mut_arg("quick", |a| a.help("Shrink every shape (for software adapters and smoke tests)")))]
+pub struct Args {
+    #[command(flatten)]
+    quick: Quick,
+    /// Timed dispatches per case, after 200 ms of warm-up (at least two).
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+    #[command(flatten)]
+    json: Json,
+    /// Only cases whose name contains this.
+    #[arg(long)]
+    filter: Option<String>,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let iterations = self.iterations.max(1);
+        let gpu = match timed_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let f16 = gpu.has(wgpu::Features::SHADER_F16);
+        let cases: Vec<_> = cases(self.quick.quick, f16)
+            .into_iter()
+            .filter(|c| {
+                self.filter
+                    .as_deref()
+                    .is_none_or(|f| c.name.contains(f) || c.shape.contains(f))
+            })
+            .collect();
+        if !self.json.json {
+            println!("device: {}", gpu.describe());
+            println!(
+                "{:<28} {:<34} {:>10} {:>10} {:>10} {:>9} {:>10}",
+                "op", "shape", "median ms", "min ms", "GFLOP/s", "GB/s", "rel diff"
+            );
+        }
+        let mut rows = Vec::new();
+        for case in &cases {
+            match measure(&gpu, case, iterations) {
+                Ok(r) => {
+                    if !self.json.json {
+                        println!(
+                            "{:<28} {:<34} {:>10.4} {:>10.4} {:>10} {:>9.1} {:>10.2e}",
+                            r.name,
+                            r.shape,
+                            r.median_ms,
+                            r.min_ms,
+                            r.gflops.map_or("-".into(), |g| format!("{g:.0}")),
+                            r.gbps,
+                            r.rel_diff
+                        );
+                    }
+                    rows.push(r);
+                }
+                Err(e) => {
+                    eprintln!("error: {} {}: {e}", case.name, case.shape);
+                    return ExitCode::from(EXIT_FAILED);
+                }
+            }
+        }
+        if self.json.json {
+            let items: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{{\"op\":{:?},\"shape\":{:?},\"median_ms\":{},\"min_ms\":{},\"gflops\":{},\"gbps\":{},\"rel_diff\":{}}}",
+                        r.name,
+                        r.shape,
+                        r.median_ms,
+                        r.min_ms,
+                        r.gflops.map_or("null".into(), |g| g.to_string()),
+                        r.gbps,
+                        r.rel_diff
+                    )
+                })
+                .collect();
+            println!(
+                "{{\"device\":{:?},\"ops\":[{}]}}",
+                gpu.describe(),
+                items.join(",")
+            );
+        }
+        ExitCode::SUCCESS
+    }
+}
 
 /// Adds the benchmarked op to a graph whose input is `x`.
 type BuildFn = Box<dyn Fn(&GraphBuilder, &Operand) -> wgnn::Result<Operand>>;
@@ -53,20 +146,23 @@ fn constant(b: &GraphBuilder, dt: DataType, shape: &[usize], seed: u32) -> wgnn:
     }
 }
 
-/// conv2d in NHWC/OHWI (TFLite's layout) or NCHW/OIHW.
-#[allow(clippy::too_many_arguments)]
-fn conv(
-    dt: DataType,
-    nhwc: bool,
-    h: usize,
-    w: usize,
-    ic: usize,
-    oc: usize,
-    k: usize,
-    stride: usize,
-    groups: usize,
-    tag: &str,
-) -> OpCase {
+/// A conv2d case: NHWC/OHWI (TFLite's layout, else NCHW/OIHW), input
+/// height and width, input and output channels, kernel size, stride,
+/// groups, and what the shape is from.
+type Conv = (
+    bool,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    &'static str,
+);
+
+fn conv(dt: DataType, case: Conv) -> OpCase {
+    let (nhwc, h, w, ic, oc, k, stride, groups, tag) = case;
     let pad = k / 2;
     let oh = (h + 2 * pad - k) / stride + 1;
     let ow = (w + 2 * pad - k) / stride + 1;
@@ -175,188 +271,82 @@ fn resample(h: usize, w: usize, c: usize) -> OpCase {
     }
 }
 
+/// The float32 conv2d cases, at the sizes --quick shrinks.
+const F32_CONVS: [Conv; 16] = [
+    (false, 512, 512, 64, 64, 3, 1, 1, "64->64"),
+    (true, 512, 512, 64, 64, 3, 1, 1, "64->64"),
+    // selfie segmentation (MobileNetV3-like, NHWC, 256x256 input)
+    (true, 256, 256, 3, 16, 3, 2, 1, "selfie stem"),
+    (true, 128, 128, 16, 16, 3, 1, 16, "selfie depthwise"),
+    (true, 64, 64, 16, 72, 1, 1, 1, "selfie 1x1 expand"),
+    (true, 32, 32, 96, 96, 5, 1, 96, "selfie depthwise 5x5"),
+    // ESRGAN-slim (NHWC, 64 channels) at 960x540
+    (true, 540, 960, 64, 64, 3, 1, 1, "esrgan body"),
+    (true, 540, 960, 3, 64, 3, 1, 1, "esrgan head"),
+    // Its narrow convolutions: 64 -> 4 in each block (conv2d_split),
+    // the upsampler's 64 -> 32 (the vec4 GEMM's 32-channel tile) and
+    // 32 -> 12 (conv2d_split), the last (SR) 12 -> 3 at the x2 output
+    // size (conv2d_narrow).
+    (true, 540, 960, 64, 4, 3, 1, 1, "esrgan 64->4"),
+    (true, 540, 960, 64, 32, 3, 1, 1, "esrgan 64->32"),
+    (true, 540, 960, 32, 12, 3, 1, 1, "esrgan 32->12"),
+    (true, 1080, 1920, 12, 3, 3, 1, 1, "esrgan sr"),
+    // ResNet-50's last stage (ONNX models come in NCHW): a 7x7 map,
+    // one tile of pixels over a long reduction (conv2d_gemm_split.rs).
+    (false, 7, 7, 512, 512, 3, 1, 1, "resnet 7x7"),
+    (true, 7, 7, 512, 512, 3, 1, 1, "resnet 7x7"),
+    (false, 7, 7, 2048, 512, 1, 1, 1, "resnet 7x7"),
+    (true, 7, 7, 2048, 512, 1, 1, 1, "resnet 7x7"),
+];
+
+/// The float16 conv2d cases after ESRGAN-slim's body, at the sizes --quick
+/// shrinks.
+const F16_CONVS: [Conv; 5] = [
+    (true, 540, 960, 64, 64, 5, 1, 1, "esrgan 5x5"),
+    (true, 1080, 1920, 12, 3, 3, 1, 1, "esrgan sr"),
+    // The narrow ones in float16: conv2d_split before the tensor cores
+    // for 64 -> 4 and 32 -> 12, the tensor cores for 64 -> 32.
+    (true, 540, 960, 64, 4, 3, 1, 1, "esrgan 64->4"),
+    (true, 540, 960, 64, 32, 3, 1, 1, "esrgan 64->32"),
+    (true, 540, 960, 32, 12, 3, 1, 1, "esrgan 32->12"),
+];
+
+/// Odd shapes, so that `rel diff` checks the tensor-core kernels' edges:
+/// rows that are not whole 32-pixel runs, stride 2, two groups, output
+/// channels that pad a 64-channel tile. Their sizes stay with --quick.
+const ODD_F16_CONVS: [Conv; 2] = [
+    (true, 37, 45, 32, 96, 3, 2, 2, "odd"),
+    (true, 29, 71, 48, 48, 5, 1, 1, "odd"),
+];
+
 /// The benchmark's cases; `quick` shrinks every shape so that the table can
 /// be produced on a software adapter in seconds.
 pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
     let s = |n: usize| if quick { (n / 16).max(3) } else { n };
-    let f32 = DataType::Float32;
-    let mut v = vec![
-        conv(f32, false, s(512), s(512), 64, 64, 3, 1, 1, "64->64"),
-        conv(f32, true, s(512), s(512), 64, 64, 3, 1, 1, "64->64"),
-        // selfie segmentation (MobileNetV3-like, NHWC, 256x256 input)
-        conv(f32, true, s(256), s(256), 3, 16, 3, 2, 1, "selfie stem"),
-        conv(
-            f32,
-            true,
-            s(128),
-            s(128),
-            16,
-            16,
-            3,
-            1,
-            16,
-            "selfie depthwise",
-        ),
-        conv(
-            f32,
-            true,
-            s(64),
-            s(64),
-            16,
-            72,
-            1,
-            1,
-            1,
-            "selfie 1x1 expand",
-        ),
-        conv(
-            f32,
-            true,
-            s(32),
-            s(32),
-            96,
-            96,
-            5,
-            1,
-            96,
-            "selfie depthwise 5x5",
-        ),
-        // ESRGAN-slim (NHWC, 64 channels) at 960x540
-        conv(f32, true, s(540), s(960), 64, 64, 3, 1, 1, "esrgan body"),
-        conv(f32, true, s(540), s(960), 3, 64, 3, 1, 1, "esrgan head"),
-        // Its narrow convolutions: 64 -> 4 in each block (conv2d_split),
-        // the upsampler's 64 -> 32 (the vec4 GEMM's 32-channel tile) and
-        // 32 -> 12 (conv2d_split), the last (SR) 12 -> 3 at the x2 output
-        // size (conv2d_narrow).
-        conv(f32, true, s(540), s(960), 64, 4, 3, 1, 1, "esrgan 64->4"),
-        conv(f32, true, s(540), s(960), 64, 32, 3, 1, 1, "esrgan 64->32"),
-        conv(f32, true, s(540), s(960), 32, 12, 3, 1, 1, "esrgan 32->12"),
-        conv(f32, true, s(1080), s(1920), 12, 3, 3, 1, 1, "esrgan sr"),
-        // ResNet-50's last stage (ONNX models come in NCHW): a 7x7 map,
-        // one tile of pixels over a long reduction (conv2d_gemm_split.rs).
-        conv(f32, false, s(7), s(7), 512, 512, 3, 1, 1, "resnet 7x7"),
-        conv(f32, true, s(7), s(7), 512, 512, 3, 1, 1, "resnet 7x7"),
-        conv(f32, false, s(7), s(7), 2048, 512, 1, 1, 1, "resnet 7x7"),
-        conv(f32, true, s(7), s(7), 2048, 512, 1, 1, 1, "resnet 7x7"),
-        elementwise(s(1080), s(1920), 4),
-        resample(s(128), s(128), 16),
-    ];
+    let shrunk = |(nhwc, h, w, ic, oc, k, stride, groups, tag): Conv| {
+        (nhwc, s(h), s(w), ic, oc, k, stride, groups, tag)
+    };
+    let mut v: Vec<OpCase> = F32_CONVS
+        .into_iter()
+        .map(|c| conv(DataType::Float32, shrunk(c)))
+        .collect();
+    v.push(elementwise(s(1080), s(1920), 4));
+    v.push(resample(s(128), s(128), 16));
     if f16 {
+        let dt = DataType::Float16;
         v.push(conv(
-            DataType::Float16,
-            false,
-            s(512),
-            s(512),
-            64,
-            64,
-            3,
-            1,
-            1,
-            "64->64",
+            dt,
+            shrunk((false, 512, 512, 64, 64, 3, 1, 1, "64->64")),
         ));
         v.push(conv(
-            DataType::Float16,
-            true,
-            s(512),
-            s(512),
-            64,
-            64,
-            3,
-            1,
-            1,
-            "64->64",
+            dt,
+            shrunk((true, 512, 512, 64, 64, 3, 1, 1, "64->64")),
         ));
-        let body = || {
-            conv(
-                DataType::Float16,
-                true,
-                s(540),
-                s(960),
-                64,
-                64,
-                3,
-                1,
-                1,
-                "esrgan body",
-            )
-        };
+        let body = || conv(dt, shrunk((true, 540, 960, 64, 64, 3, 1, 1, "esrgan body")));
         v.push(body());
-        v.push(with_residual(
-            body(),
-            DataType::Float16,
-            [s(540), s(960), 64],
-        ));
-        v.push(conv(
-            DataType::Float16,
-            true,
-            s(540),
-            s(960),
-            64,
-            64,
-            5,
-            1,
-            1,
-            "esrgan 5x5",
-        ));
-        v.push(conv(
-            DataType::Float16,
-            true,
-            s(1080),
-            s(1920),
-            12,
-            3,
-            3,
-            1,
-            1,
-            "esrgan sr",
-        ));
-        // The narrow ones in float16: conv2d_split before the tensor cores
-        // for 64 -> 4 and 32 -> 12, the tensor cores for 64 -> 32.
-        for (ic, oc, tag) in [
-            (64, 4, "esrgan 64->4"),
-            (64, 32, "esrgan 64->32"),
-            (32, 12, "esrgan 32->12"),
-        ] {
-            v.push(conv(
-                DataType::Float16,
-                true,
-                s(540),
-                s(960),
-                ic,
-                oc,
-                3,
-                1,
-                1,
-                tag,
-            ));
-        }
-        // Odd shapes, so that `rel diff` checks the tensor-core kernels'
-        // edges: rows that are not whole 32-pixel runs, stride 2, two
-        // groups, output channels that pad a 64-channel tile.
-        v.push(conv(
-            DataType::Float16,
-            true,
-            37,
-            45,
-            32,
-            96,
-            3,
-            2,
-            2,
-            "odd",
-        ));
-        v.push(conv(
-            DataType::Float16,
-            true,
-            29,
-            71,
-            48,
-            48,
-            5,
-            1,
-            1,
-            "odd",
-        ));
+        v.push(with_residual(body(), dt, [s(540), s(960), 64]));
+        v.extend(F16_CONVS.into_iter().map(|c| conv(dt, shrunk(c))));
+        v.extend(ODD_F16_CONVS.into_iter().map(|c| conv(dt, c)));
     }
     v
 }
@@ -405,7 +395,7 @@ fn output_values(
     })
 }
 
-pub fn run(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult> {
+fn measure(gpu: &Gpu, case: &OpCase, iterations: usize) -> wgnn::Result<OpResult> {
     let ctx = Context::gpu(gpu);
     let (graph, input, output) = prepare(&ctx, case)?;
     // Warm up for a fixed time, not a count: after the CPU-side work of the

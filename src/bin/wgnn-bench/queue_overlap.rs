@@ -17,8 +17,11 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use std::process::ExitCode;
+
 use wgnn::gpu::Gpu;
 
+use crate::cli::{open_gpu, verdict};
 use crate::stamps::{encoder, median_min, submit, Stamps};
 
 /// Elements of the chain's buffers (a 256 x 256 x 16 float32 tensor, the
@@ -29,13 +32,50 @@ const IN_FLIGHT: usize = 2;
 /// Rotating frame textures and staging buffers.
 const RING: usize = 3;
 
-pub struct Options {
-    pub width: u32,
-    pub height: u32,
-    pub frames: u32,
+/// Whether a frame's upload copy overlaps the previous frame's compute
+/// work on wgpu's one queue when queued between that frame's first pass
+/// and the rest (stand-in work, wall ms per frame).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Frames per measured order.
+    #[arg(long, default_value_t = 300)]
+    frames: u32,
+    #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    width: u32,
+    #[arg(long, default_value_t = 1080, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    height: u32,
+    /// Multiply-adds per element in each dispatch of the stand-in work.
+    #[arg(long, default_value_t = 10)]
+    work: u32,
+    /// Dependent dispatches of the stand-in work per frame.
+    #[arg(long, default_value_t = 60)]
+    dispatches: u32,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let gpu = match open_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let options = Options {
+            width: self.width,
+            height: self.height,
+            frames: self.frames.max(1),
+            work: self.work,
+            dispatches: self.dispatches.max(1),
+        };
+        verdict(measure(&gpu, &options).map(|()| true))
+    }
+}
+
+struct Options {
+    width: u32,
+    height: u32,
+    frames: u32,
     /// Multiply-adds per element in each chain dispatch.
-    pub work: u32,
-    pub dispatches: u32,
+    work: u32,
+    dispatches: u32,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -349,7 +389,7 @@ impl<'a> Rig<'a> {
     }
 }
 
-pub fn run(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
+fn measure(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
     let rig = Rig::new(gpu, o)?;
     println!(
         "{}: {}x{} RGBA frames, {} frames per order, {} dispatches of {} multiply-adds per element",
@@ -392,61 +432,12 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
     let device = gpu.device();
     let (size, row) = frame_extent(o);
     let bytes = u64::from(row) * u64::from(o.height);
-    let buffer = |label: &str, usage| {
-        gpu.scoped(label, || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes,
-                usage,
-                mapped_at_creation: false,
-            })
-        })
-    };
     // Where the upload ring's buffers lie (MAP_WRITE: host-visible memory),
     // usable as storage as the ring's are where the device unpacks uploads.
     let unpacks = gpu.has(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
-    let mapped = buffer(
-        "copy-sources mapped",
-        wgpu::BufferUsages::MAP_WRITE
-            | wgpu::BufferUsages::COPY_SRC
-            | match unpacks {
-                true => wgpu::BufferUsages::STORAGE,
-                false => wgpu::BufferUsages::empty(),
-            },
-    )?;
-    let local = buffer(
-        "copy-sources device-local",
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-    )?;
-    let texture = gpu.scoped("copy-sources frame", || {
-        device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("copy-sources frame"),
-            size,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8Unorm,
-            usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::STORAGE_BINDING,
-            view_formats: &[],
-        })
-    })?;
+    let (mapped, local, texture) = copy_targets(gpu, o, unpacks)?;
     // The same unpack by a compute pass: one invocation per texel.
-    let unpack = pipeline(
-        gpu,
-        format!(
-            "@group(0) @binding(0) var<storage, read> src: array<u32>;\n\
-             @group(0) @binding(1) var dst: texture_storage_2d<rgba8unorm, write>;\n\
-             @compute @workgroup_size(64, 4)\n\
-             fn main(@builtin(global_invocation_id) g: vec3<u32>) {{\n\
-             \x20   if g.x >= {w}u || g.y >= {h}u {{ return; }}\n\
-             \x20   let v = src[g.y * {words}u + g.x];\n\
-             \x20   textureStore(dst, g.xy, unpack4x8unorm(v));\n\
-             }}\n",
-            w = o.width,
-            h = o.height,
-            words = row / 4
-        ),
-    )?;
+    let unpack = pipeline(gpu, unpack_shader(o, row))?;
     let view = texture.create_view(&Default::default());
     let unpack_group = |src: &wgpu::Buffer| {
         gpu.scoped("copy-sources bind group", || {
@@ -496,16 +487,6 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
             size,
         )
     };
-    let stamps = Stamps::new(gpu, COPY_RUNS)?;
-    let mb = bytes as f64 / 1e6;
-    println!(
-        "{}x{} RGBA frame ({mb:.1} MB) into a texture, GPU ms (timestamps)",
-        o.width, o.height
-    );
-    println!(
-        "{:<34} {:>9} {:>9} {:>9}",
-        "source", "median", "min", "GB/s"
-    );
     let mut variants: Vec<(&str, Box<Encode>)> = vec![
         (
             "copy from mapped (upload ring)",
@@ -531,6 +512,91 @@ fn copy_sources(gpu: &Gpu, o: &Options) -> wgnn::Result<()> {
             Box::new(move |e| unpack_from(e, group)),
         ));
     }
+    time_sources(gpu, o, bytes, variants)
+}
+
+/// [`copy_sources`]' frame in host-visible memory (a storage buffer too
+/// where `unpacks`), in device-local memory, and the texture it goes to.
+fn copy_targets(
+    gpu: &Gpu,
+    o: &Options,
+    unpacks: bool,
+) -> wgnn::Result<(wgpu::Buffer, wgpu::Buffer, wgpu::Texture)> {
+    let device = gpu.device();
+    let (size, row) = frame_extent(o);
+    let buffer = |label: &str, usage| {
+        gpu.scoped(label, || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: u64::from(row) * u64::from(o.height),
+                usage,
+                mapped_at_creation: false,
+            })
+        })
+    };
+    let mapped = buffer(
+        "copy-sources mapped",
+        wgpu::BufferUsages::MAP_WRITE
+            | wgpu::BufferUsages::COPY_SRC
+            | match unpacks {
+                true => wgpu::BufferUsages::STORAGE,
+                false => wgpu::BufferUsages::empty(),
+            },
+    )?;
+    let local = buffer(
+        "copy-sources device-local",
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    )?;
+    let texture = gpu.scoped("copy-sources frame", || {
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("copy-sources frame"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::STORAGE_BINDING,
+            view_formats: &[],
+        })
+    })?;
+    Ok((mapped, local, texture))
+}
+
+/// The compute pass that unpacks a frame of `row`-byte rows from a buffer
+/// into the texture.
+fn unpack_shader(o: &Options, row: u32) -> String {
+    format!(
+        "@group(0) @binding(0) var<storage, read> src: array<u32>;\n\
+         @group(0) @binding(1) var dst: texture_storage_2d<rgba8unorm, write>;\n\
+         @compute @workgroup_size(64, 4)\n\
+         fn main(@builtin(global_invocation_id) g: vec3<u32>) {{\n\
+         \x20   if g.x >= {w}u || g.y >= {h}u {{ return; }}\n\
+         \x20   let v = src[g.y * {words}u + g.x];\n\
+         \x20   textureStore(dst, g.xy, unpack4x8unorm(v));\n\
+         }}\n",
+        w = o.width,
+        h = o.height,
+        words = row / 4
+    )
+}
+
+/// Times each way of moving the frame's `bytes` and prints a row for it.
+fn time_sources(
+    gpu: &Gpu,
+    o: &Options,
+    bytes: u64,
+    variants: Vec<(&str, Box<Encode>)>,
+) -> wgnn::Result<()> {
+    let stamps = Stamps::new(gpu, COPY_RUNS)?;
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{}x{} RGBA frame ({mb:.1} MB) into a texture, GPU ms (timestamps)",
+        o.width, o.height
+    );
+    println!(
+        "{:<34} {:>9} {:>9} {:>9}",
+        "source", "median", "min", "GB/s"
+    );
     for (name, encode) in variants {
         for _ in 0..2 {
             for i in 0..COPY_RUNS {

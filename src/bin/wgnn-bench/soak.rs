@@ -6,22 +6,98 @@
 //! verdict compares the last report with the first one after the warm-up:
 //! flat (within the tolerance) or not, and the exit status says which.
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
 use wgnn::gpu::{live, Gpu};
 
-use crate::pipeline::{Bench, Options};
+use crate::cli::{fail, timed_gpu, Frames, Json, Quick, EXIT_FAILED, EXIT_USAGE};
+use crate::pipeline::{Bench, Options, Segmentation, QUICK_SIZE};
 
-pub struct SoakOptions {
-    pub pipeline: Options,
+/// `--quick`'s frames and the frames between its reports.
+const QUICK_FRAMES: usize = 40;
+const QUICK_EVERY: usize = 10;
+
+/// The zero-copy pipeline (as `pipeline`) for many frames, reporting RSS,
+/// wgpu's allocator report and wgnn's live objects every N frames; exits
+/// non-zero unless the last report is within the tolerance of the first
+/// one after the warm-up.
+#[derive(clap::Args)]
+#[command(mut_arg("quick", |a| a.help(quick_help())))]
+#[command(mut_arg("frames", |a| a.default_value("100000")))]
+#[command(mut_arg("json", |a| a.help("One JSON object per line instead of a table")))]
+pub struct Args {
+    #[command(flatten)]
+    quick: Quick,
+    #[command(flatten)]
+    frames: Frames,
     /// Frames between reports.
-    pub every: usize,
+    #[arg(long, default_value_t = 5_000)]
+    every: usize,
+    /// Frames before the reference report (default: a fifth of
+    /// --frames, at least --every: allocators and drivers settle over
+    /// the first thousands of frames; a leak grows on after).
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// How far the last report may be from the reference, in percent.
+    #[arg(long, default_value_t = 1.0)]
+    tolerance: f64,
+    #[command(flatten)]
+    segmentation: Segmentation,
+    #[command(flatten)]
+    json: Json,
+}
+
+/// `--quick`'s help, from the numbers it runs.
+fn quick_help() -> String {
+    let (w, h) = QUICK_SIZE;
+    format!("A {w}x{h} frame, {QUICK_FRAMES} frames, a report every {QUICK_EVERY} (smoke tests)")
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let format = match self.frames.video_format() {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        let frames = self.quick.pick(self.frames.frames, QUICK_FRAMES);
+        let every = self.quick.pick(self.every, QUICK_EVERY);
+        let options = SoakOptions {
+            pipeline: Options {
+                frames,
+                ..self.segmentation.options(self.quick, &self.frames, format)
+            },
+            every,
+            warmup: self.warmup.unwrap_or((frames / 5).max(every)),
+            tolerance: self.tolerance,
+            json: self.json.json,
+        };
+        if let Err(e) = options.validate() {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        let gpu = match timed_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        match soak(&gpu, &options) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(EXIT_FAILED),
+            Err(e) => fail("soak", e),
+        }
+    }
+}
+
+struct SoakOptions {
+    pipeline: Options,
+    /// Frames between reports.
+    every: usize,
     /// Frames before the reference report.
-    pub warmup: usize,
+    warmup: usize,
     /// How far (percent) the last report may be from the reference.
-    pub tolerance: f64,
-    pub json: bool,
+    tolerance: f64,
+    json: bool,
 }
 
 /// What one report holds.
@@ -116,7 +192,7 @@ fn drift(first: &Report, last: &Report, tolerance: f64) -> Vec<String> {
 
 impl SoakOptions {
     /// The flags agree with each other (checked before a device is opened).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let frames = self.pipeline.frames;
         if self.every == 0 || frames < self.every {
             return Err(format!(
@@ -141,7 +217,7 @@ impl SoakOptions {
 }
 
 /// Runs the soak (options validated); true when flat.
-pub fn run(gpu: &Gpu, o: &SoakOptions) -> wgnn::Result<bool> {
+fn soak(gpu: &Gpu, o: &SoakOptions) -> wgnn::Result<bool> {
     let p = &o.pipeline;
     let mut bench = Bench::new(gpu, p)?;
     let what = format!(

@@ -9,9 +9,32 @@
 //! or 16 elements apart (how the staged conv2d reads it). Times are GPU timestamps around one
 //! dispatch of 16 workgroups per multiprocessor-sized batch.
 
+use std::process::ExitCode;
+
 use wgnn::gpu::Gpu;
 
+use crate::cli::{open_gpu, verdict};
 use crate::stamps::{encoder, median_min, submit, Stamps};
+
+/// Ceilings of the tensor cores (cooperative matrices, 16x16x16 float16
+/// into float32) through wgpu: products alone, and with operands loaded
+/// contiguously or with an NHWC tensor's row stride (GPU timestamps).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Timed dispatches per variant, after two warm-ups.
+    #[arg(long, default_value_t = 10)]
+    iterations: u32,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let gpu = match open_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        verdict(ceilings(&gpu, self.iterations.max(1)).map(|()| true))
+    }
+}
 
 const STEPS: u32 = 256;
 const WORKGROUPS: u32 = 2112;
@@ -36,88 +59,84 @@ impl Operands {
             Operands::Workgroup16 => "A workgroup, 16",
         }
     }
+
+    fn workgroup(self) -> bool {
+        matches!(self, Operands::Workgroup | Operands::Workgroup16)
+    }
 }
 
 fn shader(na: usize, nb: usize, operands: Operands, wg: u32) -> String {
-    let mut s = String::from(
+    // 2 x 64 rows of 24 (what the subgroups of a workgroup read),
+    // zero-initialised: only the loads' speed matters.
+    let shared = match operands.workgroup() {
+        true => "var<workgroup> wa: array<f16, 3072>;\n",
+        false => "",
+    };
+    let blocks = || (0..na).flat_map(move |i| (0..nb).map(move |j| (i, j)));
+    let sums: String = blocks()
+        .map(|(i, j)| {
+            let at = (i * nb + j) * 256;
+            format!("    var c{i}{j} = coopLoadT<coop_mat16x16<f32, C>>(&out[{at}u], 16u);\n")
+        })
+        .collect();
+    let products: String = blocks()
+        .map(|(i, j)| format!("        c{i}{j} = coopMultiplyAdd(a{i}, b{j}, c{i}{j});\n"))
+        .collect();
+    let stores: String = blocks()
+        .map(|(i, j)| {
+            let n = i * nb + j;
+            format!("    coopStoreT(c{i}{j}, &out[(wid.x * 64u + sg * 16u + {n}u) % 4096u * 256u], 16u);\n")
+        })
+        .collect();
+    let (before, each_step) = match operands {
+        Operands::Registers => (loads(na, nb, operands, "    ", "base"), String::new()),
+        _ => (
+            String::new(),
+            "        let o = (it % 16u) * 1024u + base;\n".to_string()
+                + &loads(na, nb, operands, "        ", "o"),
+        ),
+    };
+    format!(
         "enable f16;\nenable wgpu_cooperative_matrix;\n\
          @group(0) @binding(0) var<storage, read> ab: array<f16>;\n\
-         @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n",
-    );
-    s += &format!(
-        "@compute @workgroup_size({wg})\n\
+         @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
+         {shared}@compute @workgroup_size({wg})\n\
          fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n\
-         \x20   let sg = lid / 32u;\n    let base = (sg * 7u) % 64u * 256u;\n"
-    );
-    for i in 0..na {
-        for j in 0..nb {
-            s += &format!(
-                "    var c{i}{j} = coopLoadT<coop_mat16x16<f32, C>>(&out[{}u], 16u);\n",
-                (i * nb + j) * 256
-            );
-        }
-    }
+         \x20   let sg = lid / 32u;\n    let base = (sg * 7u) % 64u * 256u;\n\
+         {sums}{before}\
+         \x20   for (var it = 0u; it < {STEPS}u; it++) {{\n{each_step}{products}    }}\n\
+         {stores}}}\n"
+    )
+}
+
+/// The statements that load the A and B blocks at `at` (A from workgroup
+/// memory for the workgroup variants), one per line after `indent`.
+fn loads(na: usize, nb: usize, operands: Operands, indent: &str, at: &str) -> String {
     let (a_rows, a_stride) = match operands {
         Operands::RowStride64 => (64, "64u"),
         Operands::Workgroup => (24, "24u"),
-        Operands::Workgroup16 => (16, "16u"),
         _ => (16, "16u"),
     };
-    let workgroup = matches!(operands, Operands::Workgroup | Operands::Workgroup16);
-    if workgroup {
-        // 2 x 64 rows of 24 (what the subgroups of a workgroup read),
-        // zero-initialised: only the loads' speed matters.
-        s.insert_str(
-            s.find("@compute").unwrap_or(0),
-            "var<workgroup> wa: array<f16, 3072>;\n",
-        );
-    }
-    let load = |indent: &str, at: &str| {
-        let mut t = String::new();
-        for i in 0..na {
-            let (buffer, at) = match workgroup {
-                true => ("wa", "(it % 2u) * 1536u"),
-                false => ("ab", at),
-            };
-            t += &format!(
-                "{indent}let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&{buffer}[{at} + {}u], {a_stride});\n",
-                i * 16 * a_rows
-            );
-        }
-        for j in 0..nb {
-            t += &format!(
-                "{indent}let b{j} = coopLoadT<coop_mat16x16<f16, B>>(&ab[{at} + {}u], 16u);\n",
-                65536 + j * 256
-            );
-        }
-        t
+    let (buffer, a_at) = match operands.workgroup() {
+        true => ("wa", "(it % 2u) * 1536u"),
+        false => ("ab", at),
     };
-    if let Operands::Registers = operands {
-        s += &load("    ", "base");
-    }
-    s += &format!("    for (var it = 0u; it < {STEPS}u; it++) {{\n");
-    if !matches!(operands, Operands::Registers) {
-        s += "        let o = (it % 16u) * 1024u + base;\n";
-        s += &load("        ", "o");
-    }
-    for i in 0..na {
-        for j in 0..nb {
-            s += &format!("        c{i}{j} = coopMultiplyAdd(a{i}, b{j}, c{i}{j});\n");
-        }
-    }
-    s += "    }\n";
-    for i in 0..na {
-        for j in 0..nb {
-            s += &format!(
-                "    coopStoreT(c{i}{j}, &out[(wid.x * 64u + sg * 16u + {}u) % 4096u * 256u], 16u);\n",
-                i * nb + j
-            );
-        }
-    }
-    s + "}\n"
+    let a = (0..na).map(|i| {
+        let offset = i * 16 * a_rows;
+        format!(
+            "{indent}let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&{buffer}[{a_at} + {offset}u], {a_stride});\n"
+        )
+    });
+    let b = (0..nb).map(|j| {
+        let offset = 65536 + j * 256;
+        format!(
+            "{indent}let b{j} = coopLoadT<coop_mat16x16<f16, B>>(&ab[{at} + {offset}u], 16u);\n"
+        )
+    });
+    a.chain(b).collect()
 }
 
-pub fn run(gpu: &Gpu, iterations: u32) -> wgnn::Result<()> {
+fn ceilings(gpu: &Gpu, iterations: u32) -> wgnn::Result<()> {
     if !gpu.has_f16_tensor_cores() {
         return Err(wgnn::Error::Invalid(format!(
             "{} offers no 16x16x16 float16 cooperative matrices (tensor cores) to wgpu",

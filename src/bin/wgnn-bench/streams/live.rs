@@ -1,30 +1,5 @@
-//! `wgnn-bench streams`: N live streams through wgnn's GStreamer elements in
-//! one process, every model element sharing one model instance
-//! (`model-instance-id`) and one device, for each N asked for. What it
-//! reports per N is what a many-streams deployment is sized by: how many
-//! streams kept the frame rate with nothing dropped, the batches the shared
-//! instance made and their GPU time, and the host CPU and memory per stream.
-//!
-//! One pipeline per stream (not one pipeline with N branches): that is how
-//! streams come and go in an application, each with its own clock wait, QoS
-//! and errors, and it is what the instance must serve. Every pipeline gets
-//! the same `gst::Context` carrying the bench's device before it starts.
-//!
-//! Each N: the pipelines start with their latency pinned at 0, every stream
-//! processes its first frame (the model built, shaders compiled) and then
-//! more frames than the elements remember for their latency answer (or 5 s
-//! pass, longer at low frame rates), the latency is asked again, 2 s of
-//! warm-up pass, and the window of `--seconds` is measured. Without the pin, the first frame's seconds would
-//! become every pipeline's latency (the elements report the slowest recent
-//! frame and say so only when it grows): each sink would hold every frame
-//! that long and the live source skip the frames in between.
-//!
-//! The source of every stream is the bundled astronaut photo (a person for
-//! the segmenter, a face for the detector), decoded and scaled into the caps
-//! once, then repeated by `imagefreeze is-live=true` at the frame rate: the
-//! same buffer each frame, so the host CPU measured is wgnn's (upload,
-//! batching, dispatch), not a pattern generator's; and a real face and
-//! person give the detector's overlay and the blur their real work.
+//! The streams' pipelines, run and measured (see the module above); needs
+//! GStreamer.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +10,8 @@ use gst::prelude::*;
 use serde_json::json;
 use wgnn::gpu::{live, Gpu};
 use wgnn::video::VideoFormat;
+
+use super::Task;
 
 /// How long the first frame of every stream may take (models are built and
 /// shaders compiled on the first frames; software adapters are slow).
@@ -53,14 +30,6 @@ fn settle_timeout(fps: u32) -> Duration {
 const WARMUP: Duration = Duration::from_secs(2);
 /// A late frame is dropped by the sink past this, as a video sink does.
 const MAX_LATENESS_NS: i64 = 20_000_000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Task {
-    /// Selfie segmentation + background blur (wgnnsegment effect=blur).
-    Segment,
-    /// Face detection + boxes drawn (wgnndetect ! wgnnoverlay).
-    Detect,
-}
 
 impl Task {
     fn name(self) -> &'static str {

@@ -1,26 +1,5 @@
-//! `wgnn-bench pipeline`: frames through upload -> tensorize -> selfie model
-//! -> blur composite, with the `wgnn::tasks::Segmenter` the `wgnnsegment`
-//! element runs, two ways:
-//!
-//! - zero-copy: the segmenter's own GPU path. The frame is uploaded once;
-//!   the tensorizer writes straight into the model's input tensor and the
-//!   compositor reads the mask tensor, both rented with `export_to_gpu`;
-//!   nothing is read back.
-//! - copy: what a chain of system-memory GStreamer elements does. Element 1
-//!   uploads the frame, tensorizes it and reads the tensor back; element 2
-//!   uploads the tensor, runs the model and reads the mask back; element 3
-//!   uploads the frame and the mask again, composites and reads the output
-//!   frame back for the next element. It drives the segmenter's stages one
-//!   at a time.
-//!
-//! Both run the same GPU kernels; GPU ms/frame is their timestamped time (the
-//! copies themselves are not in it). fps and wall ms are host wall time over
-//! many frames; upload ms is the host time per frame spent in upload calls
-//! until the bytes are in the GPU's hands (copied into a staging buffer and
-//! the copy submitted: the frame through `upload_frame` and, on the copy
-//! path, the tensor and mask too); bytes moved come from the transfer
-//! counters, and how many frame uploads went through the pool's staging
-//! ring (or fell back to `write_texture`) from its stats.
+//! The pipeline's two paths over the segmenter, set up once and run for
+//! many frames, with what each costs (see the module above).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -1,12 +1,5 @@
-//! `wgnn-bench models`: the bundled models, or any model file a user names
-//! (`--model PATH`), end to end on a GPU context (GPU time per inference from
-//! timestamp queries, median of many) and on the CPU context (wall time per
-//! inference), with what import and fusion made of the file's operators.
-//!
-//! An image input gets the sample picture (assets/samples/astronaut.png)
-//! resized to it, in the model's value range and layout, so that `--save-io`
-//! can hand the same input and our output to the PyTorch anchor for a check;
-//! any other input gets seeded values (floats in [0, 1), integers 0).
+//! The models loaded, bound and run on each context, and what their
+//! `--save-io` files hold (see the module above).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,180 @@
+//! `wgnn-bench streams`: N live streams through wgnn's GStreamer elements in
+//! one process, every model element sharing one model instance
+//! (`model-instance-id`) and one device, for each N asked for. What it
+//! reports per N is what a many-streams deployment is sized by: how many
+//! streams kept the frame rate with nothing dropped, the batches the shared
+//! instance made and their GPU time, and the host CPU and memory per stream.
+//!
+//! One pipeline per stream (not one pipeline with N branches): that is how
+//! streams come and go in an application, each with its own clock wait, QoS
+//! and errors, and it is what the instance must serve. Every pipeline gets
+//! the same `gst::Context` carrying the bench's device before it starts.
+//!
+//! Each N: the pipelines start with their latency pinned at 0, every stream
+//! processes its first frame (the model built, shaders compiled) and then
+//! more frames than the elements remember for their latency answer (or 5 s
+//! pass, longer at low frame rates), the latency is asked again, 2 s of
+//! warm-up pass, and the window of `--seconds` is measured. Without the pin, the first frame's seconds would
+//! become every pipeline's latency (the elements report the slowest recent
+//! frame and say so only when it grows): each sink would hold every frame
+//! that long and the live source skip the frames in between.
+//!
+//! The source of every stream is the bundled astronaut photo (a person for
+//! the segmenter, a face for the detector), decoded and scaled into the caps
+//! once, then repeated by `imagefreeze is-live=true` at the frame rate: the
+//! same buffer each frame, so the host CPU measured is wgnn's (upload,
+//! batching, dispatch), not a pattern generator's; and a real face and
+//! person give the detector's overlay and the blur their real work.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[cfg(feature = "gst")]
+use serde_json::json;
+
+#[cfg(feature = "gst")]
+use crate::cli::{fail, open_gpu, video_format};
+use crate::cli::{Json, EXIT_USAGE};
+
+#[cfg(feature = "gst")]
+mod live;
+
+/// Live streams through wgnn's GStreamer elements in one process, every
+/// model element sharing one model instance (model-instance-id) and one
+/// device: for each count in --streams, that many pipelines of
+/// filesrc (the bundled astronaut photo) ! pngdec ! videoconvert !
+/// videoscale ! imagefreeze is-live=true ! wgnnupload ! the task's
+/// elements ! fakesink sync=true qos=true max-lateness=20ms. After
+/// every stream's first frames (at most 5 s past the first, which builds
+/// the model) and a 2 s warm-up, --seconds are measured: streams that
+/// kept the frame rate (within one frame and 1%) with no frame dropped
+/// (QoS), fps, capture-to-sink latency, the instance's mean batch and
+/// GPU ms per batch (profile on one element), host CPU per stream
+/// (user and system, % of one core), RSS and wgnn's live GPU memory.
+/// Needs the gst feature.
+#[derive(clap::Args)]
+// Without GStreamer the flags are parsed (the help lists them) but unused.
+#[cfg_attr(not(feature = "gst"), allow(dead_code))]
+pub struct Args {
+    /// Stream counts, one run each in this process (e.g. 1,8,32,64).
+    #[arg(long, default_value = "1,8,32,64", value_name = "N,...")]
+    streams: String,
+    #[arg(long, value_enum, default_value_t = Task::Segment)]
+    task: Task,
+    /// Frames per dispatch of the shared instance (default: the
+    /// stream count, at most 64).
+    #[arg(long)]
+    batch_size: Option<u32>,
+    /// How long a partial batch waits for more frames, ms.
+    #[arg(long, default_value_t = 10, value_name = "MS")]
+    max_batch_latency: u32,
+    /// Seconds measured (after the warm-up).
+    #[arg(long, default_value_t = 10)]
+    seconds: u32,
+    #[arg(long, default_value_t = 1920)]
+    width: u32,
+    #[arg(long, default_value_t = 1080)]
+    height: u32,
+    /// Frames per second of every source.
+    #[arg(long, default_value_t = 30)]
+    fps: u32,
+    /// Frame format of the sources (GStreamer name): NV12, RGBA, ...
+    #[arg(long, default_value = "NV12")]
+    format: String,
+    /// The task's model (default: the bundled selfie model for segment,
+    /// the MediaPipe short-range face detector for detect).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    #[command(flatten)]
+    json: Json,
+}
+
+/// `--task`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Task {
+    /// Selfie segmentation + background blur (wgnnsegment effect=blur).
+    Segment,
+    /// Face detection + boxes drawn (wgnndetect ! wgnnoverlay).
+    Detect,
+}
+
+impl Args {
+    #[cfg(not(feature = "gst"))]
+    pub fn run(self) -> ExitCode {
+        eprintln!(
+            "error: wgnn-bench streams runs GStreamer elements; this build has no GStreamer \
+             (built with --no-default-features)"
+        );
+        ExitCode::from(EXIT_USAGE)
+    }
+
+    #[cfg(feature = "gst")]
+    pub fn run(self) -> ExitCode {
+        let options = match self.options() {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        let json = self.json.json;
+        let gpu = match open_gpu() {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        if !json {
+            println!("device: {}", gpu.describe());
+            println!("{}", options.describe());
+            println!("{}", live::RunReport::header());
+        }
+        // Rows print as each N finishes: the largest N may take a while to start.
+        let result = live::run(&gpu, &options, |r| {
+            if !json {
+                println!("{}", r.row());
+            }
+        });
+        let reports = match result {
+            Ok(r) => r,
+            Err(e) => return fail("streams", e),
+        };
+        let missing = reports.first().map_or(&[][..], |r| &r.missing[..]);
+        if json {
+            println!(
+                "{}",
+                json!({
+                    "device": gpu.describe(),
+                    "what": options.describe(),
+                    "runs": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                })
+            );
+        } else if !missing.is_empty() {
+            println!(
+                "n/a: these elements have no {} (built before shared model instances)",
+                missing.join(", ")
+            );
+        }
+        ExitCode::SUCCESS
+    }
+
+    /// The run's options, or the usage exit code after one line saying
+    /// which flag is wrong (before any device or pipeline).
+    #[cfg(feature = "gst")]
+    fn options(&self) -> Result<live::Options, ExitCode> {
+        let usage = |e: String| {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_USAGE)
+        };
+        let streams = live::parse_streams(&self.streams).map_err(usage)?;
+        let options = live::Options {
+            streams,
+            task: self.task,
+            batch_size: self.batch_size,
+            max_batch_latency_ms: self.max_batch_latency,
+            seconds: self.seconds,
+            width: self.width,
+            height: self.height,
+            fps: self.fps,
+            format: video_format(&self.format)?,
+            model: self.model.clone(),
+        };
+        options.validate().map_err(usage)?;
+        Ok(options)
+    }
+}
