@@ -99,10 +99,27 @@ impl Interrupts {
 }
 
 /// A line on stderr, which may be gone (SIGHUP: the terminal closed):
-/// eprintln! would panic there and leave the job running.
+/// eprintln! would panic there and leave the job running. Where it is gone,
+/// stderr is pointed at /dev/null, so that the program's own last lines
+/// (eprintln! after the file is finalised) do not panic either.
 fn say(line: std::fmt::Arguments) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    if writeln!(std::io::stderr(), "{line}").is_err() {
+        silence_stderr();
+    }
 }
+
+#[cfg(target_os = "linux")]
+fn silence_stderr() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        // SAFETY: dup2 onto descriptor 2 from a descriptor this File owns;
+        // the File closes only its own.
+        unsafe { libc::dup2(null.as_raw_fd(), 2) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn silence_stderr() {}
 
 fn on_signal(state: &Mutex<State>, signal: i32) {
     let mut s = state.lock().unwrap();
