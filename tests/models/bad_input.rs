@@ -560,3 +560,21 @@ fn a_fifo_or_a_device_as_a_model_is_refused_without_blocking() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+/// A negative size in the input shape is refused when the model loads, not
+/// taken for "any size" and found at the first frame; the shape is quoted
+/// as the file writes it.
+#[test]
+fn tfjs_negative_input_dimension_is_refused_at_load() {
+    let path = esrgan_copy("negative", |j| {
+        j.replacen(
+            "\"batch_input_shape\": [null, null, null, 3]",
+            "\"batch_input_shape\": [null, -5, null, 3]",
+            1,
+        )
+    });
+    assert_has(
+        &load_err(&path),
+        &["batch_input_shape [null,-5,null,3] is not [batch, h, w, channels] of sizes"],
+    );
+}
