@@ -5,6 +5,7 @@
 
 pub mod assets;
 pub mod error;
+pub mod files;
 pub mod gpu;
 #[cfg(feature = "gst")]
 pub mod gst;

@@ -269,14 +269,9 @@ impl<S> Processing<S> {
 /// wgnn cannot run) a format error. The path is named once; the loader's
 /// whole message goes to the debug text.
 pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
-    let read = std::fs::metadata(path).and_then(|m| {
-        if m.is_dir() {
-            Err(std::io::Error::other("it is a directory"))
-        } else {
-            std::fs::File::open(path).map(|_| ())
-        }
-    });
-    if let Err(e) = read {
+    // Opened here only to say early why it cannot be read; a FIFO or a
+    // device is refused without being opened (the open would block).
+    if let Err(e) = crate::files::open_regular(path) {
         let domain = if e.kind() == std::io::ErrorKind::NotFound {
             gst::ResourceError::NotFound
         } else {

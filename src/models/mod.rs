@@ -114,7 +114,7 @@ pub fn bundled(relative: &str) -> PathBuf {
 /// the model's folder.
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = crate::files::read_regular(path).map_err(|e| {
         let bundled = path.starts_with(crate::assets::dir());
         if e.kind() == std::io::ErrorKind::NotFound && bundled && !crate::assets::found() {
             // A bundled model, and no copy of the assets anywhere: say where
@@ -147,7 +147,8 @@ pub fn load_bytes(
     load_from(name.as_ref(), bytes, format, &Companions::Memory(files))
 }
 
-/// Where the files a model names beside itself come from.
+/// Where the files a model names beside itself come from. On disk, a name
+/// must stay inside the model's folder ([`crate::files::inside`]).
 pub(crate) enum Companions<'a> {
     /// The model file's folder on disk.
     Folder(&'a Path),
@@ -159,7 +160,11 @@ impl Companions<'_> {
     /// The length of the file at `relative`.
     pub(crate) fn len(&self, relative: &str) -> std::io::Result<u64> {
         match self {
-            Companions::Folder(dir) => Ok(std::fs::metadata(dir.join(relative))?.len()),
+            Companions::Folder(dir) => Ok(crate::files::check_regular(&crate::files::inside(
+                dir,
+                Path::new(relative),
+            )?)?
+            .len()),
             Companions::Memory(files) => Ok(Self::find(files, relative)?.len() as u64),
         }
     }
@@ -177,7 +182,8 @@ impl Companions<'_> {
         match self {
             Companions::Folder(dir) => {
                 use std::io::{Read, Seek, SeekFrom};
-                let mut file = std::fs::File::open(dir.join(relative))?;
+                let mut file =
+                    crate::files::open_regular(&crate::files::inside(dir, Path::new(relative))?)?;
                 file.seek(SeekFrom::Start(offset))?;
                 let mut bytes = Vec::new();
                 // `take` keeps a file that grew since `len` from growing the buffer.

@@ -54,9 +54,10 @@ impl BackgroundSpec {
         })
     }
 
-    /// The image's pixels as RGBA rows, for [`BackgroundSpec::Image`].
+    /// The image's pixels as RGBA rows, for [`BackgroundSpec::Image`]: a
+    /// regular file, within [`crate::files::MAX_IMAGE_PIXELS`] by its header.
     pub fn load_image(path: &std::path::Path) -> Result<(Vec<u8>, u32, u32)> {
-        let img = image::open(path)
+        let img = crate::files::decode_image(path)
             .map_err(|e| {
                 Error::invalid(format!(
                     "background image {}: cannot read it: {e}",

@@ -204,7 +204,7 @@ fn image_layout(shape: &[Option<usize>]) -> Option<(TensorLayout, Option<usize>,
 }
 
 /// A model's shape as users read it: `?` where any size goes.
-fn shape_text(shape: &[Option<usize>]) -> String {
+pub(crate) fn shape_text(shape: &[Option<usize>]) -> String {
     let dims: Vec<String> = shape
         .iter()
         .map(|d| d.map_or("?".into(), |d| d.to_string()))

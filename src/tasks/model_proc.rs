@@ -262,8 +262,8 @@ impl ModelProc {
             path: path.to_path_buf(),
             message,
         };
-        let text =
-            std::fs::read(path).map_err(|e| bad(format!("cannot read the model-proc: {e}")))?;
+        let text = crate::files::read_regular(path)
+            .map_err(|e| bad(format!("cannot read the model-proc: {e}")))?;
         let mut proc: ModelProc = serde_json::from_slice(&text)
             .map_err(|e| bad(format!("not a valid model-proc: {e}")))?;
         proc.path = path.to_path_buf();
@@ -338,7 +338,11 @@ impl ModelProc {
             )),
             Some(LabelsProc::File(file)) => {
                 let dir = self.path.parent().unwrap_or(Path::new("."));
-                Labels::from_file(&dir.join(file))
+                let path = crate::files::inside(dir, file).map_err(|e| Error::File {
+                    path: self.path.clone(),
+                    message: format!("labels file '{}': {e}", file.display()),
+                })?;
+                Labels::from_file(&path)
             }
         }
     }
@@ -459,6 +463,55 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// Labels files outside the model-proc's folder (by `..`, an absolute
+    /// path, a symbolic link) are refused; a FIFO as the model-proc or the
+    /// labels file is refused without being opened.
+    #[cfg(unix)]
+    #[test]
+    fn labels_stay_in_the_folder_and_fifos_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("procs");
+        std::fs::create_dir(&dir).unwrap();
+        let secret = root.path().join("secret.txt");
+        std::fs::write(&secret, "root\n").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("link.txt")).unwrap();
+        let fifo = dir.join("fifo.txt");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let cases = [
+            (
+                "../secret.txt".to_string(),
+                "it leaves the folder with '..'",
+            ),
+            (secret.display().to_string(), "it is an absolute path"),
+            ("link.txt".to_string(), "it is a symbolic link to "),
+            (
+                "fifo.txt".to_string(),
+                "it is a FIFO (named pipe), not a regular file",
+            ),
+        ];
+        for (labels, says) in &cases {
+            let path = dir.join("p.json");
+            let json = serde_json::json!({"labels": labels}).to_string();
+            std::fs::write(&path, json).unwrap();
+            let e = ModelProc::load(&path)
+                .unwrap()
+                .labels()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{labels}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = ModelProc::load(&fifo).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot read the model-proc: it is a FIFO"),
+            "{e}"
+        );
     }
 
     #[test]

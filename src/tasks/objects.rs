@@ -209,7 +209,7 @@ impl Labels {
             path: PathBuf::from(path),
             message,
         };
-        let text = std::fs::read(path)
+        let text = crate::files::read_regular(path)
             .map_err(|e| file_error(format!("cannot read the labels file: {e}")))?;
         let text = String::from_utf8(text)
             .map_err(|_| file_error("the labels file is not UTF-8 text".into()))?;

@@ -12,6 +12,7 @@ mod assets;
 mod bench;
 mod encoding;
 mod files;
+mod hardening;
 mod manual;
 mod safety;
 mod selfie;

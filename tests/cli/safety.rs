@@ -42,7 +42,7 @@ fn last_line(stderr: &str) -> &str {
 
 /// A one-frame PNG that only claims to be `w` x `h` (header only; the
 /// decoder would fail on its empty data, but nothing must get that far).
-fn png_header_only(path: &Path, w: u32, h: u32) {
+pub fn png_header_only(path: &Path, w: u32, h: u32) {
     let mut ihdr = Vec::new();
     ihdr.extend_from_slice(&w.to_be_bytes());
     ihdr.extend_from_slice(&h.to_be_bytes());

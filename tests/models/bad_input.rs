@@ -434,3 +434,147 @@ fn tflite_reshape_shape_whose_product_overflows() {
         ],
     );
 }
+
+/// A file outside any model's folder, with `bytes` in it: were a model let
+/// read it, it would load (the sizes fit), so only the path check refuses.
+fn outside_copy(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = scratch(&format!("outside-{name}")).join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// How a model names a file outside its folder: by `..`, by an absolute
+/// path, and by a symbolic link in the folder (made in `dir`).
+fn escapes(dir: &Path, outside: &Path) -> [(String, &'static str); 3] {
+    let link = dir.join("link.bin");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(outside, &link).unwrap();
+    let up = Path::new("..")
+        .join(outside.parent().unwrap().file_name().unwrap())
+        .join(outside.file_name().unwrap());
+    [
+        (
+            up.to_str().unwrap().to_string(),
+            "it leaves the folder with '..'; it must be a relative path inside the model's folder",
+        ),
+        (
+            outside.to_str().unwrap().to_string(),
+            "it is an absolute path; it must be a relative path inside the model's folder",
+        ),
+        ("link.bin".to_string(), "it is a symbolic link to "),
+    ]
+}
+
+#[test]
+fn tfjs_shards_outside_the_models_folder_are_refused() {
+    let shard = common::root().join("assets/models/esrgan-slim/x2/group1-shard1of1.bin");
+    let outside = outside_copy("tfjs-shard.bin", &std::fs::read(shard).unwrap());
+    let mut ran = 0;
+    for k in 0..3 {
+        let model = esrgan_copy(&format!("tfjs-escape-{k}"), |json| json);
+        let (name, says) = escapes(model.parent().unwrap(), &outside)[k].clone();
+        let edited = std::fs::read_to_string(&model)
+            .unwrap()
+            .replace("group1-shard1of1.bin", &name);
+        std::fs::write(&model, edited).unwrap();
+        let err = load_err(&model);
+        assert!(
+            err.contains(&format!("cannot read shard '{name}': {says}")),
+            "{err}"
+        );
+        ran += 1;
+    }
+    assert_eq!(ran, 3);
+}
+
+#[test]
+fn onnx_external_data_outside_the_models_folder_is_refused() {
+    use prost::Message;
+    use wgnn::models::onnx::proto::{
+        tensor_proto::DataLocation, ModelProto, StringStringEntryProto,
+    };
+    let source = common::root().join("tests/data/detect/yolo/yolov5.onnx");
+    let mut m = ModelProto::decode(std::fs::read(source).unwrap().as_slice()).unwrap();
+    // The first initializer's values, moved to a file outside.
+    let init = &mut m.graph.as_mut().unwrap().initializer[0];
+    let raw = match init.raw_data.take() {
+        Some(raw) => raw,
+        None => std::mem::take(&mut init.float_data)
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    };
+    let outside = outside_copy("onnx-data.bin", &raw);
+    init.data_location = Some(DataLocation::External as i32);
+    let mut ran = 0;
+    for k in 0..3 {
+        let dir = scratch(&format!("onnx-escape-{k}"));
+        let (name, says) = escapes(&dir, &outside)[k].clone();
+        let init = &mut m.graph.as_mut().unwrap().initializer[0];
+        init.external_data = vec![StringStringEntryProto {
+            key: Some("location".into()),
+            value: Some(name.clone()),
+        }];
+        let path = dir.join("escape.onnx");
+        std::fs::write(&path, m.encode_to_vec()).unwrap();
+        let err = load_err(&path);
+        assert!(err.contains(says), "{name}: {err}");
+        ran += 1;
+    }
+    assert_eq!(ran, 3);
+    // The same file inside the folder loads: the refusals were the paths.
+    let dir = scratch("onnx-inside");
+    std::fs::copy(&outside, dir.join("data.bin")).unwrap();
+    let init = &mut m.graph.as_mut().unwrap().initializer[0];
+    init.external_data[0].value = Some("data.bin".into());
+    std::fs::write(dir.join("inside.onnx"), m.encode_to_vec()).unwrap();
+    models::load(dir.join("inside.onnx")).unwrap();
+}
+
+/// A FIFO (or a device) as a model is refused at once: opening it would
+/// block until something writes to it.
+#[test]
+fn a_fifo_or_a_device_as_a_model_is_refused_without_blocking() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("m.onnx");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for (path, says) in [
+        (fifo, "it is a FIFO (named pipe), not a regular file"),
+        (
+            PathBuf::from("/dev/zero"),
+            "it is a character device, not a regular file",
+        ),
+    ] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(models::load(&p).map(|_| ()).unwrap_err().to_string());
+        });
+        let err = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{}: the load blocked", path.display()));
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+/// A negative size in the input shape is refused when the model loads, not
+/// taken for "any size" and found at the first frame; the shape is quoted
+/// as the file writes it.
+#[test]
+fn tfjs_negative_input_dimension_is_refused_at_load() {
+    let path = esrgan_copy("negative", |j| {
+        j.replacen(
+            "\"batch_input_shape\": [null, null, null, 3]",
+            "\"batch_input_shape\": [null, -5, null, 3]",
+            1,
+        )
+    });
+    assert_has(
+        &load_err(&path),
+        &["batch_input_shape [null,-5,null,3] is not [batch, h, w, channels] of sizes"],
+    );
+}

@@ -4,8 +4,8 @@ complete -c wgnn-selfie -l effect -d 'What to do with the background' -r -f -a "
 replace\t''
 mask\t''
 none\t''"
-complete -c wgnn-selfie -l blur -d 'Background blur strength (Gaussian sigma in pixels, 0.5 to 64) for --effect blur' -r
-complete -c wgnn-selfie -l background -d 'Background for --effect replace: #RRGGBB, a colour name (black, white, grey, red, green, blue, transparent) or an image file' -r
+complete -c wgnn-selfie -l blur -d 'Background blur strength (Gaussian sigma in pixels, 0.5 to 64; 12 when not given) for --effect blur, which it needs' -r
+complete -c wgnn-selfie -l background -d 'Background for --effect replace (which it needs): #RRGGBB, a colour name (black, white, grey, red, green, blue, transparent) or an image file' -r
 complete -c wgnn-selfie -l model -d 'Segmentation model file (default: the bundled MediaPipe model)' -r -F
 complete -c wgnn-selfie -l device -d 'Where the model runs: auto is a hardware GPU, else the CPU (also where the only GPU is a software one; --device gpu uses it anyway)' -r -f -a "auto\t'A hardware GPU; the CPU when there is none or only a software one'
 gpu\t'The GPU, even a software rasteriser (lavapipe); fail without one'
@@ -14,7 +14,7 @@ complete -c wgnn-selfie -l precision -d 'What the model computes in: auto is flo
 f32\t''
 f16\t''"
 complete -c wgnn-selfie -l smoothing -d 'Temporal smoothing of the mask against flicker (0 = off, up to 0.95)' -r
-complete -c wgnn-selfie -s o -l output -d 'Write the result: FILE.mp4 (H.264), FILE.mkv (H.264), or a PNG sequence like frames/%05d.png' -r -F
+complete -c wgnn-selfie -s o -l output -d 'Write the result: FILE.mp4 (H.264), FILE.mkv (H.264), or a PNG sequence like frames/%05d.png (one frame number: %d or %0Nd; %% for a percent sign). A symbolic link is written through (the file it leads to is replaced); a device or a FIFO is refused' -r -F
 complete -c wgnn-selfie -l width -d 'Scale the input to this size first (both or neither)' -r
 complete -c wgnn-selfie -l height -d 'Scale the input to this height first (with --width)' -r
 complete -c wgnn-selfie -l frames -d 'Stop after this many frames' -r
@@ -25,6 +25,7 @@ fish\t'A fish completion script'"
 complete -c wgnn-selfie -l test-pattern -d 'Read GStreamer\'s moving test pattern'
 complete -c wgnn-selfie -l landscape -d 'Use the bundled landscape model (144x256, faster, for 16:9 input)'
 complete -c wgnn-selfie -l window -d 'Show the result in a window'
+complete -c wgnn-selfie -l overwrite -d 'Write wgnn-selfie.mp4 (the output without --output), replacing it when it exists (without this, an existing one is refused)'
 complete -c wgnn-selfie -l null -d 'Process as fast as possible and throw the result away (benchmarks)'
 complete -c wgnn-selfie -s q -l quiet -d 'No statistics or progress on stderr'
 complete -c wgnn-selfie -s h -l help -d 'Print help (see more with \'--help\')'

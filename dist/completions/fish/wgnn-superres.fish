@@ -1,4 +1,4 @@
-complete -c wgnn-superres -s o -l output -d 'Output: an image (.png, .jpg) for an image input; .mp4 or .mkv for a video (H.264 High profile, 4:2:0). Default: INPUT\'s name with _x<scale> (.png or .mp4) in the current folder' -r -F
+complete -c wgnn-superres -s o -l output -d 'Output: an image (.png, .jpg) for an image input; .mp4 or .mkv for a video (H.264 High profile, 4:2:0). Default: INPUT\'s name with _x<scale> (.png or .mp4) in the current folder. A symbolic link is written through (the file it leads to is replaced); a device or a FIFO is refused' -r -F
 complete -c wgnn-superres -l scale -d 'Upscaling factor' -r
 complete -c wgnn-superres -l model -d 'Another super-resolution model (TF.js model.json or TFLite)' -r -F
 complete -c wgnn-superres -l device -d 'Where the model runs: auto is a hardware GPU, else the CPU (also where the only GPU is a software one; --device gpu uses it anyway)' -r -f -a "auto\t'A hardware GPU; the CPU when there is none or only a software one'
@@ -12,6 +12,7 @@ complete -c wgnn-superres -l generate -d 'Print the manual page (man) or a shell
 bash\t'A bash completion script'
 zsh\t'A zsh completion script'
 fish\t'A fish completion script'"
+complete -c wgnn-superres -l overwrite -d 'Replace the default output (without -o) when it exists'
 complete -c wgnn-superres -l compare -d 'Side by side: bicubic on the left, the model on the right'
 complete -c wgnn-superres -l eval -d 'Evaluate on an image: downscale it by --scale, upscale it back with bicubic and with the model, and print PSNR/SSIM of both against the original (luma, border of --scale pixels left out)'
 complete -c wgnn-superres -s q -l quiet -d 'No progress bar or summary'

@@ -20,9 +20,11 @@ pub enum Effect {
 /// With no input flag it plays the bundled sample video. Everything is checked
 /// before work starts; the output is written beside its target and moved into
 /// place only when the job ends well, so a failed job leaves nothing behind.
-/// SIGINT (Ctrl-C) or SIGTERM ends the stream and finalises the output; a
-/// second signal says what the job still waits for, a third abandons it
-/// (the target is left as it was).
+/// Without --output and a display, it writes wgnn-selfie.mp4, and refuses
+/// to replace one that exists unless --overwrite is given. SIGINT (Ctrl-C),
+/// SIGTERM or SIGHUP ends the stream and finalises the output; a second
+/// signal says what the job still waits for, a third abandons it (the target
+/// is left as it was).
 #[derive(Debug, Parser)]
 #[command(name = "wgnn-selfie", version, after_long_help = wgnn::manual::help(&SECTIONS))]
 pub struct Args {
@@ -40,11 +42,11 @@ pub struct Args {
     /// What to do with the background.
     #[arg(long, value_enum, default_value = "blur")]
     pub effect: Effect,
-    /// Background blur strength (Gaussian sigma in pixels, 0.5 to 64) for
-    /// --effect blur.
-    #[arg(long, value_name = "SIGMA", default_value_t = 12.0, value_parser = app::parse_blur)]
-    pub blur: f64,
-    /// Background for --effect replace: #RRGGBB, a colour name (black, white,
+    /// Background blur strength (Gaussian sigma in pixels, 0.5 to 64; 12
+    /// when not given) for --effect blur, which it needs.
+    #[arg(long, value_name = "SIGMA", value_parser = app::parse_blur)]
+    pub blur: Option<f64>,
+    /// Background for --effect replace (which it needs): #RRGGBB, a colour name (black, white,
     /// grey, red, green, blue, transparent) or an image file.
     #[arg(long, value_name = "COLOR|IMAGE", value_parser = app::parse_background)]
     pub background: Option<String>,
@@ -71,9 +73,15 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["output", "null"])]
     pub window: bool,
     /// Write the result: FILE.mp4 (H.264), FILE.mkv (H.264), or a PNG
-    /// sequence like frames/%05d.png.
+    /// sequence like frames/%05d.png (one frame number: %d or %0Nd; %% for
+    /// a percent sign). A symbolic link is written through (the file it
+    /// leads to is replaced); a device or a FIFO is refused.
     #[arg(long, short, value_name = "FILE", conflicts_with = "null")]
     pub output: Option<PathBuf>,
+    /// Write wgnn-selfie.mp4 (the output without --output), replacing it
+    /// when it exists (without this, an existing one is refused).
+    #[arg(long, conflicts_with_all = ["output", "null", "window"])]
+    pub overwrite: bool,
     /// Process as fast as possible and throw the result away (benchmarks).
     #[arg(long)]
     pub null: bool,
@@ -136,8 +144,8 @@ pub const SECTIONS: [&Section; 2] = [
             ),
             manual::EXIT_NO_GPU,
             Item::Entry(
-                "130, 143",
-                "Stopped by SIGINT or SIGTERM; the output was finalised.",
+                "129, 130, 143",
+                "Stopped by SIGHUP, SIGINT or SIGTERM; the output was finalised.",
             ),
         ],
     },

@@ -94,41 +94,139 @@ fn describe(e: &gst::message::Error, input: Option<&std::path::Path>) -> Failure
     }
 }
 
-fn run(args: &args::Args) -> Result<u8, Failure> {
-    let interrupts = Interrupts::install("wgnn-selfie")
-        .map_err(|e| Failure::pipeline(format!("cannot handle SIGINT/SIGTERM: {e}")))?;
-    // Everything the user named, checked before any work: the output's
-    // kind, the input, the output's folder, the model and background.
-    let sink = plan::sink_of(args)?;
-    let source = plan::source_of(args)?;
-    let output = match &sink {
-        plan::Sink::Encoded(target, _) | plan::Sink::Pngs(target) => {
-            if let Some(input) = &source.file {
-                if app::same_file(input, target) {
-                    return Err(Failure::usage(format!(
-                        "--output {} is the input file; give another name",
-                        target.display()
-                    )));
-                }
-            }
-            let out = if matches!(sink, plan::Sink::Pngs(_)) {
-                Output::sequence(target)
-            } else {
-                Output::file(target)
-            }
-            .map_err(|e| Failure::usage(format!("--output: {e}")))?;
-            interrupts.remove_on_abandon(out.temporary());
-            Some(out)
-        }
-        plan::Sink::Window | plan::Sink::Null => None,
+/// The output the sink writes (none for a window or --null), created
+/// beside its target now: its folder is checked, the lock taken.
+fn prepare_output(
+    sink: &plan::Sink,
+    source: &plan::Source,
+    interrupts: &Interrupts,
+) -> Result<Option<Output>, Failure> {
+    let (plan::Sink::Encoded(target, _) | plan::Sink::Pngs(target)) = sink else {
+        return Ok(None);
     };
+    if let Some(input) = &source.file {
+        if app::same_file(input, target) {
+            return Err(Failure::usage(format!(
+                "--output {} is the input file; give another name",
+                target.display()
+            )));
+        }
+    }
+    let out = if matches!(sink, plan::Sink::Pngs(_)) {
+        Output::sequence(target)
+    } else {
+        Output::file(target)
+    }
+    .map_err(|e| Failure::usage(format!("--output: {e}")))?;
+    for path in out.temporaries() {
+        interrupts.remove_on_abandon(path);
+    }
+    Ok(Some(out))
+}
+
+/// The model the flags name, loaded once and checked against the effect.
+fn check_model(args: &args::Args) -> Result<std::path::PathBuf, Failure> {
     let model_path = plan::model_of(args);
     let model = wgnn::models::load(&model_path)
         .map_err(|e| Failure::input(app::model_failure(&model_path, &e)))?;
     let options = wgnn::tasks::SegmentOptions::new(plan::task_effect(args)?);
     wgnn::tasks::Segmenter::check(&model, &options)
         .map_err(|e| Failure::input(app::model_failure(&model_path, &e)))?;
-    drop(model);
+    Ok(model_path)
+}
+
+fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
+    show.then(|| {
+        let pb = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} {percent:>3}% {elapsed_precise} {msg}",
+        ) {
+            pb.set_style(style);
+        }
+        pb
+    })
+}
+
+/// Runs the pipeline to its end (EOS) or its first error, with statistics
+/// (and the progress through a file) once a second.
+fn watch(
+    args: &args::Args,
+    pipeline: &gst::Pipeline,
+    stats: &mut stats::Stats,
+    input: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let progress = progress_bar(input.is_some() && !args.quiet);
+    let bus = pipeline
+        .bus()
+        .ok_or_else(|| Failure::pipeline("the pipeline has no bus"))?;
+    let result = pipeline.set_state(gst::State::Playing);
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let outcome = loop {
+        if let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) {
+            match msg.view() {
+                gst::MessageView::Eos(_) => break Ok(()),
+                gst::MessageView::Error(e) => break Err(describe(e, input)),
+                gst::MessageView::Warning(w) if !args.quiet => {
+                    eprintln!("wgnn-selfie: warning: {}", w.error().message());
+                }
+                _ => {}
+            }
+        } else if result.is_err() {
+            break Err(Failure::pipeline("the pipeline failed to start"));
+        }
+        if Instant::now() >= next_tick {
+            next_tick += Duration::from_secs(1);
+            let tick = stats.tick();
+            match &progress {
+                Some(pb) => {
+                    if let (Some(pos), Some(dur)) = (
+                        pipeline.query_position::<gst::ClockTime>(),
+                        pipeline.query_duration::<gst::ClockTime>(),
+                    ) {
+                        pb.set_length(dur.mseconds());
+                        pb.set_position(pos.mseconds());
+                    }
+                    pb.set_message(tick.to_string());
+                }
+                None if !args.quiet => eprintln!("{tick}"),
+                None => {}
+            }
+        }
+    };
+    if let Some(pb) = &progress {
+        pb.finish_and_clear();
+    }
+    outcome
+}
+
+/// The summary after a job that ended well.
+fn report(stats: &stats::Stats, seg: &gst::Element, model: &std::path::Path, on_cpu: bool) {
+    eprintln!("wgnn-selfie: {}", stats.summary());
+    // Which file ran: the bundled default is read from where wgnn is
+    // installed (or $WGNN_ASSETS_DIR), worth seeing.
+    eprintln!("wgnn-selfie: model {}", model.display());
+    let used = seg
+        .property::<Option<String>>("precision-used")
+        .unwrap_or_default();
+    if !used.is_empty() {
+        eprintln!("wgnn-selfie: precision {used}");
+    }
+    if on_cpu {
+        eprintln!("wgnn-selfie: ran on the CPU");
+    }
+}
+
+fn run(args: &args::Args) -> Result<u8, Failure> {
+    let interrupts = Interrupts::install("wgnn-selfie")
+        .map_err(|e| Failure::pipeline(format!("cannot handle SIGINT/SIGTERM/SIGHUP: {e}")))?;
+    // Everything the user named, checked before any work: the flags that
+    // go together, the output's kind, the input, the output's folder, the
+    // model and background.
+    plan::check_combinations(args)?;
+    let sink = plan::sink_of(args)?;
+    let source = plan::source_of(args)?;
+    let output = prepare_output(&sink, &source, &interrupts)?;
+    let model_path = check_model(args)?;
 
     wgnn::gst::register_static()
         .map_err(|e| Failure::pipeline(format!("cannot register the wgnn elements: {e}")))?;
@@ -181,86 +279,26 @@ fn run(args: &args::Args) -> Result<u8, Failure> {
         });
     }
 
-    let progress = (source.file.is_some() && !args.quiet).then(|| {
-        let pb = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:30} {percent:>3}% {elapsed_precise} {msg}",
-        ) {
-            pb.set_style(style);
-        }
-        pb
-    });
-
-    let bus = pipeline
-        .bus()
-        .ok_or_else(|| Failure::pipeline("the pipeline has no bus"))?;
-    let result = pipeline.set_state(gst::State::Playing);
-    let mut next_tick = Instant::now() + Duration::from_secs(1);
-    let outcome = loop {
-        if let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) {
-            match msg.view() {
-                gst::MessageView::Eos(_) => break Ok(()),
-                gst::MessageView::Error(e) => break Err(describe(e, source.file.as_deref())),
-                gst::MessageView::Warning(w) if !args.quiet => {
-                    eprintln!("wgnn-selfie: warning: {}", w.error().message());
-                }
-                _ => {}
-            }
-        } else if result.is_err() {
-            break Err(Failure::pipeline("the pipeline failed to start"));
-        }
-        if Instant::now() >= next_tick {
-            next_tick += Duration::from_secs(1);
-            let tick = stats.tick();
-            match &progress {
-                Some(pb) => {
-                    if let (Some(pos), Some(dur)) = (
-                        pipeline.query_position::<gst::ClockTime>(),
-                        pipeline.query_duration::<gst::ClockTime>(),
-                    ) {
-                        pb.set_length(dur.mseconds());
-                        pb.set_position(pos.mseconds());
-                    }
-                    pb.set_message(tick.to_string());
-                }
-                None if !args.quiet => eprintln!("{tick}"),
-                None => {}
-            }
-        }
-    };
-    if let Some(pb) = &progress {
-        pb.finish_and_clear();
-    }
+    let outcome = watch(args, &pipeline, &mut stats, source.file.as_deref());
     let _ = pipeline.set_state(gst::State::Null);
     interrupts.clear_stop();
     // On failure the output is dropped: its temporary file goes, the target
     // stays as it was.
     outcome?;
-    let report = || {
-        eprintln!("wgnn-selfie: {}", stats.summary());
-        // Which file ran: the bundled default is read from where wgnn is
-        // installed (or $WGNN_ASSETS_DIR), worth seeing.
-        eprintln!("wgnn-selfie: model {}", model_path.display());
-        let used = seg
-            .property::<Option<String>>("precision-used")
-            .unwrap_or_default();
-        if !used.is_empty() {
-            eprintln!("wgnn-selfie: precision {used}");
+    let written = match output {
+        Some(out) => {
+            let target = out.target().to_path_buf();
+            out.commit()
+                .map_err(|e| Failure::pipeline(format!("cannot finish the output: {e}")))?;
+            Some(target)
         }
-        if gpu.is_none() {
-            eprintln!("wgnn-selfie: ran on the CPU");
-        }
+        None => None,
     };
-    if let Some(out) = output {
-        let target = out.target().to_path_buf();
-        out.commit()
-            .map_err(|e| Failure::pipeline(format!("cannot finish the output: {e}")))?;
-        if !args.quiet {
-            report();
+    if !args.quiet {
+        report(&stats, &seg, &model_path, gpu.is_none());
+        if let Some(target) = written {
             eprintln!("wgnn-selfie: wrote {}", target.display());
         }
-    } else if !args.quiet {
-        report();
     }
     Ok(interrupts.exit_code().unwrap_or(0))
 }

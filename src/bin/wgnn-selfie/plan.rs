@@ -13,6 +13,9 @@ fn quoted(p: &Path) -> String {
     format!("\"{}\"", p.display().to_string().replace('"', "\\\""))
 }
 
+/// What is written without --output or a display.
+const DEFAULT_OUTPUT: &str = "wgnn-selfie.mp4";
+
 /// Where the frames go.
 pub enum Sink {
     Window,
@@ -32,12 +35,19 @@ pub fn sink_of(args: &Args) -> Result<Sink, Failure> {
     }
     let Some(out) = args.output.clone() else {
         let display = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
-        return Ok(if display {
-            Sink::Window
-        } else {
-            eprintln!("wgnn-selfie: no display and no --output: writing wgnn-selfie.mp4");
-            Sink::Encoded("wgnn-selfie.mp4".into(), Muxer::Mp4)
-        });
+        if display && !args.overwrite {
+            return Ok(Sink::Window);
+        }
+        let default = PathBuf::from(DEFAULT_OUTPUT);
+        // symlink_metadata: a dangling link there is something too.
+        if std::fs::symlink_metadata(&default).is_ok() && !args.overwrite {
+            return Err(Failure::usage(format!(
+                "no display and no --output, and {DEFAULT_OUTPUT} exists: give --overwrite to \
+                 replace it, or --output another name"
+            )));
+        }
+        eprintln!("wgnn-selfie: no display and no --output: writing {DEFAULT_OUTPUT}");
+        return Ok(Sink::Encoded(default, Muxer::Mp4));
     };
     let name = out.to_string_lossy().to_ascii_lowercase();
     if let Some(mux) = Muxer::for_path(&out) {
@@ -70,6 +80,14 @@ pub fn source_of(args: &Args) -> Result<Source, Failure> {
                 dev.display()
             )));
         }
+        // A camera is a character device; anything else (a FIFO would block
+        // v4l2src's open) is refused.
+        if !is_char_device(dev) {
+            return Err(Failure::input(format!(
+                "{} is not a camera: a camera is a device like /dev/video0",
+                dev.display()
+            )));
+        }
         return Ok(Source {
             parts: vec![format!("v4l2src device={}", quoted(dev))],
             file: None,
@@ -89,15 +107,16 @@ pub fn source_of(args: &Args) -> Result<Source, Failure> {
         .input
         .clone()
         .unwrap_or_else(|| wgnn::assets_dir().join("samples/astronaut.mp4"));
-    if let Err(e) = std::fs::File::open(&file) {
+    // A regular file only: a FIFO would block filesrc, a camera's device
+    // is for --camera.
+    if let Err(e) = wgnn::files::open_regular(&file) {
+        let hint = if is_char_device(&file) {
+            " (a camera is read with --camera)"
+        } else {
+            ""
+        };
         return Err(Failure::input(format!(
-            "cannot read {}: {e}",
-            file.display()
-        )));
-    }
-    if file.is_dir() {
-        return Err(Failure::input(format!(
-            "cannot read {}: it is a folder",
+            "cannot read {}: {e}{hint}",
             file.display()
         )));
     }
@@ -108,6 +127,11 @@ pub fn source_of(args: &Args) -> Result<Source, Failure> {
         ],
         file: Some(file),
     })
+}
+
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// The segmentation model the flags name (the bundled one by default).
@@ -121,6 +145,25 @@ pub fn model_of(args: &Args) -> PathBuf {
     }
 }
 
+/// The blur's sigma when --blur is not given.
+pub const DEFAULT_BLUR: f64 = 12.0;
+
+/// Flags that only matter with another are refused without it, rather than
+/// ignored.
+pub fn check_combinations(args: &Args) -> Result<(), Failure> {
+    if args.background.is_some() && args.effect != Effect::Replace {
+        return Err(Failure::usage(
+            "--background needs --effect replace; give both, or drop --background",
+        ));
+    }
+    if args.blur.is_some() && args.effect != Effect::Blur {
+        return Err(Failure::usage(
+            "--blur sets the strength of --effect blur; drop it with another effect",
+        ));
+    }
+    Ok(())
+}
+
 /// The effect as the task names it, for checking the model and background
 /// before the pipeline starts.
 pub fn task_effect(args: &Args) -> Result<wgnn::tasks::SegmentEffect, Failure> {
@@ -129,7 +172,7 @@ pub fn task_effect(args: &Args) -> Result<wgnn::tasks::SegmentEffect, Failure> {
         Effect::None => Task::None,
         Effect::Mask => Task::Mask,
         Effect::Blur => Task::Blur {
-            strength: args.blur as f32,
+            strength: args.blur.unwrap_or(DEFAULT_BLUR) as f32,
         },
         Effect::Replace => Task::Replace(
             wgnn::tasks::BackgroundSpec::parse(args.background.as_deref().unwrap_or("green"))
@@ -170,7 +213,7 @@ pub fn describe(args: &Args, source: &Source, sink: &Sink, s: &Settings) -> Stri
     let mut seg = format!(
         "wgnnsegment name=seg effect={effect} blur-strength={} smoothing={} device={} \
          precision={} profile={} model={}",
-        args.blur,
+        args.blur.unwrap_or(DEFAULT_BLUR),
         args.smoothing,
         if s.on_cpu { "cpu" } else { "gpu" },
         args.precision,

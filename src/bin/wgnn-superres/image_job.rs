@@ -26,13 +26,11 @@ fn output_size(args: &Args, w: u32, h: u32) -> (u64, u64) {
     (w * s * if args.compare { 2 } else { 1 }, h * s)
 }
 
-/// The image's size from its header (nothing decoded), refused when the
-/// upscaled image would exceed [`MAX_SIDE`].
+/// The image's size from its header (nothing decoded), refused past the
+/// image budget ([`wgnn::files::image_size`]) or when the upscaled image
+/// would exceed [`MAX_SIDE`].
 pub fn check_size(args: &Args) -> Result<(u32, u32), Failure> {
-    let (w, h) = image::ImageReader::open(args.input())
-        .and_then(|r| r.with_guessed_format())
-        .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?
-        .into_dimensions()
+    let (w, h) = wgnn::files::image_size(args.input())
         .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?;
     if w == 0 || h == 0 {
         return Err(fail(
@@ -219,7 +217,7 @@ pub fn run(args: &Args, job: Job, (w, h): (u32, u32)) -> Result<u8, Failure> {
             gpu.limits().max_texture_dimension_2d.min(MAX_SIDE),
         )?;
     }
-    let original = image::open(args.input())
+    let original = wgnn::files::decode_image(args.input())
         .map_err(|e| fail(3, format!("cannot read {}: {e}", args.input().display())))?
         .to_rgba8();
     if args.eval {

@@ -19,11 +19,14 @@ use wgnn::manual::{self, Generate, Item, Section};
 ///
 /// Everything is checked before work starts; the output is written beside
 /// its target and moved into place only when the job ends well, so a failed
-/// job leaves nothing behind. Images: at most 16384 pixels on a side after
-/// upscaling (side by side with --compare counts twice the width). SIGINT
-/// (Ctrl-C) or SIGTERM ends a video and finalises the file; a second signal
-/// says what the job still waits for, a third abandons it (the target is left
-/// as it was). An image job stops at once.
+/// job leaves nothing behind; without -o, an existing INPUT_x<scale> file is
+/// refused unless --overwrite is given. Images: at most 16384 pixels on a
+/// side and 64 Mpixel, read from their header before decoding, and at most
+/// 16384 pixels on a side after upscaling (side by side with --compare counts
+/// twice the width). SIGINT (Ctrl-C), SIGTERM or SIGHUP ends a video and
+/// finalises the file; a second signal says what the job still waits for, a
+/// third abandons it (the target is left as it was). An image job stops at
+/// once.
 #[derive(Debug, Parser)]
 #[command(
     name = "wgnn-superres",
@@ -38,9 +41,14 @@ pub struct Args {
     input: Option<PathBuf>,
     /// Output: an image (.png, .jpg) for an image input; .mp4 or .mkv for a
     /// video (H.264 High profile, 4:2:0). Default: INPUT's name with
-    /// _x<scale> (.png or .mp4) in the current folder.
+    /// _x<scale> (.png or .mp4) in the current folder. A symbolic link is
+    /// written through (the file it leads to is replaced); a device or a FIFO
+    /// is refused.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace the default output (without -o) when it exists.
+    #[arg(long, conflicts_with = "output")]
+    overwrite: bool,
     /// Upscaling factor.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=4))]
     scale: u32,
@@ -116,8 +124,8 @@ const SECTIONS: [&Section; 2] = [
             Item::Entry("3", "The input or the model cannot be read or used."),
             manual::EXIT_NO_GPU,
             Item::Entry(
-                "130, 143",
-                "Stopped by SIGINT or SIGTERM; a video output was finalised.",
+                "129, 130, 143",
+                "Stopped by SIGHUP, SIGINT or SIGTERM; a video output was finalised.",
             ),
         ],
     },
@@ -151,9 +159,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether the input (a regular file, checked) is an image by its first
+/// bytes.
 fn is_image(path: &Path) -> bool {
-    image::ImageReader::open(path)
-        .and_then(|r| r.with_guessed_format())
+    wgnn::files::open_regular(path)
+        .map(std::io::BufReader::new)
+        .and_then(|f| image::ImageReader::new(f).with_guessed_format())
         .is_ok_and(|r| r.format().is_some())
 }
 
@@ -201,18 +212,12 @@ pub struct Job {
 
 fn run(args: &Args) -> Result<u8, Failure> {
     let interrupts = Interrupts::install("wgnn-superres")
-        .map_err(|e| fail(1, format!("cannot handle SIGINT/SIGTERM: {e}")))?;
-    // The input, readable.
-    if let Err(e) = std::fs::File::open(args.input()) {
+        .map_err(|e| fail(1, format!("cannot handle SIGINT/SIGTERM/SIGHUP: {e}")))?;
+    // The input, readable, and a regular file: a FIFO would block.
+    if let Err(e) = wgnn::files::open_regular(args.input()) {
         return Err(fail(
             3,
             format!("cannot read {}: {e}", args.input().display()),
-        ));
-    }
-    if args.input().is_dir() {
-        return Err(fail(
-            3,
-            format!("cannot read {}: it is a folder", args.input().display()),
         ));
     }
     let image = is_image(args.input());
@@ -229,6 +234,15 @@ fn run(args: &Args) -> Result<u8, Failure> {
         return Err(fail(
             2,
             "--eval already compares with bicubic; drop --compare",
+        ));
+    }
+    if image && args.frames.is_some() {
+        return Err(fail(
+            2,
+            format!(
+                "--frames stops a video; {} is an image, drop --frames",
+                args.input().display()
+            ),
         ));
     }
     // The output: its kind from its name, not the input, its folder
@@ -258,6 +272,22 @@ fn run(args: &Args) -> Result<u8, Failure> {
                 format!("-o {} is the input file; give another name", t.display()),
             ));
         }
+        // symlink_metadata: a dangling link there is something too.
+        if args.output.is_none() && !args.overwrite && std::fs::symlink_metadata(t).is_ok() {
+            return Err(fail(
+                2,
+                format!(
+                    "{} exists (the default output): give --overwrite to replace it, or -o \
+                     another name",
+                    t.display()
+                ),
+            ));
+        }
+    } else if args.overwrite {
+        return Err(fail(
+            2,
+            "--eval without -o writes nothing; drop --overwrite",
+        ));
     }
     // An image's size from its header, before anything is allocated.
     let size = if image {
@@ -268,7 +298,9 @@ fn run(args: &Args) -> Result<u8, Failure> {
     let output = match &target {
         Some(t) => {
             let out = Output::file(t).map_err(|e| fail(2, format!("-o: {e}")))?;
-            interrupts.remove_on_abandon(out.temporary());
+            for path in out.temporaries() {
+                interrupts.remove_on_abandon(path);
+            }
             Some(out)
         }
         None => None,

@@ -6,7 +6,9 @@
 mod bus;
 mod device;
 mod encode;
+mod lock;
 mod output;
+mod pattern;
 mod signals;
 mod stop;
 mod values;

@@ -1,7 +1,7 @@
-//! SIGINT and SIGTERM for the CLIs. The first signal ends the stream (EOS)
-//! so that the muxer finishes the file, which is then moved into place; the
-//! exit code is 128 + the signal (130 for Ctrl-C, 143 for `kill`, `timeout`
-//! or `docker stop`). Finalising can take a while (the encoder holds frames
+//! SIGINT, SIGTERM and SIGHUP for the CLIs. The first signal ends the stream
+//! (EOS) so that the muxer finishes the file, which is then moved into place;
+//! the exit code is 128 + the signal (130 for Ctrl-C, 143 for `kill`,
+//! `timeout` or `docker stop`, 129 for a closed terminal or SSH session). Finalising can take a while (the encoder holds frames
 //! back, software Vulkan is slow), and a user who presses Ctrl-C again is
 //! told what the job waits for rather than losing the file to impatience: a
 //! second signal only says what is going on; a third abandons the job,
@@ -11,7 +11,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
+use std::io::Write;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 type StopFn = Arc<dyn Fn() + Send + Sync>;
 
@@ -28,7 +30,7 @@ struct State {
     temporaries: Vec<PathBuf>,
 }
 
-/// The process's SIGINT/SIGTERM handling; see the module docs.
+/// The process's SIGINT/SIGTERM/SIGHUP handling; see the module docs.
 #[derive(Clone)]
 pub struct Interrupts {
     state: Arc<Mutex<State>>,
@@ -38,12 +40,13 @@ fn name_of(signal: i32) -> &'static str {
     match signal {
         SIGINT => "SIGINT",
         SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
         _ => "signal",
     }
 }
 
 impl Interrupts {
-    /// Takes over SIGINT and SIGTERM for the rest of the process; messages
+    /// Takes over SIGINT, SIGTERM and SIGHUP for the rest of the process; messages
     /// start with `program`.
     pub fn install(program: &str) -> std::io::Result<Interrupts> {
         let state = Arc::new(Mutex::new(State {
@@ -54,7 +57,7 @@ impl Interrupts {
             finishing: String::new(),
             temporaries: Vec::new(),
         }));
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
         let handled = state.clone();
         std::thread::Builder::new()
             .name("signals".into())
@@ -95,6 +98,29 @@ impl Interrupts {
     }
 }
 
+/// A line on stderr, which may be gone (SIGHUP: the terminal closed):
+/// eprintln! would panic there and leave the job running. Where it is gone,
+/// stderr is pointed at /dev/null, so that the program's own last lines
+/// (eprintln! after the file is finalised) do not panic either.
+fn say(line: std::fmt::Arguments) {
+    if writeln!(std::io::stderr(), "{line}").is_err() {
+        silence_stderr();
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn silence_stderr() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        // SAFETY: dup2 onto descriptor 2 from a descriptor this File owns;
+        // the File closes only its own.
+        unsafe { libc::dup2(null.as_raw_fd(), 2) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn silence_stderr() {}
+
 fn on_signal(state: &Mutex<State>, signal: i32) {
     let mut s = state.lock().unwrap();
     s.count += 1;
@@ -102,20 +128,20 @@ fn on_signal(state: &Mutex<State>, signal: i32) {
     let name = name_of(signal);
     match (s.count, s.stop.clone()) {
         (1, Some(stop)) => {
-            eprintln!(
+            say(format_args!(
                 "{}: {name}: ending the stream and {}",
                 s.program, s.finishing
-            );
+            ));
             drop(s);
             stop();
         }
         (2, Some(_)) => {
-            eprintln!(
+            say(format_args!(
                 "{}: {name} again: still {} (the frames in flight go through the model and \
                  the encoder, then the file is closed); a third signal abandons it and keeps \
                  nothing",
                 s.program, s.finishing
-            );
+            ));
         }
         _ => {
             for path in &s.temporaries {
@@ -126,7 +152,7 @@ fn on_signal(state: &Mutex<State>, signal: i32) {
             } else {
                 "abandoned; nothing written"
             };
-            eprintln!("{}: {name}: {what}", s.program);
+            say(format_args!("{}: {name}: {what}", s.program));
             std::process::exit(128 + first);
         }
     }

@@ -51,8 +51,13 @@ fn parse_in(value: &str, lo: f64, hi: f64) -> Result<f64, String> {
 
 /// `--frames`: a count of frames, 1 or more.
 pub fn parse_frames(value: &str) -> Result<u64, String> {
+    use std::num::IntErrorKind;
     match value.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
+        Err(e) if *e.kind() == IntErrorKind::PosOverflow => Err(format!(
+            "'{value}' is too large: give a number of frames from 1 to {}",
+            u64::MAX
+        )),
         _ => Err(format!("'{value}': give a number of frames, 1 or more")),
     }
 }
@@ -114,6 +119,11 @@ mod tests {
                 "{bad}"
             );
         }
+        let e = parse_frames("99999999999999999999").unwrap_err();
+        assert!(
+            e.contains("too large") && e.contains("from 1 to 18446744073709551615"),
+            "{e}"
+        );
         assert!(parse_smoothing("abc").unwrap_err().contains("not a number"));
         assert_eq!(parse_blur("64").unwrap(), 64.0);
         assert!(parse_blur("0").unwrap_err().contains("from 0.5 to 64"));

@@ -3,7 +3,7 @@
 //! subgraphs use `INT64_MAX` as "to the end"); only a value that becomes a
 //! graph constant is narrowed to int32, and range-checked then.
 
-use std::path::{Component, Path};
+use std::path::Path;
 
 use half::f16;
 
@@ -315,18 +315,10 @@ fn read_external(
             "tensor '{name}': external data ('{location}') needs the model's folder"
         ));
     };
-    let rel = Path::new(&location);
     // The path must stay inside the model's folder: a model file must not
     // make wgnn read arbitrary files.
-    if rel
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(format!(
-            "tensor '{name}': external data location '{location}' must be a relative path \
-             inside the model's folder"
-        ));
-    }
+    crate::files::relative_inside(Path::new(&location))
+        .map_err(|e| format!("tensor '{name}': external data location '{location}': {e}"))?;
     let unreadable = |e: std::io::Error| {
         format!("initializer '{name}': external data file '{location}' cannot be read: {e}")
     };

@@ -136,19 +136,30 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
                 "has no batch_input_shape".into(),
             )
         })?;
-    let input_shape: Vec<Option<usize>> = shape
+    // As written in the file (JSON): null is any size.
+    let shown = serde_json::to_string(shape).unwrap_or_default();
+    // null is any size; anything else must be a size (a negative one would
+    // only fail at the first frame).
+    let input_shape: Option<Vec<Option<usize>>> = shape
         .iter()
         .skip(1)
-        .map(|d| d.as_u64().map(|d| d as usize))
+        .map(|d| match d {
+            Value::Null => Some(None),
+            d => d.as_u64().and_then(|d| usize::try_from(d).ok()).map(Some),
+        })
         .collect();
-    if input_shape.len() != 3 || input_shape[2].is_none() {
-        return Err(err(
-            &format!("layer '{}'", input.name),
-            format!(
-                "batch_input_shape {shape:?} is not [batch, h, w, channels] with known channels"
-            ),
-        ));
-    }
+    let input_shape = match input_shape {
+        Some(s) if s.len() == 3 && s[2].is_some() => s,
+        _ => {
+            return Err(err(
+                &format!("layer '{}'", input.name),
+                format!(
+                    "batch_input_shape {shown} is not [batch, h, w, channels] of sizes (null: \
+                     any), with known channels"
+                ),
+            ))
+        }
+    };
     let weights = read_weights(path, &json, files)?;
     let source = TfjsSource {
         path: path.to_path_buf(),
@@ -264,7 +275,8 @@ fn read_weights(
             return Err(err(
                 &loc,
                 format!(
-                    "shards {paths:?} hold {available} bytes, but the manifest's weights need {total}"
+                    "shards {} hold {available} bytes, but the manifest's weights need {total}",
+                    paths.join(", ")
                 ),
             ));
         }

@@ -302,12 +302,13 @@ impl Detector {
 fn output<'a>(outputs: &'a InferenceOutputs, name: &str) -> Result<&'a crate::ml::Tensor> {
     outputs.tensor(name).ok_or_else(|| {
         Error::invalid(format!(
-            "detect: the model's graph has no output '{name}' (it has {:?})",
+            "detect: the model's graph has no output '{name}' (it has {})",
             outputs
                 .tensors()
                 .iter()
-                .map(|(n, _)| n.as_str())
+                .map(|(n, _)| format!("'{n}'"))
                 .collect::<Vec<_>>()
+                .join(", ")
         ))
     })
 }

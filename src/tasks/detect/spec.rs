@@ -179,6 +179,7 @@ impl Spec {
                         )));
                     }
                 };
+                check_yolo_fit(&out, v8, n, classes, outputs).map_err(fail)?;
                 if n > MAX_BOXES {
                     return Err(fail(format!(
                         "output '{}' holds {n} boxes; at most {MAX_BOXES} are supported",
@@ -225,6 +226,50 @@ impl Spec {
             _ => raw,
         }
     }
+}
+
+/// Whether `out`, read in a YOLO layout, looks like a YOLO head rather than
+/// another model's output read the wrong way: a YOLO head predicts many
+/// boxes of few classes (thousands of boxes of 80 classes for COCO), in one
+/// output. An SSD model keeps boxes and scores apart, in outputs of the
+/// same box count; a YOLO layout on it would make scores of coordinates.
+fn check_yolo_fit(
+    out: &OutputInfo,
+    v8: bool,
+    n: usize,
+    classes: usize,
+    outputs: &[OutputInfo],
+) -> std::result::Result<(), String> {
+    let layout = if v8 { "yolov8" } else { "yolov5" };
+    let read = format!(
+        "output '{}' {} read as {layout} is {n} boxes of {classes} classes",
+        out.name,
+        shape_text(&out.shape)
+    );
+    if n < classes {
+        return Err(format!(
+            "{read}: fewer boxes than classes, which no YOLO model gives (is it a YOLO model, \
+             and in this layout?)"
+        ));
+    }
+    let beside = outputs.iter().find(|o| {
+        o.name != out.name && squeeze_batch(&o.shape).is_some_and(|[a, b]| a == n || b == n)
+    });
+    if let Some(other) = beside {
+        return Err(format!(
+            "{read}, and output '{}' {} holds as many: boxes and scores apart, as in an SSD \
+             model, not one YOLO output",
+            other.name,
+            shape_text(&other.shape)
+        ));
+    }
+    Ok(())
+}
+
+/// A shape as users read it: `1x896x16`.
+fn shape_text(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    dims.join("x")
 }
 
 /// [1, a, b] or [a, b] as [a, b].

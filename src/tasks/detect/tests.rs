@@ -359,3 +359,38 @@ fn detector_errors_name_the_cause() {
         "{err}"
     );
 }
+
+#[test]
+fn a_yolo_layout_on_the_ssd_face_model_is_refused_at_start() {
+    let model = face_model();
+    let cases = [
+        (
+            "yolov8",
+            "output 'regressors' 1x896x16 read as yolov8 is 16 boxes of 892 classes: fewer boxes \
+             than classes",
+        ),
+        (
+            "yolov5",
+            "output 'regressors' 1x896x16 read as yolov5 is 896 boxes of 11 classes, and output \
+             'classificators' 1x896x1 holds as many",
+        ),
+    ];
+    for (layout, says) in cases {
+        let proc: ModelProc = serde_json::from_str(&format!(
+            r#"{{"decoder": {{"type": "yolo", "layout": "{layout}"}}}}"#
+        ))
+        .unwrap();
+        let err = Detector::new(
+            &Device::Cpu,
+            model.clone(),
+            &proc,
+            Labels::none(),
+            DetectOptions::default(),
+            ColorSpec::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(says), "{layout}: {err}");
+        assert!(!err.contains('\n'), "{err}");
+    }
+}

@@ -99,7 +99,8 @@ impl SegmentModel {
             [_, Some(h), Some(w), Some(1)] if *h > 0 && *w > 0 => (*w as u32, *h as u32),
             shape => {
                 return Err(bad(format!(
-                    "output shape {shape:?} is not [1, height, width, 1]"
+                    "output shape {} is not [1, height, width, 1]",
+                    super::image_input::shape_text(shape)
                 )))
             }
         };
