@@ -1,7 +1,8 @@
-//! What the processing elements (`wgnnsegment`, `wgnnsuperres`,
-//! `wgnninfer`) share around their task: starting (the model loaded and
-//! checked, the device chosen and opened), stopping, the bus error that
-//! stops a stream, and moving a frame in and out in either memory.
+//! What the model elements (the subclasses of
+//! [`WgnnModelElement`](crate::gst::model_element::WgnnModelElement)) share
+//! around their task: starting (the model loaded and checked, the device
+//! chosen and opened), stopping, the bus error that stops a stream, and
+//! moving a frame in and out in either memory.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -24,11 +25,10 @@ use crate::tasks::{Device, ModelInstance};
 use crate::video::cpu::CpuFrame;
 use crate::video::{GpuFrame, TexturePool};
 
-/// What `start` settled: the settings it was given, the model instance
-/// (shared with other elements by `model-instance-id`, or the element's
-/// own), its model, and where the task runs.
-pub struct Started<S> {
-    pub settings: S,
+/// What `start` settled: the model instance (shared with other elements by
+/// `model-instance-id`, or the element's own), its model, and where the task
+/// runs.
+pub struct Started {
     pub instance: Arc<ModelInstance>,
     pub model: Arc<Model>,
     pub device: Device,
@@ -38,17 +38,17 @@ pub struct Started<S> {
 /// debug category, its handle on the pipeline's device, its counters and
 /// latency, its place among its model instance's users, and what `start`
 /// settled.
-pub struct Processing<S> {
+pub struct Processing {
     pub cat: gst::DebugCategory,
     pub slot: DeviceSlot,
     pub meter: FrameMeter,
     pub users: InstanceUse,
     /// `profile` and `gpu-ms` (of the elements that register them).
     pub clock: ModelClock,
-    started: Mutex<Option<Arc<Started<S>>>>,
+    started: Mutex<Option<Arc<Started>>>,
 }
 
-impl<S> Processing<S> {
+impl Processing {
     pub fn new(cat: gst::DebugCategory) -> Self {
         Processing {
             cat,
@@ -69,12 +69,11 @@ impl<S> Processing<S> {
     pub fn start(
         &self,
         element: &gst::Element,
-        settings: S,
         path: &Path,
         choice: DeviceChoice,
         instance: &InstanceSettings,
-        check: impl FnOnce(&Model, &S) -> crate::Result<()>,
-    ) -> Result<Arc<Started<S>>, gst::ErrorMessage> {
+        check: impl FnOnce(&Model) -> crate::Result<()>,
+    ) -> Result<Arc<Started>, gst::ErrorMessage> {
         self.meter.reset();
         self.clock.reset();
         let batch = instance.batch();
@@ -108,7 +107,7 @@ impl<S> Processing<S> {
             }
         };
         let model = instance.model().clone();
-        check(&model, &settings).map_err(|e| unusable_model(path, &e))?;
+        check(&model).map_err(|e| unusable_model(path, &e))?;
         if batch.size > 1 {
             self.meter.set_latency_floor(batch.max_latency);
         }
@@ -130,7 +129,6 @@ impl<S> Processing<S> {
         );
         self.users.set(instance.member());
         let started = Arc::new(Started {
-            settings,
             instance,
             model,
             device,
@@ -156,7 +154,7 @@ impl<S> Processing<S> {
             .or_else(|| self.clock.property(name))
     }
 
-    pub fn started(&self) -> Option<Arc<Started<S>>> {
+    pub fn started(&self) -> Option<Arc<Started>> {
         self.started.lock().unwrap().clone()
     }
 

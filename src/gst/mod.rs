@@ -15,6 +15,7 @@ pub mod frames;
 pub mod instance;
 mod latency;
 mod memory_cache;
+mod model_element;
 pub mod precision_choice;
 mod profile;
 pub mod property;

@@ -33,6 +33,16 @@ pub fn properties() -> Vec<glib::ParamSpec> {
     ]
 }
 
+/// Whether `a` and `b` are one file (the same device and inode, through
+/// links); a path that does not exist is no file yet.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 /// Where a started element sends each frame's results.
 #[derive(Debug, Default)]
 pub struct ResultsOut {
@@ -42,11 +52,30 @@ pub struct ResultsOut {
 
 impl ResultsOut {
     /// Opens `location` for appending (created if missing; what it holds is
-    /// kept). Fails the state change naming the file.
-    pub fn open(location: Option<&Path>, post: bool) -> Result<ResultsOut, gst::ErrorMessage> {
+    /// kept). Fails the state change naming the file, and refuses a file the
+    /// element reads (`read`: each property and its file, if any), which
+    /// appending would damage.
+    pub fn open(
+        location: Option<&Path>,
+        post: bool,
+        read: &[(&str, Option<&Path>)],
+    ) -> Result<ResultsOut, gst::ErrorMessage> {
         let file = match location {
             None => None,
             Some(path) => {
+                if let Some((name, _)) = read
+                    .iter()
+                    .find(|(_, f)| f.is_some_and(|f| same_file(path, f)))
+                {
+                    return Err(gst::error_msg!(
+                        gst::LibraryError::Settings,
+                        (
+                            "cannot use results-location {}: it is the {name} file, which the \
+                             element reads",
+                            path.display()
+                        )
+                    ));
+                }
                 let f = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)

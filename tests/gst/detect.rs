@@ -494,3 +494,72 @@ fn bad_properties_fail_the_state_change_naming_the_cause() {
         &["/no/such/dir/out.jsonl"],
     );
 }
+
+/// `results-location` naming a file the element reads (the model, its
+/// model-proc beside it or given, through a link or not) fails the state
+/// change naming the property, and leaves that file as it was.
+#[test]
+fn results_location_refuses_the_files_the_element_reads() {
+    init();
+    let (model, proc) = model_with_proc("results-clash", &bundled_proc());
+    let dir = model.parent().unwrap().to_path_buf();
+    let link = dir.join("link.tflite");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let given = dir.join("given.json");
+    std::fs::copy(&proc, &given).unwrap();
+    let sizes = |files: &[&PathBuf]| -> Vec<u64> {
+        files
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .collect()
+    };
+    let before = sizes(&[&model, &proc, &given]);
+    let cases = [
+        (
+            format!("model={}", model.display()),
+            &model,
+            "the model file",
+        ),
+        (
+            format!("model={}", model.display()),
+            &link,
+            "the model file",
+        ),
+        (
+            format!("model={}", model.display()),
+            &proc,
+            "the model-proc file",
+        ),
+        (
+            format!("model={} model-proc={}", model.display(), given.display()),
+            &given,
+            "the model-proc file",
+        ),
+    ];
+    for (props, results, needle) in &cases {
+        assert_start_error(
+            &format!("{props} results-location={}", results.display()),
+            &["results-location", needle],
+        );
+    }
+    assert_eq!(sizes(&[&model, &proc, &given]), before, "nothing appended");
+    // A file that does not exist yet is fine.
+    let fresh = dir.join("fresh.jsonl");
+    let _ = std::fs::remove_file(&fresh);
+    let pipeline = gst::parse::launch(&launch_with(&format!(
+        "model={} results-location={}",
+        model.display(),
+        fresh.display()
+    )))
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = common::harness::eos_or_error(&pipeline, 120);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    assert_eq!(
+        std::fs::read_to_string(&fresh).unwrap().lines().count(),
+        2,
+        "one line per frame"
+    );
+}

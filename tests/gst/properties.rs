@@ -474,3 +474,80 @@ fn device_auto_picks_the_cpu_when_the_only_gpu_is_software() {
     assert_eq!(software(&warnings), 1, "{warnings:?}");
     eprintln!("child: auto took the CPU");
 }
+
+/// A property read only when the element starts (`mutable_ready`) is
+/// refused while the element runs, with a GLib warning naming the element,
+/// the property and the state, and reads back the value it runs with; in
+/// READY it is taken again. One rule for the base class's properties and
+/// the element's own.
+#[test]
+fn start_time_properties_are_refused_while_playing() {
+    init();
+    let name = "playingdetect";
+    let model = wgnn::models::bundled("mediapipe/face_detection_short_range.tflite");
+    let dir = common::scratch("refused-while-playing");
+    let pipeline = gst::parse::launch(&format!(
+        "videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=10/1 ! \
+         wgnndetect name={name} device=cpu model={} ! fakesink",
+        model.display()
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let element = pipeline.by_name(name).unwrap();
+    let other = dir.join("other.tflite");
+    std::fs::copy(&model, &other).unwrap();
+    let results = dir.join("results.jsonl").display().to_string();
+    let other = other.display().to_string();
+    let values = [
+        ("model", other.as_str()),
+        ("device", "gpu"),
+        ("precision", "f32"),
+        ("results-location", results.as_str()),
+        ("batch-size", "2"),
+        ("threshold", "0.9"),
+    ];
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let (done, state, _) = pipeline.state(gst::ClockTime::from_seconds(120));
+    assert_eq!(
+        (done, state),
+        (Ok(gst::StateChangeSuccess::Success), gst::State::Playing)
+    );
+    let mut refused = 0;
+    for (property, value) in &values {
+        let before = element.property_value(property).serialize().ok();
+        let seen = wgnn_warnings(name).len();
+        element.set_property_from_str(property, value);
+        let warnings = wgnn_warnings(name);
+        assert_eq!(
+            warnings.len(),
+            seen + 1,
+            "{property}: one warning: {warnings:#?}"
+        );
+        let w = warnings.last().unwrap();
+        for needle in ["wgnndetect", property, "PLAYING"] {
+            assert!(w.contains(needle), "{property}: {needle:?} not in {w:?}");
+        }
+        assert_one_clean_line(w);
+        assert_eq!(
+            element.property_value(property).serialize().ok(),
+            before,
+            "{property}: reads back the value it runs with"
+        );
+        refused += 1;
+    }
+    assert_eq!(refused, values.len());
+    // One that may change while playing is taken.
+    let seen = wgnn_warnings(name).len();
+    element.set_property("profile", true);
+    assert_eq!(wgnn_warnings(name).len(), seen);
+    assert!(element.property::<bool>("profile"));
+    // Once stopped, the same values are taken without a word.
+    pipeline.set_state(gst::State::Ready).unwrap();
+    let seen = wgnn_warnings(name).len();
+    element.set_property("threshold", 0.9f64);
+    element.set_property_from_str("device", "gpu");
+    assert_eq!(wgnn_warnings(name).len(), seen);
+    assert_eq!(element.property::<f64>("threshold"), 0.9);
+    pipeline.set_state(gst::State::Null).unwrap();
+}

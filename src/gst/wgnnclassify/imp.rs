@@ -1,6 +1,5 @@
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{LazyLock, Mutex};
-use std::time::Instant;
 
 use gst::glib;
 use gst::prelude::*;
@@ -9,25 +8,21 @@ use gst_base::subclass::prelude::*;
 
 use super::InferenceRegion;
 use crate::gpu::TransferStats;
-use crate::gst::caps;
-use crate::gst::device_choice::DeviceChoice;
-use crate::gst::element::{
-    fail, gpu_frame_in, settings_error, unusable_model, with_cpu_frame, Processing,
+use crate::gst::caps::{self, Negotiated};
+use crate::gst::element::{fail, settings_error, unusable_model, with_cpu_frame, Started};
+use crate::gst::model_element::{
+    file_property, instance_properties, model_property, Frames, ModelElementImpl,
+    ModelElementImplExt, Shared, WgnnModelElement,
 };
-use crate::gst::frames::Intake;
-use crate::gst::instance::InstanceSettings;
-use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::property::{self, Refusals};
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
-use crate::gst::stats::Stats;
 use crate::tasks::{Classifier, ClassifyOptions, FrameResults, Labels, ModelProc, Rect};
-use crate::video::{ColorSpec, TexturePool};
+use crate::video::ColorSpec;
 
 crate::gst::element_category!("wgnnclassify", "wgnn classification element");
 
-const MODEL_ACCEPTED: &str =
-    "the path of an existing classification model file (ONNX, TFLite or TF.js model.json)";
+const DEFAULT_TOP_K: u32 = 1;
+const DEFAULT_THRESHOLD: f64 = -1.0;
 const OBJECT_CLASS_ACCEPTED: &str =
     "an ROI label such as face (surrounding spaces dropped; empty: every ROI)";
 
@@ -46,155 +41,161 @@ fn parse_object_class(given: Option<&str>) -> Result<String, String> {
 
 #[derive(Clone, Debug)]
 struct Settings {
-    model: Option<PathBuf>,
-    model_proc: Option<PathBuf>,
-    labels: Option<PathBuf>,
     top_k: u32,
     threshold: f64,
     region: InferenceRegion,
     object_class: String,
-    device: DeviceChoice,
-    precision: PrecisionChoice,
-    results_location: Option<PathBuf>,
-    post_messages: bool,
-    instance: InstanceSettings,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            model: None,
-            model_proc: None,
-            labels: None,
-            top_k: 1,
-            threshold: -1.0,
+            top_k: DEFAULT_TOP_K,
+            threshold: DEFAULT_THRESHOLD,
             region: InferenceRegion::default(),
             object_class: String::new(),
-            device: DeviceChoice::default(),
-            precision: PrecisionChoice::default(),
-            results_location: None,
-            post_messages: false,
-            instance: InstanceSettings::default(),
         }
     }
 }
 
-impl Settings {
-    /// The threshold is the property's, or where it is -1 the model-proc's,
-    /// else 0.
-    fn options(&self, proc: Option<&ModelProc>) -> ClassifyOptions {
-        let threshold = if self.threshold >= 0.0 {
-            self.threshold as f32
-        } else {
-            proc.and_then(|p| p.threshold).unwrap_or(0.0)
-        };
-        ClassifyOptions {
-            top_k: self.top_k as usize,
-            threshold,
-            precision: self.precision.into(),
-        }
-    }
+/// What `start` read: the classifier is made from it at the first frame,
+/// for the stream's colours.
+struct Setup {
+    settings: Settings,
+    proc: Option<ModelProc>,
+    labels: Labels,
+    options: ClassifyOptions,
+}
 
-    /// The model-proc (the property's, else the one beside the model) and
-    /// the labels (the property's file, else the model-proc's, else none).
-    fn proc_and_labels(&self, model: &Path) -> crate::Result<(Option<ModelProc>, Labels)> {
-        let proc = ModelProc::for_model(model, self.model_proc.as_deref())?;
-        let labels = match (&self.labels, &proc) {
+impl Setup {
+    /// The model-proc (`model-proc`, else the one beside the model), the
+    /// labels (the `labels` file, else the model-proc's, else none), and a
+    /// threshold that is the property's, or where it is -1 the model-proc's,
+    /// else 0.
+    fn read(shared: &Shared, settings: Settings, model: &Path) -> crate::Result<Setup> {
+        let proc = ModelProc::for_model(model, shared.model_proc.as_deref())?;
+        let labels = match (&shared.labels, &proc) {
             (Some(file), _) => Labels::from_file(file)?,
             (None, Some(p)) => p.labels()?,
             (None, None) => Labels::none(),
         };
-        Ok((proc, labels))
+        let threshold = if settings.threshold >= 0.0 {
+            settings.threshold as f32
+        } else {
+            proc.as_ref().and_then(|p| p.threshold).unwrap_or(0.0)
+        };
+        let options = ClassifyOptions {
+            top_k: settings.top_k as usize,
+            threshold,
+            precision: shared.precision.into(),
+        };
+        Ok(Setup {
+            settings,
+            proc,
+            labels,
+            options,
+        })
     }
 
-    /// Whether the ROI labelled `label` is one to classify.
-    fn wants(&self, label: &str) -> bool {
-        self.object_class.is_empty() || self.object_class == label
+    fn classifier(&self, s: &Started, color: ColorSpec) -> crate::Result<Classifier> {
+        Classifier::with_instance(
+            &s.instance,
+            self.proc.as_ref(),
+            self.labels.clone(),
+            self.options,
+            color,
+        )
+    }
+
+    /// The regions to classify on a `width` x `height` frame `buf`: the
+    /// whole frame, or each wanted ROI with something inside the frame, with
+    /// its meta id.
+    fn regions(
+        &self,
+        element: &gst::Element,
+        buf: &gst::BufferRef,
+        width: u32,
+        height: u32,
+    ) -> Vec<(Option<i32>, Rect)> {
+        if self.settings.region == InferenceRegion::FullFrame {
+            return vec![(None, Rect::new(0.0, 0.0, width as f32, height as f32))];
+        }
+        let class = &self.settings.object_class;
+        let mut regions = Vec::new();
+        for r in roi::read(buf, width, height) {
+            if !class.is_empty() && *class != r.object.label {
+                continue;
+            }
+            let rect = r.object.rect;
+            if rect.clamped(width, height).area() <= 0.0 {
+                // Nothing of it to look at: it keeps no classes, the stream
+                // goes on.
+                gst::warning!(
+                    CAT,
+                    obj = element,
+                    "ROI {} ({}) at ({}, {}) {}x{} has nothing inside the {width}x{height} \
+                     frame: not classified",
+                    r.id,
+                    r.object.label,
+                    rect.x,
+                    rect.y,
+                    rect.w,
+                    rect.h
+                );
+                continue;
+            }
+            regions.push((Some(r.id), rect));
+        }
+        regions
     }
 }
 
-/// What `start` prepared besides the model and device.
-struct Prepared {
-    proc: Option<ModelProc>,
-    labels: Labels,
-}
-
-struct State {
-    input: Intake,
-    uploads: TexturePool,
+struct Run {
+    setup: Setup,
+    results: ResultsOut,
+    /// Made at the first frame of each caps, for their colours.
     task: Option<Classifier>,
 }
 
+#[derive(Default)]
 pub struct WgnnClassify {
     settings: Mutex<Settings>,
-    // `start` keeps the settings: the properties are read when it starts.
-    core: Processing<Settings>,
-    refusals: Refusals,
-    prepared: Mutex<Option<Prepared>>,
-    results: Mutex<ResultsOut>,
-    state: Mutex<Option<State>>,
-    precision_log: PrecisionLog,
-}
-
-impl Default for WgnnClassify {
-    fn default() -> Self {
-        WgnnClassify {
-            settings: Mutex::default(),
-            core: Processing::new(*CAT),
-            refusals: Refusals::default(),
-            prepared: Mutex::default(),
-            results: Mutex::default(),
-            state: Mutex::default(),
-            precision_log: PrecisionLog::default(),
-        }
-    }
+    run: Mutex<Option<Run>>,
 }
 
 #[glib::object_subclass]
 impl ObjectSubclass for WgnnClassify {
     const NAME: &'static str = "GstWgnnClassify";
     type Type = super::WgnnClassify;
-    type ParentType = gst_base::BaseTransform;
-}
-
-fn path_value(path: &Option<PathBuf>) -> glib::Value {
-    path.as_ref().map(|p| p.display().to_string()).to_value()
+    type ParentType = WgnnModelElement;
 }
 
 impl ObjectImpl for WgnnClassify {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             let mut props = vec![
-                glib::ParamSpecString::builder("model")
-                    .nick("Model")
-                    .blurb(
-                        "Classification model (ONNX, TFLite or TF.js) whose first input is an RGB \
-                         image and whose scores output is [1, C]; required. Read when the \
-                         element starts",
-                    )
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("model-proc")
-                    .nick("Model-proc")
-                    .blurb(
-                        "Model-proc JSON file (input range, colour order, resize, decoder, \
-                         labels); unset = <model stem>.json beside the model when there is one",
-                    )
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("labels")
-                    .nick("Labels")
-                    .blurb(
-                        "Labels file, one class name per line; unset = the model-proc's labels \
-                         (else class ids as numbers)",
-                    )
-                    .mutable_ready()
-                    .build(),
+                model_property(
+                    "Classification model (ONNX, TFLite or TF.js) whose first input is an RGB \
+                     image and whose scores output is [1, C]; required. Read when the element \
+                     starts",
+                ),
+                file_property(
+                    "model-proc",
+                    "Model-proc",
+                    "Model-proc JSON file (input range, colour order, resize, decoder, labels); \
+                     unset = <model stem>.json beside the model when there is one",
+                ),
+                file_property(
+                    "labels",
+                    "Labels",
+                    "Labels file, one class name per line; unset = the model-proc's labels \
+                     (else class ids as numbers)",
+                ),
                 glib::ParamSpecUInt::builder("top-k")
                     .nick("Top k")
                     .blurb("Most classes attached per region, best first")
                     .minimum(1)
-                    .default_value(1)
+                    .default_value(DEFAULT_TOP_K)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecDouble::builder("threshold")
@@ -205,7 +206,7 @@ impl ObjectImpl for WgnnClassify {
                     )
                     .minimum(-1.0)
                     .maximum(1.0)
-                    .default_value(-1.0)
+                    .default_value(DEFAULT_THRESHOLD)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default(
@@ -224,90 +225,47 @@ impl ObjectImpl for WgnnClassify {
                     )
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecEnum::builder_with_default("device", DeviceChoice::default())
-                    .nick("Device")
-                    .blurb("Where the model runs. Read when the element starts")
-                    .mutable_ready()
-                    .build(),
-                precision_choice::property(),
-                precision_choice::used_property(),
             ];
             props.extend(results::properties());
-            props.extend(crate::gst::profile::ModelClock::properties());
-            props.extend(InstanceSettings::properties());
-            props.extend(Stats::properties());
+            props.extend(instance_properties());
             props
         });
         PROPS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.core.clock.set(pspec.name(), value) {
+        if self.set_shared(pspec, value) {
             return;
         }
         let mut s = self.settings.lock().unwrap();
-        if s.instance.set(pspec.name(), value) {
-            return;
-        }
         match pspec.name() {
-            name @ ("model" | "model-proc" | "labels" | "results-location") => {
-                let (accepted, parse) = property::model_file_property(name, MODEL_ACCEPTED)
-                    .expect("one of the shared file properties");
-                let Some(path) = self
-                    .refusals
-                    .parse(&*self.obj(), pspec, value, accepted, parse)
-                else {
-                    return;
-                };
-                *match pspec.name() {
-                    "model" => &mut s.model,
-                    "model-proc" => &mut s.model_proc,
-                    "labels" => &mut s.labels,
-                    _ => &mut s.results_location,
-                } = path;
-            }
             "top-k" => s.top_k = value.get().unwrap(),
             "threshold" => s.threshold = value.get().unwrap(),
             "inference-region" => s.region = value.get().unwrap(),
             "object-class" => {
-                if let Some(class) = self.refusals.parse(
-                    &*self.obj(),
-                    pspec,
-                    value,
-                    OBJECT_CLASS_ACCEPTED,
-                    parse_object_class,
-                ) {
+                let obj = self.obj();
+                let accepted = OBJECT_CLASS_ACCEPTED;
+                if let Some(class) =
+                    self.refusals()
+                        .parse(&*obj, pspec, value, accepted, parse_object_class)
+                {
                     s.object_class = class;
                 }
             }
-            "device" => s.device = value.get().unwrap(),
-            "precision" => s.precision = value.get().unwrap(),
-            "post-messages" => s.post_messages = value.get().unwrap(),
             _ => unreachable!("no other writable properties are registered"),
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        if let Some(v) = self.core.property(pspec.name()) {
+        if let Some(v) = self.shared_property(pspec) {
             return v;
         }
         let s = self.settings.lock().unwrap();
-        if let Some(v) = s.instance.get(pspec.name()) {
-            return v;
-        }
         match pspec.name() {
-            "precision-used" => self.precision_log.used(),
-            "model" => path_value(&s.model),
-            "model-proc" => path_value(&s.model_proc),
-            "labels" => path_value(&s.labels),
             "top-k" => s.top_k.to_value(),
             "threshold" => s.threshold.to_value(),
             "inference-region" => s.region.to_value(),
             "object-class" => s.object_class.to_value(),
-            "device" => s.device.to_value(),
-            "precision" => s.precision.to_value(),
-            "results-location" => path_value(&s.results_location),
-            "post-messages" => s.post_messages.to_value(),
             _ => unreachable!("no other properties are registered"),
         }
     }
@@ -329,91 +287,6 @@ impl ElementImpl for WgnnClassify {
         });
         Some(&*META)
     }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let any = caps::any_memory_caps();
-            ["sink", "src"]
-                .into_iter()
-                .zip([gst::PadDirection::Sink, gst::PadDirection::Src])
-                .map(|(name, dir)| {
-                    gst::PadTemplate::new(name, dir, gst::PadPresence::Always, &any).unwrap()
-                })
-                .collect()
-        });
-        TEMPLATES.as_ref()
-    }
-
-    fn set_context(&self, context: &gst::Context) {
-        self.core.set_context(context);
-        self.parent_set_context(context)
-    }
-}
-
-impl WgnnClassify {
-    fn on_cpu(&self) -> bool {
-        let choice = self.settings.lock().unwrap().device;
-        self.core.on_cpu(choice)
-    }
-
-    fn make_task(&self, color: ColorSpec) -> crate::Result<Classifier> {
-        let s = self
-            .core
-            .started()
-            .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        let prepared = self.prepared.lock().unwrap();
-        let p = prepared
-            .as_ref()
-            .ok_or_else(|| crate::Error::invalid("the element is not started"))?;
-        Classifier::with_instance(
-            &s.instance,
-            p.proc.as_ref(),
-            p.labels.clone(),
-            s.settings.options(p.proc.as_ref()),
-            color,
-        )
-    }
-
-    /// The regions to classify on a `width` x `height` frame `buf`: the
-    /// whole frame, or each wanted ROI with something inside the frame, with
-    /// its meta id.
-    fn regions(
-        &self,
-        settings: &Settings,
-        buf: &gst::BufferRef,
-        width: u32,
-        height: u32,
-    ) -> Vec<(Option<i32>, Rect)> {
-        if settings.region == InferenceRegion::FullFrame {
-            return vec![(None, Rect::new(0.0, 0.0, width as f32, height as f32))];
-        }
-        let mut regions = Vec::new();
-        for r in roi::read(buf, width, height) {
-            if !settings.wants(&r.object.label) {
-                continue;
-            }
-            let rect = r.object.rect;
-            if rect.clamped(width, height).area() <= 0.0 {
-                // Nothing of it to look at: it keeps no classes, the stream
-                // goes on.
-                gst::warning!(
-                    CAT,
-                    imp = self,
-                    "ROI {} ({}) at ({}, {}) {}x{} has nothing inside the {width}x{height} \
-                     frame: not classified",
-                    r.id,
-                    r.object.label,
-                    rect.x,
-                    rect.y,
-                    rect.w,
-                    rect.h
-                );
-                continue;
-            }
-            regions.push((Some(r.id), rect));
-        }
-        regions
-    }
 }
 
 impl BaseTransformImpl for WgnnClassify {
@@ -421,141 +294,93 @@ impl BaseTransformImpl for WgnnClassify {
         gst_base::subclass::BaseTransformMode::AlwaysInPlace;
     const PASSTHROUGH_ON_SAME_CAPS: bool = false;
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
+}
 
-    fn start(&self) -> Result<(), gst::ErrorMessage> {
-        self.refusals.check()?;
+impl ModelElementImpl for WgnnClassify {
+    const MODEL_ACCEPTED: &'static str =
+        "the path of an existing classification model file (ONNX, TFLite or TF.js model.json)";
+    const DONE: &'static str = "classified";
+
+    fn category() -> gst::DebugCategory {
+        *CAT
+    }
+
+    fn start_task(&self, shared: &Shared) -> Result<(), gst::ErrorMessage> {
+        let path = shared.required_model("a classification model file")?;
         let settings = self.settings.lock().unwrap().clone();
-        let Some(path) = settings.model.clone() else {
-            return Err(gst::error_msg!(
-                gst::ResourceError::NotFound,
-                ("no model: set the model property to a classification model file")
-            ));
-        };
-        let (proc, labels) = settings
-            .proc_and_labels(&path)
-            .map_err(|e| settings_error(&e))?;
-        let obj = self.obj();
-        let started = self.core.start(
-            obj.upcast_ref(),
-            settings.clone(),
-            &path,
-            settings.device,
-            &settings.instance,
-            |_, _| Ok(()),
-        )?;
+        let setup = Setup::read(shared, settings, &path).map_err(|e| settings_error(&e))?;
+        let started = self.start_model(shared, &path, |_| Ok(()))?;
         // A model that is no classifier, or labels that do not cover its
         // classes, fail here rather than on the first frame.
-        let checked = Classifier::with_instance(
-            &started.instance,
-            proc.as_ref(),
-            labels.clone(),
-            settings.options(proc.as_ref()),
-            ColorSpec::default(),
-        );
-        let results = checked
-            .map_err(|e| unusable_model(&path, &e))
-            .and_then(|_| {
-                ResultsOut::open(settings.results_location.as_deref(), settings.post_messages)
-            });
-        match results {
-            Ok(out) => *self.results.lock().unwrap() = out,
-            Err(e) => {
-                self.core.stop();
-                return Err(e);
-            }
-        }
-        *self.prepared.lock().unwrap() = Some(Prepared { proc, labels });
-        Ok(())
-    }
-
-    fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        self.state.lock().unwrap().take();
-        self.precision_log.reset();
-        self.prepared.lock().unwrap().take();
-        *self.results.lock().unwrap() = ResultsOut::default();
-        self.core.stop();
-        Ok(())
-    }
-
-    fn transform_caps(
-        &self,
-        direction: gst::PadDirection,
-        caps: &gst::Caps,
-        filter: Option<&gst::Caps>,
-    ) -> Option<gst::Caps> {
-        let out = self.parent_transform_caps(direction, caps, filter)?;
-        Some(
-            self.core
-                .pass_through_caps(self.obj().upcast_ref(), self.on_cpu(), out, caps, filter),
-        )
-    }
-
-    fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let n = caps::negotiate("classified", incaps, outcaps, self.on_cpu())
-            .map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
-        gst::debug!(CAT, imp = self, "classifying {incaps}");
-        *self.state.lock().unwrap() = Some(State {
-            input: Intake::negotiated(*CAT, &n),
-            uploads: TexturePool::new(),
+        setup
+            .classifier(&started, ColorSpec::default())
+            .map_err(|e| unusable_model(&path, &e))?;
+        let results = shared.results(&path)?;
+        *self.run.lock().unwrap() = Some(Run {
+            setup,
+            results,
             task: None,
         });
         Ok(())
     }
 
-    fn sink_event(&self, event: gst::Event) -> bool {
-        self.core.users.sink_event(&event);
-        self.parent_sink_event(event)
+    fn stop_task(&self) {
+        self.run.lock().unwrap().take();
     }
 
-    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        self.core.query(direction, query, |q| {
-            BaseTransformImplExt::parent_query(self, direction, q)
-        })
+    fn caps_set(&self, _: &Negotiated) -> Result<(), gst::LoggableError> {
+        if let Some(run) = &mut *self.run.lock().unwrap() {
+            run.task = None;
+        }
+        Ok(())
     }
 
-    fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let began = Instant::now();
+    fn analyse(
+        &self,
+        frames: &Frames,
+        buf: &mut gst::BufferRef,
+        moved: &mut TransferStats,
+    ) -> Result<(), gst::FlowError> {
         let obj = self.obj();
         let element: &gst::Element = obj.upcast_ref();
-        let settings = self
-            .core
-            .started()
-            .ok_or(gst::FlowError::NotNegotiated)?
-            .settings
-            .clone();
-        let mut state = self.state.lock().unwrap();
-        let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let (width, height) = (state.input.info.width(), state.input.info.height());
-        if state.task.is_none() {
-            state.task = Some(
-                self.make_task(caps::color_spec(&state.input.info))
+        let mut run = self.run.lock().unwrap();
+        let Run {
+            setup,
+            results,
+            task,
+        } = run.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
+        let info = &frames.input.info;
+        let (width, height) = (info.width(), info.height());
+        if task.is_none() {
+            *task = Some(
+                self.started()
+                    .and_then(|s| setup.classifier(&s, caps::color_spec(info)))
                     .map_err(|e| fail(element, "cannot set up the model", e))?,
             );
         }
-        let task = state.task.as_mut().expect("made just now");
-        let regions = self.regions(&settings, buf, width, height);
+        let task = task.as_mut().expect("made just now");
+        let regions = setup.regions(element, buf, width, height);
         let rects: Vec<Rect> = regions.iter().map(|(_, r)| *r).collect();
-        let mut moved = TransferStats::default();
         let classes = if rects.is_empty() {
             Vec::new()
         } else if task.is_cpu() {
             // System memory: `negotiate` refused texture caps.
-            with_cpu_frame(element, &state.input.info, buf, |frame| {
+            with_cpu_frame(element, info, buf, |frame| {
                 task.classify_cpu(frame, &rects)
                     .map_err(|e| fail(element, "classification failed", e))
             })?
         } else {
-            let gpu = self.core.gpu()?;
-            let frame = gpu_frame_in(element, &gpu, &state.uploads, &state.input, buf, &mut moved)?;
-            self.core.clock.arm(&gpu, task.inference_mut());
+            let (gpu, frame) = self.gpu_frame(frames, buf, moved)?;
+            let clock = &self.core().clock;
+            clock.arm(&gpu, task.inference_mut());
             let (classes, m) = task
                 .classify_gpu(&frame, &rects)
                 .map_err(|e| fail(element, "classification failed", e))?;
-            self.core.clock.collect(task.inference_mut());
-            moved += m;
+            clock.collect(task.inference_mut());
+            *moved += m;
             classes
         };
-        self.precision_log.note(*CAT, element, task.precision());
+        self.precision_log().note(*CAT, element, task.precision());
         for ((id, _), classes) in regions.iter().zip(&classes) {
             match id {
                 Some(id) => {
@@ -566,9 +391,8 @@ impl BaseTransformImpl for WgnnClassify {
                 }
             }
         }
-        let mut out = self.results.lock().unwrap();
-        if out.wanted() {
-            let results = FrameResults {
+        if results.wanted() {
+            let found = FrameResults {
                 pts: buf.pts().map(|t| t.nseconds()),
                 width,
                 height,
@@ -577,12 +401,10 @@ impl BaseTransformImpl for WgnnClassify {
                     .map(|r| r.object)
                     .collect(),
             };
-            out.emit(element, &results)
+            results
+                .emit(element, &found)
                 .map_err(|e| fail(element, "cannot write the results", e))?;
         }
-        self.core
-            .meter
-            .frame_done(self.core.cat, element, buf.pts(), &moved, began);
-        Ok(gst::FlowSuccess::Ok)
+        Ok(())
     }
 }

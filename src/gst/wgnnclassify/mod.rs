@@ -43,7 +43,8 @@ pub enum InferenceRegion {
 
 glib::wrapper! {
     pub struct WgnnClassify(ObjectSubclass<imp::WgnnClassify>)
-        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+        @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
+            gst::Element, gst::Object;
 }
 
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {

@@ -34,7 +34,8 @@ use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnDetect(ObjectSubclass<imp::WgnnDetect>)
-        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+        @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
+            gst::Element, gst::Object;
 }
 
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {

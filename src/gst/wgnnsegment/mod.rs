@@ -46,7 +46,8 @@ pub enum SegmentEffect {
 
 glib::wrapper! {
     pub struct WgnnSegment(ObjectSubclass<imp::WgnnSegment>)
-        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+        @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
+            gst::Element, gst::Object;
 }
 
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
