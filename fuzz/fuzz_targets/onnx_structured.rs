@@ -62,91 +62,9 @@ const SEEDS: [&[u8]; 36] = seeds![
     "test_if",
 ];
 
-const OPS: &[&str] = &[
-    "Abs",
-    "Add",
-    "ArgMax",
-    "ArgMin",
-    "AveragePool",
-    "BatchNormalization",
-    "Cast",
-    "Clip",
-    "Concat",
-    "Constant",
-    "ConstantOfShape",
-    "Conv",
-    "ConvTranspose",
-    "DepthToSpace",
-    "Div",
-    "Dropout",
-    "Elu",
-    "Equal",
-    "Erf",
-    "Exp",
-    "Expand",
-    "Flatten",
-    "Gather",
-    "GatherND",
-    "Gelu",
-    "Gemm",
-    "GlobalAveragePool",
-    "GlobalMaxPool",
-    "Greater",
-    "GreaterOrEqual",
-    "HardSigmoid",
-    "HardSwish",
-    "Identity",
-    "If",
-    "InstanceNormalization",
-    "LRN",
-    "LayerNormalization",
-    "LeakyRelu",
-    "Less",
-    "LessOrEqual",
-    "Log",
-    "LogSoftmax",
-    "MatMul",
-    "Max",
-    "MaxPool",
-    "Mean",
-    "Min",
-    "Mul",
-    "Neg",
-    "Not",
-    "PRelu",
-    "Pad",
-    "Pow",
-    "Range",
-    "Reciprocal",
-    "ReduceLogSumExp",
-    "ReduceMax",
-    "ReduceMean",
-    "ReduceProd",
-    "ReduceSum",
-    "ReduceSumSquare",
-    "Relu",
-    "Reshape",
-    "Resize",
-    "Shape",
-    "Sigmoid",
-    "Slice",
-    "Softmax",
-    "Softplus",
-    "SpaceToDepth",
-    "Split",
-    "Sqrt",
-    "Squeeze",
-    "Sub",
-    "Sum",
-    "Tanh",
-    "Tile",
-    "Transpose",
-    "Unsqueeze",
-    "Upsample",
-    "Where",
-    "Loop",
-    "",
-];
+/// Operators outside `wgnn::models::onnx::OPS` that a mutation also
+/// picks, so the refusal path runs.
+const REFUSED_OPS: &[&str] = &["Loop", ""];
 
 const ATTRIBUTES: &[&str] = &[
     "alpha",
@@ -386,7 +304,12 @@ fn mutate_dims(u: &mut Unstructured, dims: &mut Vec<i64>) -> Result<()> {
 
 fn mutate_node(u: &mut Unstructured, n: &mut NodeProto, names: String) -> Result<()> {
     match u.int_in_range(0..=8)? {
-        0 => n.op_type = Some(u.choose(OPS)?.to_string()),
+        0 => {
+            let ops = wgnn::models::onnx::OPS;
+            let i = u.choose_index(ops.len() + REFUSED_OPS.len())?;
+            let op = ops.get(i).unwrap_or_else(|| &REFUSED_OPS[i - ops.len()]);
+            n.op_type = Some(op.to_string());
+        }
         1 if !n.attribute.is_empty() => {
             let i = u.choose_index(n.attribute.len())?;
             mutate_attribute(u, &mut n.attribute[i])?;

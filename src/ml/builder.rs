@@ -16,6 +16,7 @@ use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
 mod elementwise;
+mod remainder;
 // Reductions, arg-min/max, gather, expand/tile, normalizations, logSoftmax.
 mod tensor;
 

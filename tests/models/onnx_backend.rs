@@ -21,6 +21,10 @@ const ATOL: f32 = 1e-5;
 /// both give 0.15105554, as wgnn does.
 const ROUNDED: &[(&str, f32)] = &[("test_averagepool_2d_ceil_last_window_starts_on_pad", 5e-5)];
 
+/// The cases select_backend_cases.py copies (507 with onnx 1.22.0): fewer
+/// means the folder lost cases, and an empty one must not pass.
+const MIN_CASES: usize = 507;
+
 fn cases() -> Vec<PathBuf> {
     let root = common::root().join("tests/data/onnx/backend");
     let mut cases = Vec::new();
@@ -33,6 +37,12 @@ fn cases() -> Vec<PathBuf> {
         }
     }
     cases.sort();
+    assert!(
+        cases.len() >= MIN_CASES,
+        "{} backend cases under {}, expected at least {MIN_CASES}",
+        cases.len(),
+        root.display()
+    );
     cases
 }
 
@@ -144,6 +154,33 @@ fn run_all(ctx: &Context, rtol: f32, label: &str) {
         failures.len(),
         cases.len(),
         failures.join("\n")
+    );
+}
+
+/// The operators select_backend_cases.py selects cases for, and those
+/// unsupported.txt names as missing, agree with the importer's list.
+#[test]
+fn case_selection_follows_the_importer() {
+    let script =
+        std::fs::read_to_string(common::root().join("tests/data/onnx/select_backend_cases.py"))
+            .unwrap();
+    let list = script
+        .split_once("OPS = set(")
+        .and_then(|(_, rest)| rest.split("\"\"\"").nth(1))
+        .expect("select_backend_cases.py holds OPS = set(\"\"\"...\"\"\")");
+    let mut selected: Vec<&str> = list.split_whitespace().collect();
+    selected.sort_unstable();
+    let mut ops = models::onnx::OPS.to_vec();
+    ops.sort_unstable();
+    assert_eq!(selected, ops, "select_backend_cases.py's OPS");
+    let (_, missing) = unsupported();
+    let stale: Vec<&String> = missing
+        .iter()
+        .filter(|op| ops.contains(&op.as_str()))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "unsupported.txt calls {stale:?} unsupported: run select_backend_cases.py"
     );
 }
 

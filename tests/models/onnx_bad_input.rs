@@ -113,6 +113,11 @@ fn load_err(name: &str, m: &ModelProto, parts: &[&str]) {
     );
     for p in parts {
         assert!(text.contains(p), "error lacks '{p}': {text}");
+        // A quoted name (node, initializer, input) once: twice is a prefix
+        // added twice.
+        if p.contains('\'') {
+            assert_eq!(text.matches(p).count(), 1, "'{p}' more than once: {text}");
+        }
     }
     assert_eq!(text.lines().count(), 1, "one line: {text}");
 }
@@ -191,6 +196,7 @@ fn missing_external_data_file() {
         &m,
         &[
             "initializer 'w'",
+            "'w'",
             "external data file 'weights.bin' cannot be read",
         ],
     );
@@ -262,6 +268,24 @@ fn shape_that_cannot_be_resolved() {
             "must be known at import",
         ],
     );
+}
+
+#[test]
+fn initializer_with_a_negative_dimension() {
+    let mut m = conv(vec![0.5; 6]);
+    m.graph.as_mut().unwrap().initializer[0].dims = vec![3, -2, 1, 1];
+    load_err(
+        "negative_dim",
+        &m,
+        &["initializer 'w'", "'w'", "has a negative dimension"],
+    );
+}
+
+#[test]
+fn input_too_large() {
+    let mut m = conv(vec![0.5; 6]);
+    m.graph.as_mut().unwrap().input[0] = value("x", &[1, 2, 1 << 20, 1 << 20]);
+    load_err("huge_input", &m, &["input 'x'", "'x'", "has more than"]);
 }
 
 #[test]

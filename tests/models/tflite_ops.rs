@@ -2,7 +2,7 @@
 //! and run in the LiteRT interpreter by tests/data/tflite/make_references.py):
 //! each on the CPU context and the GPU context against LiteRT's outputs.
 //! Float outputs: largest |ours - LiteRT| over largest |LiteRT| at most 1e-5
-//! (CPU) and 1e-4 (GPU); integer outputs (ARG_MAX) equal.
+//! (CPU) and 1e-4 (GPU); integer outputs (ARG_MAX, FLOOR_MOD of int32) equal.
 
 use crate::common;
 use crate::litert_refs::{cases, errors};

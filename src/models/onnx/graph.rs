@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::proto;
 use super::tensor::{Const, Data, Elem};
-use super::{fold, OnnxSource};
+use super::{fold, ops, OnnxSource};
 use crate::error::{Error, Result};
 use crate::ml::{DataType, GraphBuilder, Operand, OperandDescriptor};
 use crate::models::model_error;
@@ -229,10 +229,11 @@ impl<'s> Writer<'s> {
         for (info, elem) in &self.src.inputs {
             self.location = format!("input '{}'", info.name);
             let shape = self.input_shape(&info.shape, hw)?;
-            let o = self.ctx(
-                self.b
-                    .input(&info.name, OperandDescriptor::new(elem.data_type(), shape)),
-            )?;
+            // The builder's errors name the input themselves.
+            let o = self
+                .b
+                .input(&info.name, OperandDescriptor::new(elem.data_type(), shape))
+                .map_err(|e| model_error(&self.src.path, "graph", e))?;
             self.not_computed.insert(o.id);
             self.values
                 .insert(info.name.clone(), Value::Op { op: o, elem: *elem });
@@ -319,6 +320,9 @@ impl<'s> Writer<'s> {
         }
         self.location = describe(n, index, self.src.opset);
         self.b.note_origin(&self.location);
+        let Some(entry) = ops::entry(n.op_type()) else {
+            return Err(self.err("operator not supported"));
+        };
         if self.folded.contains(&index) {
             // A BatchNormalization folded into the Conv that writes its input:
             // its output is that Conv's (already normalized) value.
@@ -348,12 +352,12 @@ impl<'s> Writer<'s> {
             })
             .collect::<Result<_>>()?;
         let attrs = Attrs(&n.attribute);
-        let outputs = match fold::fold(self, n, &attrs, &inputs)? {
+        let outputs = match fold::fold(self, &entry.fold, n, &attrs, &inputs)? {
             Some(consts) => consts
                 .into_iter()
                 .map(|c| Value::Const(Arc::new(c)))
                 .collect(),
-            None => self.write_op(n, &attrs, &inputs)?,
+            None => (entry.write)(self, n, &attrs, &inputs)?,
         };
         for (k, name) in n.output.iter().enumerate() {
             if name.is_empty() {
@@ -382,7 +386,8 @@ impl<'s> Writer<'s> {
     pub(super) fn inline_branch(&mut self, g: &'s proto::GraphProto) -> Result<Vec<Value>> {
         let location = self.location.clone();
         for t in &g.initializer {
-            let c = super::tensor::decode(t, None).map_err(|e| self.err(e))?;
+            let c = super::tensor::decode(t, None)
+                .map_err(|e| self.err(format!("initializer '{}': {e}", t.name())))?;
             self.values
                 .insert(t.name().to_string(), Value::Const(Arc::new(c)));
         }

@@ -34,6 +34,13 @@ use crate::error::Result;
 use crate::ml::{GraphBuilder, HostTensor, Operand};
 use tensor::{Const, Elem};
 
+/// The default-domain operators the importer reads (opset 7 on), sorted:
+/// the names of the importer's one registry of operators. Every other
+/// operator is refused. tests/data/onnx/select_backend_cases.py selects
+/// ONNX's backend cases by it (tests/models/onnx_backend.rs fails when the
+/// two lists differ), and the fuzz target `onnx_structured` picks from it.
+pub const OPS: &[&str] = &ops::NAMES;
+
 /// The oldest default-domain opset accepted: opset 7 introduced numpy
 /// broadcasting everywhere and dropped the legacy `broadcast`/`consumed_inputs`
 /// attributes, so every op below has one meaning per version range from here.
@@ -213,7 +220,7 @@ pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<(String, HostTensor)> 
     })?;
     let folder = path.parent().unwrap_or(Path::new("."));
     let c = tensor::decode(&t, Some(&Companions::Folder(folder)))
-        .map_err(|e| model_error(path, "tensor", e))?;
+        .map_err(|e| model_error(path, format!("tensor '{}'", t.name()), e))?;
     let host = c
         .to_host(&format!("tensor '{}'", t.name()))
         .map_err(|e| model_error(path, "tensor", e))?;

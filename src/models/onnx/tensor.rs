@@ -194,19 +194,17 @@ pub(crate) fn checked_shape(dims: &[i64]) -> std::result::Result<Vec<usize>, Str
 }
 
 /// Decodes a `TensorProto`; `files` are those beside the model, where
-/// external data lives (`None`: external data is refused). Errors name the tensor.
+/// external data lives (`None`: external data is refused). The caller names
+/// the tensor in errors.
 pub(crate) fn decode(
     t: &proto::TensorProto,
     files: Option<&Companions<'_>>,
 ) -> std::result::Result<Const, String> {
-    let name = t.name();
-    let elem = Elem::from_onnx(t.data_type()).map_err(|e| format!("tensor '{name}': {e}"))?;
-    let shape = checked_shape(&t.dims).map_err(|e| format!("tensor '{name}': {e}"))?;
+    let elem = Elem::from_onnx(t.data_type())?;
+    let shape = checked_shape(&t.dims)?;
     let count: usize = shape.iter().product();
     if t.segment.is_some() {
-        return Err(format!(
-            "tensor '{name}' is segmented, which is not supported"
-        ));
+        return Err("segmented tensors are not supported".into());
     }
     let external = t.data_location == Some(proto::tensor_proto::DataLocation::External as i32);
     let raw: Option<Vec<u8>> = if external {
@@ -216,7 +214,7 @@ pub(crate) fn decode(
     };
     let short = |have: usize| {
         format!(
-            "tensor '{name}' {shape:?} needs {count} {} values, the file holds {have}",
+            "shape {shape:?} needs {count} {} values, the file holds {have}",
             elem.name()
         )
     };
@@ -290,21 +288,19 @@ fn read_external(
     files: Option<&Companions<'_>>,
     need: usize,
 ) -> std::result::Result<Vec<u8>, String> {
-    let name = t.name();
     let key = |k: &str| {
         t.external_data
             .iter()
             .find(|e| e.key() == k)
             .map(|e| e.value().to_string())
     };
-    let location = key("location")
-        .ok_or_else(|| format!("tensor '{name}': external data without a 'location'"))?;
+    let location = key("location").ok_or("external data without a 'location'")?;
     let number = |k: &str| -> std::result::Result<Option<u64>, String> {
         key(k)
             .map(|v| {
-                v.trim().parse::<u64>().map_err(|_| {
-                    format!("tensor '{name}': external data {k} '{v}' is not a number")
-                })
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("external data {k} '{v}' is not a number"))
             })
             .transpose()
     };
@@ -312,28 +308,27 @@ fn read_external(
     let length = number("length")?;
     let Some(files) = files else {
         return Err(format!(
-            "tensor '{name}': external data ('{location}') needs the model's folder"
+            "external data ('{location}') needs the model's folder"
         ));
     };
     // The path must stay inside the model's folder: a model file must not
     // make wgnn read arbitrary files.
     crate::files::relative_inside(Path::new(&location))
-        .map_err(|e| format!("tensor '{name}': external data location '{location}': {e}"))?;
-    let unreadable = |e: std::io::Error| {
-        format!("initializer '{name}': external data file '{location}' cannot be read: {e}")
-    };
+        .map_err(|e| format!("external data location '{location}': {e}"))?;
+    let unreadable =
+        |e: std::io::Error| format!("external data file '{location}' cannot be read: {e}");
     let file_len = files.len(&location).map_err(unreadable)?;
     if let Some(l) = length {
         if l != need as u64 {
             return Err(format!(
-                "initializer '{name}': external data length {l} differs from the {need} bytes \
+                "external data length {l} differs from the {need} bytes \
                  its shape and type need"
             ));
         }
     }
     if offset.saturating_add(need as u64) > file_len {
         return Err(format!(
-            "initializer '{name}': external data file '{location}' has {file_len} bytes, \
+            "external data file '{location}' has {file_len} bytes, \
              too short for {need} bytes at offset {offset}"
         ));
     }

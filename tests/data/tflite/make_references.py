@@ -496,6 +496,20 @@ def case_depthwise(n):
                          fusedActivationFunction=ACT.RELU))
 
 
+def case_floor_mod(dtype):
+    """FLOOR_MOD (the divisor's sign) against mixed-sign divisors, broadcast."""
+    def build(n):
+        sign = np.where(n.rng.uniform(size=[3, 4]) < 0.5, -1, 1)
+        if dtype == I32:
+            a = n.input([2, 3, 4], dtype=I32, values=n.rng.integers(-50, 51, size=[2, 3, 4]))
+            b = n.input([3, 4], dtype=I32, values=sign * n.rng.integers(1, 8, size=[3, 4]))
+        else:
+            a = n.input([2, 3, 4], -5.0, 5.0)
+            b = n.input([3, 4], values=sign * n.rng.uniform(0.5, 2.0, size=[3, 4]))
+        return n.op(OP.FLOOR_MOD, [a, b], out_dtype=dtype)
+    return build
+
+
 def opt_act(kind, act):
     return getattr(OPT, kind), opts(kind, fusedActivationFunction=act)
 
@@ -575,6 +589,8 @@ OPS = {
     "dequantize_float16_weights": case_dequantize,
     "densify_csr": case_densify(None),
     "densify_blocks": case_densify(2),
+    "floor_mod": case_floor_mod(F32),
+    "floor_mod_int32": case_floor_mod(I32),
 }
 
 

@@ -1,5 +1,5 @@
 //! Element-wise operators: the binary arithmetic (ADD, SUB, MUL, DIV,
-//! MAXIMUM, MINIMUM, SQUARED_DIFFERENCE), activations and unary maths,
+//! MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, FLOOR_MOD), activations and unary maths,
 //! PRELU, SOFTMAX and CAST.
 
 use super::{Call, Writer};
@@ -43,6 +43,8 @@ impl<'a> Writer<'_, 'a> {
             ),
             B::MAXIMUM => (b.max(&a, &c), none),
             B::MINIMUM => (b.min(&a, &c), none),
+            // Python's modulo: the result takes the divisor's sign.
+            B::FLOOR_MOD => (b.remainder(&a, &c, true), none),
             // (a - b)^2, as LiteRT computes it.
             _ => (b.sub(&a, &c).and_then(|d| b.mul(&d, &d)), none),
         };

@@ -356,9 +356,14 @@ impl<'s, 'a> Writer<'s, 'a> {
             B::CUSTOM if name == TRANSPOSE_CONV_BIAS => one(self.transpose_conv_bias(&call)),
             B::AVERAGE_POOL_2D | B::MAX_POOL_2D => one(self.pool2d(&call, builtin)),
             B::MEAN | B::SUM => one(self.reduce(&call, builtin)),
-            B::ADD | B::SUB | B::MUL | B::DIV | B::MAXIMUM | B::MINIMUM | B::SQUARED_DIFFERENCE => {
-                one(self.binary(&call, builtin))
-            }
+            B::ADD
+            | B::SUB
+            | B::MUL
+            | B::DIV
+            | B::MAXIMUM
+            | B::MINIMUM
+            | B::SQUARED_DIFFERENCE
+            | B::FLOOR_MOD => one(self.binary(&call, builtin)),
             B::RELU
             | B::RELU6
             | B::RELU_N1_TO_1
