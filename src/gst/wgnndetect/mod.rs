@@ -30,18 +30,8 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnDetect(ObjectSubclass<imp::WgnnDetect>)
         @extends gst_base::BaseTransform, gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnndetect",
-        gst::Rank::NONE,
-        WgnnDetect::static_type(),
-    )
 }
