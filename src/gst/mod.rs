@@ -23,6 +23,7 @@ pub mod results;
 pub mod roi;
 mod stats;
 pub mod tensor_meta;
+mod transfer;
 mod wgnnclassify;
 mod wgnndetect;
 mod wgnndownload;
