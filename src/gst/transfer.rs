@@ -2,7 +2,7 @@
 //! frame between memories, one buffer out per buffer in, on one device found
 //! through the GstContext protocol, counting every byte they move.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
 use gst::glib;
 use gst::prelude::*;
@@ -20,14 +20,14 @@ pub struct Transfer {
     /// Why `set_caps` refused the caps it was last given.
     refusal: Mutex<Option<String>>,
     /// The caps an accept-caps query was last refused, said once.
-    refused_caps: Mutex<Option<gst::Caps>>,
+    refused_caps: Mutex<Option<String>>,
 }
 
 impl Transfer {
-    /// `ObjectImpl::properties`: the counters.
-    pub fn properties() -> &'static [glib::ParamSpec] {
-        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(Stats::properties);
-        PROPS.as_ref()
+    /// The counters' ParamSpecs: new ones for each class, since a GObject
+    /// class owns the ParamSpecs it installs.
+    pub fn properties() -> Vec<glib::ParamSpec> {
+        Stats::properties()
     }
 
     /// `ObjectImpl::property`.
@@ -113,9 +113,10 @@ impl Transfer {
     /// naming both sides' memories (once per caps: queries repeat).
     pub fn accept_caps(&self, element: &gst::Element, caps: &gst::Caps, accepted: bool) -> bool {
         if !accepted {
+            let text = caps.to_string();
             let mut last = self.refused_caps.lock().unwrap();
-            if last.as_ref() != Some(caps) {
-                *last = Some(caps.clone());
+            if last.as_deref() != Some(text.as_str()) {
+                *last = Some(text);
                 drop(last);
                 gst::element_warning!(
                     element,
@@ -284,7 +285,9 @@ macro_rules! transfer_element {
 
         impl ObjectImpl for $imp {
             fn properties() -> &'static [glib::ParamSpec] {
-                $crate::gst::transfer::Transfer::properties()
+                static PROPS: std::sync::LazyLock<Vec<glib::ParamSpec>> =
+                    std::sync::LazyLock::new($crate::gst::transfer::Transfer::properties);
+                PROPS.as_ref()
             }
 
             fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
