@@ -19,7 +19,7 @@ pub struct Transfer {
     stats: Stats,
     /// Why `set_caps` refused the caps it was last given.
     refusal: Mutex<Option<String>>,
-    /// The caps an accept-caps query was last refused, said once.
+    /// The caps last refused (as text), whose reason was said.
     refused_caps: Mutex<Option<String>>,
 }
 
@@ -64,6 +64,7 @@ impl Transfer {
         cat: gst::DebugCategory,
     ) -> Result<(), gst::ErrorMessage> {
         self.stats.reset();
+        self.refused_caps.lock().unwrap().take();
         self.device.ensure(element, cat)?;
         Ok(())
     }
@@ -95,6 +96,9 @@ impl Transfer {
         self.refusal.lock().unwrap().take();
         let handled = parent(event);
         if let (false, Some(caps)) = (handled, caps) {
+            if !self.first_refusal_of(&caps) {
+                return false;
+            }
             let reason = self
                 .refusal
                 .lock()
@@ -112,20 +116,26 @@ impl Transfer {
     /// "not-negotiated", so a refusal is said here as a warning on the bus
     /// naming both sides' memories (once per caps: queries repeat).
     pub fn accept_caps(&self, element: &gst::Element, caps: &gst::Caps, accepted: bool) -> bool {
-        if !accepted {
-            let text = caps.to_string();
-            let mut last = self.refused_caps.lock().unwrap();
-            if last.as_deref() != Some(text.as_str()) {
-                *last = Some(text);
-                drop(last);
-                gst::element_warning!(
-                    element,
-                    gst::CoreError::Negotiation,
-                    ("{}", unmatched(element, caps))
-                );
-            }
+        if !accepted && self.first_refusal_of(caps) {
+            gst::element_warning!(
+                element,
+                gst::CoreError::Negotiation,
+                ("{}", unmatched(element, caps))
+            );
         }
         accepted
+    }
+
+    /// Whether `caps` were not refused just before: a source sends its caps
+    /// again with each buffer and at EOS, and the reason is said once.
+    fn first_refusal_of(&self, caps: &gst::Caps) -> bool {
+        let text = caps.to_string();
+        let mut last = self.refused_caps.lock().unwrap();
+        if last.as_deref() == Some(text.as_str()) {
+            return false;
+        }
+        *last = Some(text);
+        true
     }
 
     /// Whether `query` was a device query, answered.
