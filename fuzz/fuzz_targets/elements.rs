@@ -25,15 +25,15 @@ use gst::glib::translate::ToGlibPtr;
 use gst::prelude::*;
 use libfuzzer_sys::fuzz_target;
 
-const CPU_ELEMENTS: &[&str] = &[
-    "wgnnsegment",
-    "wgnnsuperres",
-    "wgnninfer",
-    "wgnndetect",
-    "wgnnclassify",
-    "wgnnoverlay",
-];
-const GPU_ELEMENTS: &[&str] = &["wgnnupload", "wgnndownload", "wgnnsink"];
+/// The elements of wgnn's table the run may pick: on the GPU every one,
+/// else those that can run on the CPU (that have a `device` property).
+fn elements(gpu: bool) -> Vec<&'static str> {
+    wgnn::gst::elements::ELEMENTS
+        .iter()
+        .filter(|e| gpu || e.has_property("device"))
+        .map(|e| e.name)
+        .collect()
+}
 
 const FORMATS: &[&str] = &[
     "RGBA",
@@ -328,15 +328,14 @@ fn verbose() -> bool {
 
 fn run(u: &mut Unstructured) -> Result<()> {
     let gpu = std::env::var_os("WGNN_FUZZ_GPU").is_some();
-    let mut names = CPU_ELEMENTS.to_vec();
-    if gpu {
-        names.extend(GPU_ELEMENTS);
-    }
+    let names = elements(gpu);
     let name = *u.choose(&names)?;
+    let is_sink = wgnn::gst::elements::spec(name).is_some_and(|e| e.is_sink());
     let Ok(element) = gst::ElementFactory::make(name).build() else {
         return Ok(());
     };
-    if name == "wgnnsink" {
+    if element.find_property("offscreen").is_some() {
+        // No display here.
         element.set_property("offscreen", true);
     }
     for _ in 0..u.int_in_range(0..=6)? {
@@ -365,12 +364,12 @@ fn run(u: &mut Unstructured) -> Result<()> {
         .max_buffers(1)
         .wait_on_eos(false)
         .build();
-    let last: gst::Element = if name == "wgnnsink" {
+    let last: gst::Element = if is_sink {
         element.clone()
     } else {
         sink.clone().upcast()
     };
-    let linked = if name == "wgnnsink" {
+    let linked = if is_sink {
         pipeline.add_many([src.upcast_ref(), &element]).is_ok() && src.link(&element).is_ok()
     } else {
         pipeline

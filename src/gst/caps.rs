@@ -226,6 +226,59 @@ pub fn upload_transform(
     }
 }
 
+/// The memories `caps` offer, for messages: "any caps", or each memory
+/// once in order ("system memory, memory:DMABuf").
+pub fn memories(caps: &gst::CapsRef) -> String {
+    if caps.is_any() {
+        return "any caps".into();
+    }
+    if caps.is_empty() {
+        return "no caps".into();
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, f) in caps.iter_with_features() {
+        let name = if f.is_any() {
+            "any memory".to_string()
+        } else if f.is_empty() || f.contains("memory:SystemMemory") {
+            "system memory".to_string()
+        } else {
+            f.to_string()
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.join(", ")
+}
+
+/// Why the element behind `src`'s peer cannot be sent `memory:WgpuTexture`
+/// frames, or `None` where it can. Such a buffer carries no system memory,
+/// only its textures, so only an element whose caps name the feature reads
+/// it; one that takes any caps or any memory (filesink, fakesink, identity,
+/// an appsink without caps) would get empty buffers: a file of 0 bytes.
+/// Naming the feature in a capsfilter
+/// (`video/x-raw(memory:WgpuTexture)`) passes the textures on.
+pub fn texture_refused_by_peer(src: &gst::Pad) -> Option<String> {
+    use gst::prelude::*;
+    let peer = src.peer()?;
+    let caps = peer.query_caps(None);
+    let named = caps
+        .iter_with_features()
+        .any(|(_, f)| !f.is_any() && f.contains(CAPS_FEATURE_WGPU_TEXTURE));
+    if named {
+        return None;
+    }
+    let who = peer
+        .parent_element()
+        .map_or_else(|| peer.name().to_string(), |e| e.name().to_string());
+    Some(format!(
+        "{who} takes {} but not {CAPS_FEATURE_WGPU_TEXTURE} by name, and texture frames carry \
+         no system memory for it to read: put wgnndownload before it (or, to hand the \
+         textures on, a capsfilter video/x-raw({CAPS_FEATURE_WGPU_TEXTURE}))",
+        memories(&caps)
+    ))
+}
+
 pub fn video_format(info: &gst_video::VideoInfo) -> Result<VideoFormat> {
     VideoFormat::from_name(info.format().to_str())
 }

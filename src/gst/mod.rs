@@ -9,6 +9,7 @@ pub mod device;
 pub mod device_choice;
 pub mod drm_format;
 mod element;
+pub mod elements;
 pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
@@ -23,6 +24,7 @@ pub mod results;
 pub mod roi;
 mod stats;
 pub mod tensor_meta;
+mod transfer;
 mod wgnnclassify;
 mod wgnndetect;
 mod wgnndownload;
@@ -47,24 +49,16 @@ macro_rules! element_category {
 }
 pub(crate) use element_category;
 
-/// Registers every wgnn element, on `plugin` when loaded as `libgstwgnn.so`,
-/// or process-wide (`None`) for applications that link the library.
+/// Registers every wgnn element ([`elements::ELEMENTS`]), on `plugin` when
+/// loaded as `libgstwgnn.so`, or process-wide (`None`) for applications that
+/// link the library.
 pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
     // Default models are found beside an installed plugin file, wherever
     // the application that loaded it lives.
     if let Some(file) = plugin.and_then(|p| p.filename()) {
         crate::assets::set_plugin_file(&file);
     }
-    wgnnupload::register(plugin)?;
-    wgnndownload::register(plugin)?;
-    wgnnsegment::register(plugin)?;
-    wgnnsuperres::register(plugin)?;
-    wgnninfer::register(plugin)?;
-    wgnndetect::register(plugin)?;
-    wgnnclassify::register(plugin)?;
-    wgnnoverlay::register(plugin)?;
-    wgnnsink::register(plugin)?;
-    Ok(())
+    elements::register(plugin)
 }
 
 /// Initialises GStreamer and registers the elements inside this process, so

@@ -54,7 +54,9 @@ impl Refusals {
                 Some(v)
             }
             Err(cause) => {
-                let value = given.unwrap_or_default();
+                let given = given.unwrap_or_default();
+                let value = shorten(&given).into_owned();
+                let cause = short_cause(&cause, &given);
                 glib::g_warning!(
                     LOG_DOMAIN,
                     "{}: refused {name}=\"{value}\": {cause}; accepted: {accepted}. The element \
@@ -85,6 +87,40 @@ impl Refusals {
                 )
             )),
         }
+    }
+}
+
+/// The most characters of a user's value a message echoes.
+pub const ECHO_CHARS: usize = 80;
+
+/// `value` as a message echoes it: whole up to [`ECHO_CHARS`] characters,
+/// else its start and its end (where a path names its file) around an
+/// ellipsis, [`ECHO_CHARS`] in all; a 10 MB value must not become a 10 MB
+/// warning.
+pub fn shorten(value: &str) -> std::borrow::Cow<'_, str> {
+    let n = value.chars().count();
+    if n <= ECHO_CHARS {
+        return value.into();
+    }
+    let tail = ECHO_CHARS / 2;
+    let head = ECHO_CHARS - tail - 1;
+    let mut out: String = value.chars().take(head).collect();
+    out.push('…');
+    out.extend(value.chars().skip(n - tail));
+    out.into()
+}
+
+/// A parser's `cause` for refusing `value`, with the value (which causes
+/// may quote) shortened, and cut itself where it is still long.
+fn short_cause(cause: &str, value: &str) -> String {
+    let cause = if value.chars().count() > ECHO_CHARS {
+        cause.replace(value, &shorten(value))
+    } else {
+        cause.to_string()
+    };
+    match cause.char_indices().nth(3 * ECHO_CHARS) {
+        Some((i, _)) => format!("{}…", &cause[..i]),
+        None => cause,
     }
 }
 
@@ -225,6 +261,26 @@ pub fn io_cause(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_values_are_cut_with_an_ellipsis() {
+        assert_eq!(shorten("short"), "short");
+        let exact = "x".repeat(ECHO_CHARS);
+        assert_eq!(shorten(&exact), exact);
+        let long = format!("/{}/model.tflite", "d".repeat(10 << 20));
+        let short = shorten(&long);
+        assert_eq!(short.chars().count(), ECHO_CHARS);
+        assert!(short.starts_with("/ddd") && short.ends_with("d/model.tflite"));
+        assert!(short.contains('…'));
+        // Multi-byte characters are cut between characters.
+        let wide = "é".repeat(ECHO_CHARS + 1);
+        assert_eq!(shorten(&wide).chars().count(), ECHO_CHARS);
+        // A cause quoting the value quotes it shortened; a long cause is cut.
+        let cause = short_cause(&format!("not a colour: {long}"), &long);
+        assert_eq!(cause, format!("not a colour: {short}"));
+        let cause = short_cause(&"y".repeat(10_000), "v");
+        assert_eq!(cause.chars().count(), 3 * ECHO_CHARS + 1);
+    }
 
     #[test]
     fn input_files() {

@@ -80,13 +80,16 @@ fn cases(dir: &Path) -> Vec<Case> {
             accepted: "ROI label",
         },
     ];
-    for element in [
-        "wgnnsegment",
-        "wgnnsuperres",
-        "wgnninfer",
-        "wgnndetect",
-        "wgnnclassify",
-    ] {
+    // Every element of the table with the property: a new element's model,
+    // model-proc, labels and results-location are refused alike.
+    let having = |property: &str| -> Vec<&'static str> {
+        wgnn::gst::elements::ELEMENTS
+            .iter()
+            .filter(|e| e.has_property(property))
+            .map(|e| e.name)
+            .collect()
+    };
+    for element in having("model") {
         cases.push(Case {
             element,
             property: "model",
@@ -95,7 +98,7 @@ fn cases(dir: &Path) -> Vec<Case> {
             accepted: "existing",
         });
     }
-    for element in ["wgnndetect", "wgnnclassify"] {
+    for element in having("model-proc") {
         cases.push(Case {
             element,
             property: "model-proc",
@@ -103,6 +106,8 @@ fn cases(dir: &Path) -> Vec<Case> {
             good: proc.clone(),
             accepted: "model-proc JSON",
         });
+    }
+    for element in having("labels") {
         cases.push(Case {
             element,
             property: "labels",
@@ -110,6 +115,8 @@ fn cases(dir: &Path) -> Vec<Case> {
             good: labels.clone(),
             accepted: "one class name per line",
         });
+    }
+    for element in having("results-location") {
         cases.push(Case {
             element,
             property: "results-location",
@@ -164,7 +171,10 @@ fn assert_one_clean_line(message: &str) {
 fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
     init();
     let dir = common::scratch("property-refusals");
-    for (i, case) in cases(&dir).into_iter().enumerate() {
+    let cases = cases(&dir);
+    // 4 of single elements, `model` of 5 elements, 3 files of 2.
+    assert_eq!(cases.len(), 15, "cases of this table");
+    for (i, case) in cases.into_iter().enumerate() {
         let name = format!("refusing{i}");
         let element = gst::ElementFactory::make(case.element)
             .name(&name)
@@ -182,7 +192,8 @@ fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
                 "{what}: one warning: {warnings:#?}"
             );
             let w = warnings.last().unwrap();
-            for needle in [case.element, case.property, bad.as_str(), case.accepted] {
+            let echoed = wgnn::gst::property::shorten(bad);
+            for needle in [case.element, case.property, &echoed, case.accepted] {
                 assert!(
                     w.contains(needle),
                     "{what}: {needle:?} not in the warning {w:?}"
@@ -238,6 +249,43 @@ fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
                 case.element
             );
         }
+    }
+}
+
+/// A 10 MB value is echoed cut to its start and end around an ellipsis,
+/// in the warning and in the bus error, for a parser that quotes the value
+/// in its cause (colors) and one that does not (model).
+#[test]
+fn a_huge_value_is_echoed_cut() {
+    init();
+    let max = wgnn::gst::property::ECHO_CHARS;
+    for (element, property, value) in [
+        ("wgnnoverlay", "colors", "A".repeat(10 << 20)),
+        (
+            "wgnninfer",
+            "model",
+            format!("/{}/x.onnx", "d".repeat(10 << 20)),
+        ),
+    ] {
+        let name = format!("huge{property}");
+        let e = gst::ElementFactory::make(element)
+            .name(&name)
+            .build()
+            .unwrap();
+        e.set_property(property, &value);
+        let warnings = wgnn_warnings(&name);
+        assert_eq!(warnings.len(), 1, "{element}: {warnings:.200?}");
+        let w = &warnings[0];
+        assert!(w.len() < 1000, "{element}: {} bytes: {w:.300}", w.len());
+        let cut = wgnn::gst::property::shorten(&value);
+        assert_eq!(cut.chars().count(), max);
+        assert!(w.contains(&*cut) && w.contains('…'), "{element}: {w}");
+        let (error, _) = start_error_of(&e);
+        let message = error.message().to_string();
+        assert!(
+            message.contains(&*cut) && message.len() < 1000,
+            "{element}: {message:.300}"
+        );
     }
 }
 

@@ -43,92 +43,41 @@ const FRAMES: u32 = 3;
 /// cycle would be 250 MB over 1000 cycles.
 const RSS_BOUND: u64 = 96 << 20;
 
-fn data(path: &str) -> String {
-    common::root().join(path).display().to_string()
+/// `name`'s minimal instance from the element table, on the GPU where it
+/// has a device choice. Its frames start in system memory, so that the
+/// element under test is the first that touches the GPU.
+fn fragment(name: &str) -> String {
+    let spec = spec(name);
+    spec.minimal_launch(&common::root())
+        .split(" ! ")
+        .map(|part| {
+            if part.split_whitespace().next() == Some(name) && spec.has_property("device") {
+                format!("{part} device=gpu")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ! ")
 }
 
-/// A model-proc for the synthetic YOLOv8 model (tests/data/detect/yolo),
-/// the smallest detector there is.
-/// Written once per process: the tests calling [`elements`] run at once,
-/// and a fresh scratch folder would pull the file from under another.
-fn yolo_proc() -> String {
-    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = common::scratch("soak").join("yolov8.json");
-        std::fs::write(
-            &path,
-            r#"{"decoder": {"type": "yolo", "layout": "yolov8"}}"#,
-        )
-        .unwrap();
-        path.display().to_string()
-    })
-    .clone()
+fn spec(name: &str) -> &'static wgnn::gst::elements::ElementSpec {
+    wgnn::gst::elements::spec(name).unwrap_or_else(|| panic!("{name} is no wgnn element"))
 }
 
-/// Each processing element as the part of a launch line between the source
-/// and the sink. Its frames start in system memory, so that the element
-/// under test is the first that touches the GPU.
-fn elements() -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "wgnnupload ! wgnndownload",
-            "wgnnupload ! wgnndownload".into(),
-        ),
-        (
-            "wgnnsegment",
-            format!(
-                "wgnnsegment device=gpu model={}",
-                data("tests/data/soak/tiny_mask.onnx")
-            ),
-        ),
-        (
-            "wgnnsuperres",
-            format!(
-                "wgnnsuperres device=gpu scale=2 model={}",
-                data("tests/data/soak/tiny_sr.onnx")
-            ),
-        ),
-        (
-            "wgnninfer",
-            format!(
-                "wgnninfer device=gpu model={}",
-                data("tests/data/classify/mean_color.onnx")
-            ),
-        ),
-        (
-            "wgnndetect",
-            format!(
-                "wgnndetect device=gpu model={} model-proc={}",
-                data("tests/data/detect/yolo/yolov8.onnx"),
-                yolo_proc()
-            ),
-        ),
-        (
-            "wgnnclassify",
-            format!(
-                "wgnnclassify device=gpu model={}",
-                data("tests/data/classify/mean_color.onnx")
-            ),
-        ),
-        ("wgnnoverlay", "wgnnoverlay".into()),
-        // The sink itself, drawing into its offscreen target (no display).
-        (
-            "wgnnsink",
-            "wgnnsink name=sink offscreen=true sync=false".into(),
-        ),
-    ]
-}
-
-fn pipeline(gpu: &wgnn::gpu::Gpu, element: &str, frames: Option<u32>) -> gst::Pipeline {
+/// `videotestsrc ! name's fragment ! sink`, where the sink is named `sink`
+/// (the element itself where it is one).
+fn pipeline(gpu: &wgnn::gpu::Gpu, name: &str, frames: Option<u32>) -> gst::Pipeline {
     let count = frames.map_or(-1, i64::from);
-    let sink = if element.starts_with("wgnnsink") {
-        String::new()
+    let sink = if spec(name).is_sink() {
+        " name=sink"
     } else {
-        " ! fakesink name=sink sync=false".into()
+        " ! fakesink name=sink sync=false"
     };
     let desc = format!(
         "videotestsrc num-buffers={count} ! video/x-raw,format=RGBA,width=16,height=16,\
-         framerate=30/1 ! {element}{sink}"
+         framerate=30/1 ! {}{sink}",
+        fragment(name)
     );
     let pipeline = launch(&desc);
     pipeline.set_context(&wgnn::gst::device::context_for(gpu));
@@ -181,11 +130,11 @@ fn rss() -> u64 {
     kib << 10
 }
 
-/// `cycles()` cycles of `element`.
-fn soak(name: &str, element: &str) {
+/// `cycles()` cycles of the element `name`.
+fn soak(name: &str) {
     init();
     let gpu = common::own_gpu();
-    let pipeline = pipeline(&gpu, element, Some(FRAMES));
+    let pipeline = pipeline(&gpu, name, Some(FRAMES));
     let n = cycles();
     let began = Instant::now();
     cycle(&pipeline, &format!("{name}, cycle 1"));
@@ -262,14 +211,12 @@ fn soak(name: &str, element: &str) {
 
 #[test]
 fn upload_download_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[0];
-    soak(name, element);
+    soak("wgnnupload");
 }
 
 #[test]
 fn segment_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[1];
-    soak(name, element);
+    soak("wgnnsegment");
 }
 
 #[test]
@@ -277,45 +224,39 @@ fn superres_cycles_leave_nothing_behind() {
     // A tiny 2x model (tests/data/soak/tiny_sr.onnx): a cycle of ESRGAN-slim
     // (import, lowering, weights) costs seconds on lavapipe, which would
     // measure the network, not the element's start and stop.
-    let (name, element) = &elements()[2];
-    soak(name, element);
+    soak("wgnnsuperres");
 }
 
 #[test]
 fn infer_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[3];
-    soak(name, element);
+    soak("wgnninfer");
 }
 
 #[test]
 fn detect_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[4];
-    soak(name, element);
+    soak("wgnndetect");
 }
 
 #[test]
 fn classify_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[5];
-    soak(name, element);
+    soak("wgnnclassify");
 }
 
 #[test]
 fn overlay_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[6];
-    soak(name, element);
+    soak("wgnnoverlay");
 }
 
 #[test]
 fn sink_cycles_leave_nothing_behind() {
-    let (name, element) = &elements()[7];
-    soak(name, element);
+    soak("wgnnsink");
 }
 
 /// Plays `element` until frames reach the sink, destroys the device, and
 /// returns the error the pipeline posts (source element and message).
-fn lose_device_under(name: &str, element: &str) -> (String, String) {
+fn lose_device_under(name: &str) -> (String, String) {
     let gpu = common::own_gpu();
-    let pipeline = pipeline(&gpu, element, None);
+    let pipeline = pipeline(&gpu, name, None);
     let sink = pipeline.by_name("sink").unwrap();
     let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
     sink.static_pad("sink")
@@ -357,13 +298,20 @@ fn lose_device_under(name: &str, element: &str) -> (String, String) {
 fn a_lost_device_is_a_bus_error_naming_the_loss_in_every_element() {
     init();
     let mut failures = Vec::new();
-    for (name, element) in elements() {
-        let (source, text) = lose_device_under(name, &element);
+    let mut ran = 0;
+    for spec in wgnn::gst::elements::ELEMENTS {
+        let name = spec.name;
+        let (source, text) = lose_device_under(name);
+        ran += 1;
         eprintln!("{name}: {source}: {text}");
-        let factory = name.split(' ').next().unwrap_or(name);
-        let from_element = source.starts_with(factory)
-            || (name.contains("wgnndownload") && source.starts_with("wgnndownload"))
-            || (name == "wgnnsink" && source == "sink");
+        // The element or one its fragment needs beside it (wgnnupload's
+        // frames are lost in wgnndownload as well).
+        let fragment = fragment(name);
+        let from_element = fragment
+            .split(" ! ")
+            .filter_map(|part| part.split_whitespace().next())
+            .any(|factory| source.starts_with(factory))
+            || (spec.is_sink() && source == "sink");
         if !text.contains("the GPU device was lost") || !from_element {
             failures.push(format!("{name}: {source} posted '{text}'"));
         }
@@ -372,6 +320,7 @@ fn a_lost_device_is_a_bus_error_naming_the_loss_in_every_element() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(ran, wgnn::gst::elements::ELEMENTS.len());
 }
 
 /// The error a pipeline posts for one oversized frame, as the element's
@@ -407,13 +356,7 @@ fn a_frame_wider_than_the_device_allows_is_an_error_naming_size_and_limit() {
     init();
     let max = common::gpu().limits().max_texture_dimension_2d;
     let width = 20000.max(max + 1);
-    for element in [
-        "wgnnupload".to_string(),
-        format!(
-            "wgnnsegment device=gpu model={}",
-            data("tests/data/soak/tiny_mask.onnx")
-        ),
-    ] {
+    for element in [fragment("wgnnupload"), fragment("wgnnsegment")] {
         let cause = oversized_error(&element, width);
         eprintln!("{element}: {cause}");
         assert!(

@@ -190,3 +190,162 @@ fn roi_metas_cross_upload_and_download() {
     assert_eq!(rois[0].object.label, "face");
     assert_eq!(rois[0].object.keypoints, vec![[10.0, 10.0]]);
 }
+
+/// Plays `desc` to its end; the messages of `kinds` it posted before, and
+/// the one that ended it (EOS or an error).
+fn play(desc: &str, kinds: &[gst::MessageType]) -> (Vec<gst::Message>, gst::Message) {
+    let pipeline = crate::common::harness::launch(desc);
+    let _ = pipeline.set_state(gst::State::Playing);
+    let bus = pipeline.bus().unwrap();
+    let mut seen = Vec::new();
+    let mut types = kinds.to_vec();
+    types.extend([gst::MessageType::Error, gst::MessageType::Eos]);
+    let end = loop {
+        let msg = bus
+            .timed_pop_filtered(gst::ClockTime::from_seconds(60), &types)
+            .unwrap_or_else(|| panic!("{desc}: neither EOS nor an error in 60 s"));
+        if matches!(msg.type_(), gst::MessageType::Error | gst::MessageType::Eos) {
+            break msg;
+        }
+        seen.push(msg);
+    };
+    pipeline.set_state(gst::State::Null).unwrap();
+    (seen, end)
+}
+
+/// The error `msg` carries, as "source: message", or `None` for EOS.
+fn error_of(msg: &gst::Message) -> Option<String> {
+    match msg.view() {
+        gst::MessageView::Error(e) => Some(format!(
+            "{}: {}",
+            msg.src().map(|s| s.name().to_string()).unwrap_or_default(),
+            e.error()
+        )),
+        _ => None,
+    }
+}
+
+/// Texture frames carry no system memory: a sink that takes any caps would
+/// write nothing (issue 45: `wgnnupload ! filesink` wrote a 0-byte file
+/// and returned 0). wgnnupload refuses such a peer with one bus error
+/// naming it and the way out; a peer that names memory:WgpuTexture (a
+/// capsfilter before an appsink) gets the textures, and wgnndownload's
+/// system memory reaches the file whole.
+#[test]
+fn texture_frames_reach_only_elements_that_name_them() {
+    init();
+    let dir = crate::common::scratch("upload-sinks");
+    let src = "videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=16,height=16";
+    let file = dir.join("upl.raw");
+    let mut refused = 0;
+    for (sink, who) in [
+        (
+            format!("filesink name=file location={}", file.display()),
+            "file",
+        ),
+        ("appsink name=app sync=false".to_string(), "app"),
+        ("identity name=ident ! fakesink".to_string(), "ident"),
+    ] {
+        let desc = format!("{src} ! wgnnupload name=texup ! {sink}");
+        let (_, end) = play(&desc, &[]);
+        let e =
+            error_of(&end).unwrap_or_else(|| panic!("{desc}: no error, texture frames went on"));
+        assert!(e.starts_with("texup: "), "{desc}: {e}");
+        for needle in [who, "memory:WgpuTexture", "wgnndownload", "any caps"] {
+            assert!(e.contains(needle), "{desc}: {needle:?} not in {e:?}");
+        }
+        assert!(!e.contains('\n') && !e.contains(".rs"), "{e:?}");
+        refused += 1;
+    }
+    assert_eq!(refused, 3);
+    assert!(
+        std::fs::metadata(&file).map_or(true, |m| m.len() == 0),
+        "nothing written"
+    );
+
+    // Named textures pass, each buffer with its frame.
+    let mut frames = 0;
+    let pipeline = pull_samples(
+        &format!(
+            "{src} ! wgnnupload ! video/x-raw(memory:WgpuTexture) ! appsink name=sink sync=false"
+        ),
+        |sample| {
+            assert!(wgnn::gst::frame_meta::frame_of(sample.buffer().unwrap()).is_some());
+            frames += 1;
+        },
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert_eq!(frames, 2);
+
+    // Downloaded, the frames reach the file.
+    let (_, end) = play(
+        &format!(
+            "{src} ! wgnnupload ! wgnndownload ! filesink location={}",
+            file.display()
+        ),
+        &[],
+    );
+    assert_eq!(error_of(&end), None);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 2 * 16 * 16 * 4);
+}
+
+/// A negotiation the transfer elements refuse says why on the bus, naming
+/// both sides' memories: caps upstream sends that wgnnupload does not take
+/// (a warning from its accept-caps answer, then GStreamer's error), and a
+/// format downstream does not take.
+#[test]
+fn refused_negotiations_name_both_sides_memories() {
+    init();
+    let run = |caps: &str, after: &str| {
+        let desc = format!("appsrc name=src format=time ! wgnnupload name=refuser ! {after}");
+        let pipeline = crate::common::harness::launch(&desc);
+        let src = pipeline
+            .by_name("src")
+            .unwrap()
+            .downcast::<gst_app::AppSrc>()
+            .unwrap();
+        src.set_caps(Some(&caps.parse::<gst::Caps>().unwrap()));
+        pipeline.set_state(gst::State::Playing).unwrap();
+        let _ = src.push_buffer(gst::Buffer::with_size(16 * 16 * 4).unwrap());
+        let _ = src.end_of_stream();
+        let bus = pipeline.bus().unwrap();
+        let mut said = Vec::new();
+        while let Some(msg) = bus.timed_pop_filtered(
+            gst::ClockTime::from_seconds(30),
+            &[
+                gst::MessageType::Warning,
+                gst::MessageType::Error,
+                gst::MessageType::Eos,
+            ],
+        ) {
+            let from_refuser = msg.src().is_some_and(|s| s.name() == "refuser");
+            match msg.view() {
+                gst::MessageView::Warning(w) if from_refuser => said.push(w.error().to_string()),
+                gst::MessageView::Error(e) if from_refuser => said.push(e.error().to_string()),
+                gst::MessageView::Error(_) | gst::MessageView::Eos(_) => break,
+                _ => {}
+            }
+        }
+        pipeline.set_state(gst::State::Null).unwrap();
+        said
+    };
+    let cases = [
+        (
+            "video/x-raw,format=YUY2,width=16,height=16,framerate=30/1",
+            "wgnndownload ! fakesink",
+            ["YUY2", "system memory", "memory:DMABuf", "NV12"],
+        ),
+        (
+            "video/x-raw,format=RGBA,width=16,height=16,framerate=30/1",
+            "video/x-raw(memory:WgpuTexture),format=BGRA ! fakesink",
+            ["RGBA", "BGRA", "memory:WgpuTexture", "capsfilter"],
+        ),
+    ];
+    for (caps, after, needles) in cases {
+        let said = run(caps, after);
+        assert_eq!(said.len(), 1, "{caps} ! {after}: {said:?}");
+        for needle in needles {
+            assert!(said[0].contains(needle), "{needle:?} not in {said:?}");
+        }
+    }
+}

@@ -90,10 +90,13 @@ export GST_REGISTRY="$work/registry.bin" GST_REGISTRY_FORK=no GST_DEBUG_NO_COLOR
 echo "package: gst-inspect-1.0 wgnn"
 out=$(GST_PLUGIN_SYSTEM_PATH="$plugins" gst-inspect-1.0 wgnn 2>&1) || fail "gst-inspect-1.0 wgnn: $out"
 grep -qF "$plugins/libgstwgnn.so" <<<"$out" || fail "gst-inspect-1.0 did not load the packaged plugin: $out"
-for e in wgnnupload wgnndownload wgnnsegment wgnnsuperres wgnninfer wgnndetect wgnnclassify \
-  wgnnoverlay wgnnsink; do
-  grep -q "\b$e\b" <<<"$out" || fail "gst-inspect-1.0 wgnn lists no $e: $out"
-done
+# Exactly the elements of the table in src/gst/elements.rs (its rows'
+# `name: "..."` lines), which tests/gst and the inspect test check as well.
+table=$(sed -n 's/^ *name: "\(wgnn[a-z0-9]*\)",$/\1/p' src/gst/elements.rs | sort)
+[ -n "$table" ] || fail "no element names read from src/gst/elements.rs"
+listed=$(sed -n 's/^ *\(wgnn[a-z0-9]*\): .*/\1/p' <<<"$out" | sort)
+[ "$listed" = "$table" ] \
+  || fail "gst-inspect-1.0 wgnn lists $(echo $listed), the table $(echo $table): $out"
 
 echo "package: wgnn-selfie --test-pattern --frames 10 -o x.mp4 (from $work)"
 out=$(cd "$work" && "$root/usr/bin/wgnn-selfie" --test-pattern --frames 10 -o x.mp4 2>&1) \

@@ -35,17 +35,21 @@ fn gst_inspect_loads_the_plugin() {
     );
     assert!(stdout.contains("libgstwgnn.so"), "{stdout}");
     assert!(stdout.contains(env!("CARGO_PKG_VERSION")), "{stdout}");
-    for element in [
-        "wgnnupload",
-        "wgnndownload",
-        "wgnnsegment",
-        "wgnnsuperres",
-        "wgnninfer",
-        "wgnndetect",
-        "wgnnclassify",
-        "wgnnoverlay",
-        "wgnnsink",
-    ] {
+    // Exactly the table's elements: "  wgnnupload: wgnn upload" lines.
+    let listed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.trim().split_once(':'))
+        .map(|(name, _)| name)
+        .filter(|name| name.starts_with("wgnn") && !name.contains(' '))
+        .collect();
+    let table: Vec<&str> = wgnn::gst::elements::ELEMENTS
+        .iter()
+        .map(|e| e.name)
+        .collect();
+    let mut sorted = table.clone();
+    sorted.sort_unstable();
+    assert_eq!(listed, sorted, "gst-inspect-1.0 wgnn:\n{stdout}");
+    for element in table {
         assert!(
             stdout.contains(element),
             "{element} missing from:\n{stdout}"

@@ -25,7 +25,6 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 /// What the model looks at.
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
@@ -45,13 +44,4 @@ glib::wrapper! {
     pub struct WgnnClassify(ObjectSubclass<imp::WgnnClassify>)
         @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
             gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnnclassify",
-        gst::Rank::NONE,
-        WgnnClassify::static_type(),
-    )
 }

@@ -30,19 +30,9 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnDetect(ObjectSubclass<imp::WgnnDetect>)
         @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
             gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnndetect",
-        gst::Rank::NONE,
-        WgnnDetect::static_type(),
-    )
 }

@@ -22,7 +22,6 @@ mod imp;
 mod input_range;
 
 use gst::glib;
-use gst::prelude::*;
 
 /// How the frame is fitted to the model input.
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
@@ -45,13 +44,4 @@ glib::wrapper! {
     pub struct WgnnInfer(ObjectSubclass<imp::WgnnInfer>)
         @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
             gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnninfer",
-        gst::Rank::NONE,
-        WgnnInfer::static_type(),
-    )
 }

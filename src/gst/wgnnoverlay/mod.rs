@@ -25,18 +25,8 @@ mod imp;
 mod items;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnOverlay(ObjectSubclass<imp::WgnnOverlay>)
         @extends gst_base::BaseTransform, gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnnoverlay",
-        gst::Rank::NONE,
-        WgnnOverlay::static_type(),
-    )
 }

@@ -22,7 +22,6 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 /// The `background` property's value (kept here for code that named it
 /// when it lived in this element).
@@ -48,13 +47,4 @@ glib::wrapper! {
     pub struct WgnnSegment(ObjectSubclass<imp::WgnnSegment>)
         @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
             gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnnsegment",
-        gst::Rank::NONE,
-        WgnnSegment::static_type(),
-    )
 }

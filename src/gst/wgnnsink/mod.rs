@@ -29,13 +29,8 @@ mod window;
 mod window_target;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnSink(ObjectSubclass<imp::WgnnSink>)
         @extends gst_video::VideoSink, gst_base::BaseSink, gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(plugin, "wgnnsink", gst::Rank::NONE, WgnnSink::static_type())
 }

@@ -21,19 +21,9 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnSuperres(ObjectSubclass<imp::WgnnSuperres>)
         @extends crate::gst::model_element::WgnnModelElement, gst_base::BaseTransform,
             gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnnsuperres",
-        gst::Rank::NONE,
-        WgnnSuperres::static_type(),
-    )
 }

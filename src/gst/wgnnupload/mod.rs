@@ -8,17 +8,7 @@
 mod imp;
 
 use gst::glib;
-use gst::prelude::*;
 
 glib::wrapper! {
     pub struct WgnnUpload(ObjectSubclass<imp::WgnnUpload>) @extends gst_base::BaseTransform, gst::Element, gst::Object;
-}
-
-pub fn register(plugin: Option<&gst::Plugin>) -> Result<(), glib::BoolError> {
-    gst::Element::register(
-        plugin,
-        "wgnnupload",
-        gst::Rank::NONE,
-        WgnnUpload::static_type(),
-    )
 }
