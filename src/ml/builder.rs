@@ -16,8 +16,9 @@ use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
 mod elementwise;
-// Reductions, arg-min/max, gather, expand/tile, normalizations, logSoftmax.
-mod tensor;
+mod gather;
+mod normalization;
+mod reduce;
 
 static NEXT_BUILDER: AtomicU64 = AtomicU64::new(1);
 

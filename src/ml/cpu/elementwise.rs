@@ -1,10 +1,11 @@
-//! Element-wise ops with numpy broadcasting, softmax and cast.
+//! Element-wise ops with numpy broadcasting, the unary functions, softmax
+//! and cast.
 
 use rayon::prelude::*;
 
 use super::epilogue::Epilogue;
 use super::Values;
-use crate::ml::ops::BinaryOp;
+use crate::ml::ops::{Activation, BinaryOp};
 use crate::ml::types::{strides, DataType, OperandDescriptor};
 
 /// Per axis of `out`, the stride into an operand of shape `shape` broadcast
@@ -307,6 +308,14 @@ pub(crate) fn cast(v: &Values, to: DataType) -> Values {
                 .map(|&e| e.trunc().clamp(0.0, 255.0) as u8)
                 .collect(),
         ),
+    }
+}
+
+/// A unary function on float or int32 values (`abs` and `neg` take both).
+pub(crate) fn unary(a: &Activation, x: &Values) -> Values {
+    match x {
+        Values::I32(x) if a.takes_int() => Values::I32(x.iter().map(|&v| a.apply_i32(v)).collect()),
+        other => Values::F32(other.f32().iter().map(|&v| a.apply(v)).collect()),
     }
 }
 
