@@ -1,5 +1,4 @@
-//! Element-wise ops with numpy broadcasting, the unary functions, softmax
-//! and cast.
+//! Element-wise ops with numpy broadcasting, the unary functions and cast.
 
 use rayon::prelude::*;
 
@@ -248,41 +247,6 @@ pub(crate) fn binary(
         }
         _ => unreachable!("binary operand types are checked at build"),
     }
-}
-
-pub(crate) fn prelu(
-    (x, _): (&Values, &OperandDescriptor),
-    (s, ds): (&Values, &OperandDescriptor),
-    out: &OperandDescriptor,
-) -> Values {
-    let is = broadcast_index(ds, out);
-    let (x, s) = (x.f32(), s.f32());
-    Values::F32(map_elements(out.element_count(), |i| {
-        if x[i] >= 0.0 {
-            x[i]
-        } else {
-            x[i] * s[is(i)]
-        }
-    }))
-}
-
-pub(crate) fn softmax((x, d): (&Values, &OperandDescriptor), axis: usize) -> Values {
-    let x = x.f32();
-    let len = d.shape[axis];
-    let inner: usize = d.shape[axis + 1..].iter().product();
-    let outer: usize = d.shape[..axis].iter().product();
-    let mut y = vec![0.0; x.len()];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |k: usize| o * len * inner + k * inner + i;
-            let max = (0..len).map(|k| x[at(k)]).fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = (0..len).map(|k| (x[at(k)] - max).exp()).sum();
-            for k in 0..len {
-                y[at(k)] = (x[at(k)] - max).exp() / sum;
-            }
-        }
-    }
-    Values::F32(y)
 }
 
 /// float -> int truncates toward zero and saturates; int -> uint8 saturates.

@@ -8,9 +8,11 @@
 //!
 //! The context's side (worker thread, tensor bytes, jobs, replies, faults)
 //! is in `backend`; this file holds the plan and the node interpreter.
+mod arg_min_max;
 mod backend;
 mod broadcast;
 mod compare;
+mod concat;
 mod conv;
 mod conv2d_dwpw;
 mod elementwise;
@@ -19,13 +21,20 @@ mod fault;
 mod gather;
 mod gemm;
 mod layout;
-mod linalg;
+mod matmul;
 mod normalization;
+mod pad;
 mod pool2d;
+mod prelu;
 mod reduce;
 mod reply;
 mod resample2d;
+mod sgemm;
+mod slice;
+mod softmax;
+mod split;
 mod squeeze_excite;
+mod transpose;
 
 use std::sync::Arc;
 
@@ -254,24 +263,24 @@ fn execute(
         Op::Pool2d(kind, o) => one(pool2d::pool2d(*kind, args[0], out, o)),
         Op::Reduce { kind, axes, .. } => one(reduce::reduce(args[0], out, *kind, axes)),
         Op::Resample2d(o) => one(resample2d::resample2d(args[0], out, o)),
-        Op::Concat { axis } => one(layout::concat(args, out, *axis)),
+        Op::Concat { axis } => one(concat::concat(args, out, *axis)),
         Op::Reshape => one(args[0].0.clone()),
-        Op::Transpose { permutation } => one(layout::transpose(args[0], permutation)),
+        Op::Transpose { permutation } => one(transpose::transpose(args[0], permutation)),
         Op::Slice {
             starts, strides, ..
-        } => one(layout::slice(args[0], out, starts, strides)),
+        } => one(slice::slice(args[0], out, starts, strides)),
         Op::Pad {
             beginning,
             mode,
             value,
             ..
-        } => one(layout::pad(args[0], out, beginning, *mode, *value)),
-        Op::Split { sizes, axis } => layout::split(args[0], sizes, *axis),
+        } => one(pad::pad(args[0], out, beginning, *mode, *value)),
+        Op::Split { sizes, axis } => split::split(args[0], sizes, *axis),
         Op::Unary(a) => one(elementwise::unary(a, args[0].0)),
-        Op::Prelu => one(elementwise::prelu(args[0], args[1], out)),
-        Op::Softmax { axis } => one(elementwise::softmax(args[0], *axis)),
-        Op::Matmul => one(linalg::matmul(args[0], args[1], out)),
-        Op::Gemm(o) => one(linalg::gemm(args, out, o)),
+        Op::Prelu => one(prelu::prelu(args[0], args[1], out)),
+        Op::Softmax { axis } => one(softmax::softmax(args[0], *axis)),
+        Op::Matmul => one(matmul::matmul(args[0], args[1], out)),
+        Op::Gemm(o) => one(gemm::gemm(args, out, o)),
         Op::Cast => one(elementwise::cast(args[0].0, out.data_type)),
         Op::Compare(c) => one(compare::compare(*c, args[0], args[1], out)),
         Op::LogicalNot => one(compare::logical_not(args[0].0)),
@@ -282,7 +291,7 @@ fn execute(
             axis,
             select_last_index,
             ..
-        } => one(reduce::arg_min_max(
+        } => one(arg_min_max::arg_min_max(
             args[0],
             *max,
             *axis,
