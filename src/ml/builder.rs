@@ -16,9 +16,10 @@ use super::types::{DataType, OperandDescriptor};
 use crate::error::{Error, Result};
 
 mod elementwise;
+mod gather;
+mod normalization;
+mod reduce;
 mod remainder;
-// Reductions, arg-min/max, gather, expand/tile, normalizations, logSoftmax.
-mod tensor;
 
 static NEXT_BUILDER: AtomicU64 = AtomicU64::new(1);
 

@@ -83,15 +83,42 @@ pub struct BuildOptions {
 /// norms can pass float16's largest value (65504) where their inputs do
 /// not, and arg-min/max, comparisons and casts to integers turn exact
 /// values into indices or flags that a rounding could change.
+///
+/// Every variant is named, so a new op does not compile until it is decided.
 fn keeps_float32(ir: &GraphIr, node: &Node) -> bool {
     match &node.op {
-        Op::Reduce { kind, .. } => matches!(
-            kind,
-            ReduceKind::Sum | ReduceKind::SumSquare | ReduceKind::Product | ReduceKind::L2
-        ),
+        Op::Reduce { kind, .. } => match kind {
+            ReduceKind::Sum | ReduceKind::SumSquare | ReduceKind::Product | ReduceKind::L2 => true,
+            ReduceKind::Mean | ReduceKind::Max | ReduceKind::Min | ReduceKind::LogSumExp => false,
+        },
         Op::ArgMinMax { .. } | Op::Compare(_) | Op::LogicalNot => true,
         Op::Cast => !ir.desc(node.outputs[0]).data_type.is_float(),
-        _ => false,
+        // Convolutions, products, pools and softmax sum in float32 inside
+        // their kernels; the rest move, pick or map values one by one.
+        Op::Conv2d(_)
+        | Op::ConvTranspose2d(_)
+        | Op::Pool2d(..)
+        | Op::Resample2d(_)
+        | Op::Concat { .. }
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::Slice { .. }
+        | Op::Pad { .. }
+        | Op::Split { .. }
+        | Op::Binary(_)
+        | Op::Unary(_)
+        | Op::Prelu
+        | Op::Softmax { .. }
+        | Op::Matmul
+        | Op::Gemm(_)
+        | Op::Where
+        | Op::Identity
+        | Op::Gather { .. }
+        | Op::Expand
+        | Op::Tile { .. }
+        | Op::BatchNormalization { .. }
+        | Op::SqueezeExcite(_)
+        | Op::DepthwisePointwise(_) => false,
     }
 }
 

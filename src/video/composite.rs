@@ -710,56 +710,16 @@ impl Compositor {
         Ok(self.blur.as_ref().expect("just set"))
     }
 
-    /// Records the passes writing the composite of `frame` and `mask` into
-    /// `out` (Rgba8Unorm, STORAGE_BINDING, the frame's size). `mask` is a
-    /// float32 tensor of the options' mask size: [1, height, width, 1] or
-    /// any shape that differs from it only in axes of size 1.
-    pub fn encode<'a>(
+    /// Records the mask smoothing pass where smoothing is on, and returns
+    /// the buffer the composite reads the mask from: the smoothed state, or
+    /// `mask` itself.
+    fn smooth_mask(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
-        frame: &GpuFrame,
-        mask: impl Into<TensorBuffer<'a>>,
-        out: &wgpu::Texture,
-    ) -> Result<()> {
+        mask: &wgpu::Buffer,
+    ) -> Result<wgpu::Buffer> {
         let m = self.options.mask;
-        let mask = mask.into();
-        check_mask_tensor(&mask, &m)?;
-        let mask = mask.buffer();
-        let mask_bytes = 4 * u64::from(m.width) * u64::from(m.height);
-        if !mask.usage().contains(wgpu::BufferUsages::STORAGE) {
-            return Err(Error::invalid(
-                "composite: the mask buffer lacks STORAGE usage",
-            ));
-        }
-        if mask.size() < mask_bytes {
-            return Err(Error::invalid(format!(
-                "composite: the mask buffer has {} bytes, a {}x{} f32 mask needs {mask_bytes}",
-                mask.size(),
-                m.width,
-                m.height
-            )));
-        }
-        let (w, h) = (frame.width(), frame.height());
-        if out.format() != wgpu::TextureFormat::Rgba8Unorm
-            || !out.usage().contains(wgpu::TextureUsages::STORAGE_BINDING)
-        {
-            return Err(Error::invalid(format!(
-                "composite: the output must be an Rgba8Unorm texture with STORAGE_BINDING, \
-                 got {:?} with {:?}",
-                out.format(),
-                out.usage()
-            )));
-        }
-        if (out.width(), out.height()) != (w, h) {
-            return Err(Error::invalid(format!(
-                "composite: the output is {}x{}, the frame {w}x{h}; they must match",
-                out.width(),
-                out.height()
-            )));
-        }
         let gpu = self.gpu.clone();
-        let reader = Reader::of(frame.format());
-
         let mut mask_src = mask.clone();
         if let Some(s) = &mut self.smoothing {
             let pipeline = &s.pipeline;
@@ -805,62 +765,96 @@ impl Compositor {
             s.primed = true;
             mask_src = (*s.state).clone();
         }
+        Ok(mask_src)
+    }
 
+    /// Records the two blur passes over `frame` (across, then down) and
+    /// returns the blurred texture the composite reads as its background.
+    fn blur(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        reader: Reader,
+        strength: f32,
+    ) -> Result<crate::gpu::live::Texture> {
+        let gpu = self.gpu.clone();
+        let (w, h) = (frame.width(), frame.height());
+        let (across_pipe, across_tile) = self.blur_pipeline(reader, strength)?;
+        let (down_pipe, down_tile) = self.blur_pipeline(Reader::FloatRgba, strength)?;
+        // Made by `new` or `set_effect`: this only hands them over.
+        let (_, blur_params) = blur_params(&gpu, strength, self.blur_params.take())?;
+        self.blur_params = Some((strength, blur_params.clone()));
+        let targets = self.blur_targets(w, h, blur_step(strength))?;
+        let (across, done) = (targets.across.clone(), targets.done.clone());
+        let src = self
+            .frames
+            .get_or_make(planes_key(&across_pipe, frame), || {
+                frame_bind_group(
+                    &gpu,
+                    &across_pipe.get_bind_group_layout(0),
+                    frame,
+                    Some(&self.yuv),
+                )
+            })?;
+        let key = vec![
+            Bound::Pipeline((*down_pipe).clone()),
+            Bound::Texture((*across).clone()),
+        ];
+        let mid = self.own.get_or_make(key, || {
+            let view = across.create_view(&Default::default());
+            float_rgba_bind_group(&gpu, &down_pipe.get_bind_group_layout(0), &view)
+        })?;
+        for (pipe, tile, input, output) in [
+            (&across_pipe, across_tile, &src, &across),
+            (&down_pipe, down_tile, &mid, &done),
+        ] {
+            let (gx, gy) = tile.groups(output.width(), output.height());
+            let key = vec![
+                Bound::Pipeline((**pipe).clone()),
+                Bound::Texture((**output).clone()),
+                Bound::buffer(&blur_params),
+            ];
+            let target = self.own.get_or_make(key, || {
+                let view = output.create_view(&Default::default());
+                blur_target_bind_group(&gpu, pipe, &view, &blur_params)
+            })?;
+            gpu.scoped("blur pass", || {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("wgnn blur"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(pipe);
+                pass.set_bind_group(0, input, &[]);
+                pass.set_bind_group(1, &target, &[]);
+                pass.dispatch_workgroups(gx, gy, 1);
+            })?;
+        }
+        Ok(done)
+    }
+
+    /// Records the passes writing the composite of `frame` and `mask` into
+    /// `out` (Rgba8Unorm, STORAGE_BINDING, the frame's size). `mask` is a
+    /// float32 tensor of the options' mask size: [1, height, width, 1] or
+    /// any shape that differs from it only in axes of size 1.
+    pub fn encode<'a>(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        mask: impl Into<TensorBuffer<'a>>,
+        out: &wgpu::Texture,
+    ) -> Result<()> {
+        let m = self.options.mask;
+        let mask = mask.into();
+        check_mask_tensor(&mask, &m)?;
+        let mask = mask.buffer();
+        check_targets(mask, &m, frame, out)?;
+        let gpu = self.gpu.clone();
+        let reader = Reader::of(frame.format());
+        let mask_src = self.smooth_mask(encoder, mask)?;
+        let (w, h) = (frame.width(), frame.height());
         let background = match self.options.effect.clone() {
             Effect::Replace(Background::Image(t)) => t,
-            Effect::Blur { strength } => {
-                let (across_pipe, across_tile) = self.blur_pipeline(reader, strength)?;
-                let (down_pipe, down_tile) = self.blur_pipeline(Reader::FloatRgba, strength)?;
-                // Made by `new` or `set_effect`: this only hands them over.
-                let (_, blur_params) = blur_params(&gpu, strength, self.blur_params.take())?;
-                self.blur_params = Some((strength, blur_params.clone()));
-                let targets = self.blur_targets(w, h, blur_step(strength))?;
-                let (across, done) = (targets.across.clone(), targets.done.clone());
-                let src = self
-                    .frames
-                    .get_or_make(planes_key(&across_pipe, frame), || {
-                        frame_bind_group(
-                            &gpu,
-                            &across_pipe.get_bind_group_layout(0),
-                            frame,
-                            Some(&self.yuv),
-                        )
-                    })?;
-                let key = vec![
-                    Bound::Pipeline((*down_pipe).clone()),
-                    Bound::Texture((*across).clone()),
-                ];
-                let mid = self.own.get_or_make(key, || {
-                    let view = across.create_view(&Default::default());
-                    float_rgba_bind_group(&gpu, &down_pipe.get_bind_group_layout(0), &view)
-                })?;
-                for (pipe, tile, input, output) in [
-                    (&across_pipe, across_tile, &src, &across),
-                    (&down_pipe, down_tile, &mid, &done),
-                ] {
-                    let (gx, gy) = tile.groups(output.width(), output.height());
-                    let key = vec![
-                        Bound::Pipeline((**pipe).clone()),
-                        Bound::Texture((**output).clone()),
-                        Bound::buffer(&blur_params),
-                    ];
-                    let target = self.own.get_or_make(key, || {
-                        let view = output.create_view(&Default::default());
-                        blur_target_bind_group(&gpu, pipe, &view, &blur_params)
-                    })?;
-                    gpu.scoped("blur pass", || {
-                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some("wgnn blur"),
-                            timestamp_writes: None,
-                        });
-                        pass.set_pipeline(pipe);
-                        pass.set_bind_group(0, input, &[]);
-                        pass.set_bind_group(1, &target, &[]);
-                        pass.dispatch_workgroups(gx, gy, 1);
-                    })?;
-                }
-                done
-            }
+            Effect::Blur { strength } => self.blur(encoder, frame, reader, strength)?,
             _ => self.placeholder.clone(),
         };
 
@@ -943,6 +937,50 @@ impl Compositor {
 /// The mask is float32 and holds `height` rows of `width` values: its shape
 /// is [1, height, width, 1] up to axes of size 1, which do not change the
 /// order of the values.
+/// Refuses a mask buffer or output texture the composite pass cannot bind:
+/// the mask too small or not STORAGE, the output not an Rgba8Unorm storage
+/// texture of the frame's size.
+fn check_targets(
+    mask: &wgpu::Buffer,
+    m: &MaskOptions,
+    frame: &GpuFrame,
+    out: &wgpu::Texture,
+) -> Result<()> {
+    let mask_bytes = 4 * u64::from(m.width) * u64::from(m.height);
+    if !mask.usage().contains(wgpu::BufferUsages::STORAGE) {
+        return Err(Error::invalid(
+            "composite: the mask buffer lacks STORAGE usage",
+        ));
+    }
+    if mask.size() < mask_bytes {
+        return Err(Error::invalid(format!(
+            "composite: the mask buffer has {} bytes, a {}x{} f32 mask needs {mask_bytes}",
+            mask.size(),
+            m.width,
+            m.height
+        )));
+    }
+    let (w, h) = (frame.width(), frame.height());
+    if out.format() != wgpu::TextureFormat::Rgba8Unorm
+        || !out.usage().contains(wgpu::TextureUsages::STORAGE_BINDING)
+    {
+        return Err(Error::invalid(format!(
+            "composite: the output must be an Rgba8Unorm texture with STORAGE_BINDING, \
+         got {:?} with {:?}",
+            out.format(),
+            out.usage()
+        )));
+    }
+    if (out.width(), out.height()) != (w, h) {
+        return Err(Error::invalid(format!(
+            "composite: the output is {}x{}, the frame {w}x{h}; they must match",
+            out.width(),
+            out.height()
+        )));
+    }
+    Ok(())
+}
+
 fn check_mask_tensor(mask: &TensorBuffer, m: &MaskOptions) -> Result<()> {
     let (h, w) = (m.height as usize, m.width as usize);
     if mask.data_type() == DataType::Float32 && squeezed(mask.shape()) == squeezed(&[h, w]) {

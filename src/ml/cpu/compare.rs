@@ -1,9 +1,9 @@
-//! Comparisons, logicalNot, where and element-wise int32 functions: the ops
-//! with uint8 or int32 sides, element by element with numpy broadcasting.
+//! Comparisons, logicalNot and where: the ops with uint8 sides, element by
+//! element with numpy broadcasting.
 
 use super::elementwise::{broadcast_index, map_elements};
 use super::Values;
-use crate::ml::ops::{Activation, CompareOp};
+use crate::ml::ops::CompareOp;
 use crate::ml::types::OperandDescriptor;
 
 fn holds<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
@@ -73,13 +73,5 @@ pub(crate) fn where_(
         (Values::I32(t), Values::I32(f)) => pick!(Values::I32, t, f),
         (Values::U8(t), Values::U8(f)) => pick!(Values::U8, t, f),
         _ => unreachable!("where's value types are checked at build"),
-    }
-}
-
-/// A unary function on float or int32 values (`abs` and `neg` take both).
-pub(crate) fn unary(a: &Activation, x: &Values) -> Values {
-    match x {
-        Values::I32(x) if a.takes_int() => Values::I32(x.iter().map(|&v| a.apply_i32(v)).collect()),
-        other => Values::F32(other.f32().iter().map(|&v| a.apply(v)).collect()),
     }
 }

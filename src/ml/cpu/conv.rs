@@ -1,5 +1,5 @@
 //! conv2d and convTranspose2d, computed in NHWC (channels innermost) on the
-//! SGEMM of `gemm.rs`: regular convolutions as im2col (1x1 ones straight on
+//! SGEMM of `sgemm.rs`: regular convolutions as im2col (1x1 ones straight on
 //! the input), depthwise ones as a loop over channels, convTranspose2d as a
 //! GEMM into per-pixel columns gathered onto the output (col2im). Inputs in
 //! NCHW are permuted first and the result permuted back.
@@ -8,7 +8,7 @@ use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::epilogue::Epilogue;
-use super::gemm::{sgemm, Mat, MatMut};
+use super::sgemm::{sgemm, Mat, MatMut};
 use super::Values;
 use crate::ml::ops::{Conv2dOptions, ConvTranspose2dOptions, InputLayout};
 use crate::ml::shape::{conv_filter_ochw, conv_transpose_filter_iohw, nchw};

@@ -1,10 +1,10 @@
-//! Element-wise ops with numpy broadcasting, softmax and cast.
+//! Element-wise ops with numpy broadcasting, the unary functions and cast.
 
 use rayon::prelude::*;
 
 use super::epilogue::Epilogue;
 use super::Values;
-use crate::ml::ops::BinaryOp;
+use crate::ml::ops::{Activation, BinaryOp};
 use crate::ml::types::{strides, DataType, OperandDescriptor};
 
 /// Per axis of `out`, the stride into an operand of shape `shape` broadcast
@@ -249,41 +249,6 @@ pub(crate) fn binary(
     }
 }
 
-pub(crate) fn prelu(
-    (x, _): (&Values, &OperandDescriptor),
-    (s, ds): (&Values, &OperandDescriptor),
-    out: &OperandDescriptor,
-) -> Values {
-    let is = broadcast_index(ds, out);
-    let (x, s) = (x.f32(), s.f32());
-    Values::F32(map_elements(out.element_count(), |i| {
-        if x[i] >= 0.0 {
-            x[i]
-        } else {
-            x[i] * s[is(i)]
-        }
-    }))
-}
-
-pub(crate) fn softmax((x, d): (&Values, &OperandDescriptor), axis: usize) -> Values {
-    let x = x.f32();
-    let len = d.shape[axis];
-    let inner: usize = d.shape[axis + 1..].iter().product();
-    let outer: usize = d.shape[..axis].iter().product();
-    let mut y = vec![0.0; x.len()];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |k: usize| o * len * inner + k * inner + i;
-            let max = (0..len).map(|k| x[at(k)]).fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = (0..len).map(|k| (x[at(k)] - max).exp()).sum();
-            for k in 0..len {
-                y[at(k)] = (x[at(k)] - max).exp() / sum;
-            }
-        }
-    }
-    Values::F32(y)
-}
-
 /// float -> int truncates toward zero and saturates; int -> uint8 saturates.
 pub(crate) fn cast(v: &Values, to: DataType) -> Values {
     let as_f32: Vec<f32> = match v {
@@ -307,6 +272,14 @@ pub(crate) fn cast(v: &Values, to: DataType) -> Values {
                 .map(|&e| e.trunc().clamp(0.0, 255.0) as u8)
                 .collect(),
         ),
+    }
+}
+
+/// A unary function on float or int32 values (`abs` and `neg` take both).
+pub(crate) fn unary(a: &Activation, x: &Values) -> Values {
+    match x {
+        Values::I32(x) if a.takes_int() => Values::I32(x.iter().map(|&v| a.apply_i32(v)).collect()),
+        other => Values::F32(other.f32().iter().map(|&v| a.apply(v)).collect()),
     }
 }
 

@@ -8,23 +8,33 @@
 //!
 //! The context's side (worker thread, tensor bytes, jobs, replies, faults)
 //! is in `backend`; this file holds the plan and the node interpreter.
+mod arg_min_max;
 mod backend;
+mod broadcast;
 mod compare;
+mod concat;
 mod conv;
-mod dwpw;
+mod conv2d_dwpw;
 mod elementwise;
 mod epilogue;
 mod fault;
 mod gather;
 mod gemm;
 mod layout;
-mod linalg;
+mod matmul;
 mod normalization;
-mod pool;
+mod pad;
+mod pool2d;
+mod prelu;
 mod reduce;
 mod reply;
-mod resample;
-mod squeeze;
+mod resample2d;
+mod sgemm;
+mod slice;
+mod softmax;
+mod split;
+mod squeeze_excite;
+mod transpose;
 
 use std::sync::Arc;
 
@@ -159,7 +169,7 @@ impl CpuPlan {
                         InputLayout::Nchw => [2, 3],
                         InputLayout::Nhwc => [1, 2],
                     };
-                    Some(resample::upsample_nearest(args[0], axes, s))
+                    Some(resample2d::upsample_nearest(args[0], axes, s))
                 }
                 _ => None,
             };
@@ -245,30 +255,32 @@ fn execute(
     let one = |v: Values| vec![v];
     let mut values = match op {
         Op::Conv2d(o) => return one(conv::conv2d(args, out, o, ep)),
-        Op::DepthwisePointwise(o) => return one(dwpw::depthwise_pointwise(args, out, o, ep)),
+        Op::DepthwisePointwise(o) => {
+            return one(conv2d_dwpw::depthwise_pointwise(args, out, o, ep))
+        }
         Op::ConvTranspose2d(o) => return one(conv::conv_transpose2d(args, out, o, ep)),
         Op::Binary(b) => return one(elementwise::binary(*b, args[0], args[1], out, ep)),
-        Op::Pool2d(kind, o) => one(pool::pool2d(*kind, args[0], out, o)),
+        Op::Pool2d(kind, o) => one(pool2d::pool2d(*kind, args[0], out, o)),
         Op::Reduce { kind, axes, .. } => one(reduce::reduce(args[0], out, *kind, axes)),
-        Op::Resample2d(o) => one(resample::resample2d(args[0], out, o)),
-        Op::Concat { axis } => one(layout::concat(args, out, *axis)),
+        Op::Resample2d(o) => one(resample2d::resample2d(args[0], out, o)),
+        Op::Concat { axis } => one(concat::concat(args, out, *axis)),
         Op::Reshape => one(args[0].0.clone()),
-        Op::Transpose { permutation } => one(layout::transpose(args[0], permutation)),
+        Op::Transpose { permutation } => one(transpose::transpose(args[0], permutation)),
         Op::Slice {
             starts, strides, ..
-        } => one(layout::slice(args[0], out, starts, strides)),
+        } => one(slice::slice(args[0], out, starts, strides)),
         Op::Pad {
             beginning,
             mode,
             value,
             ..
-        } => one(layout::pad(args[0], out, beginning, *mode, *value)),
-        Op::Split { sizes, axis } => layout::split(args[0], sizes, *axis),
-        Op::Unary(a) => one(compare::unary(a, args[0].0)),
-        Op::Prelu => one(elementwise::prelu(args[0], args[1], out)),
-        Op::Softmax { axis } => one(elementwise::softmax(args[0], *axis)),
-        Op::Matmul => one(linalg::matmul(args[0], args[1], out)),
-        Op::Gemm(o) => one(linalg::gemm(args, out, o)),
+        } => one(pad::pad(args[0], out, beginning, *mode, *value)),
+        Op::Split { sizes, axis } => split::split(args[0], sizes, *axis),
+        Op::Unary(a) => one(elementwise::unary(a, args[0].0)),
+        Op::Prelu => one(prelu::prelu(args[0], args[1], out)),
+        Op::Softmax { axis } => one(softmax::softmax(args[0], *axis)),
+        Op::Matmul => one(matmul::matmul(args[0], args[1], out)),
+        Op::Gemm(o) => one(gemm::gemm(args, out, o)),
         Op::Cast => one(elementwise::cast(args[0].0, out.data_type)),
         Op::Compare(c) => one(compare::compare(*c, args[0], args[1], out)),
         Op::LogicalNot => one(compare::logical_not(args[0].0)),
@@ -279,18 +291,18 @@ fn execute(
             axis,
             select_last_index,
             ..
-        } => one(reduce::arg_min_max(
+        } => one(arg_min_max::arg_min_max(
             args[0],
             *max,
             *axis,
             *select_last_index,
         )),
         Op::Gather { axis } => one(gather::gather(args[0], args[1], out, *axis)),
-        Op::Expand | Op::Tile { .. } => one(gather::repeat(args[0], out)),
+        Op::Expand | Op::Tile { .. } => one(broadcast::repeat(args[0], out)),
         Op::BatchNormalization { epsilon } => one(normalization::normalize(
             args[0], args[1], args[2], *epsilon,
         )),
-        Op::SqueezeExcite(o) => one(squeeze::squeeze_excite(args, o)),
+        Op::SqueezeExcite(o) => one(squeeze_excite::squeeze_excite(args, o)),
     };
     for (v, d) in values.iter_mut().zip(outs) {
         if let Values::F32(x) = v {

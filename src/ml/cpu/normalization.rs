@@ -1,6 +1,6 @@
 //! The normalization core, `(x - mean) / sqrt(variance + epsilon)` with
 //! mean and variance broadcast to the input (layer, instance and batch
-//! normalization all end in it; see `builder/tensor.rs`).
+//! normalization all end in it; see `builder/normalization.rs`).
 
 use super::elementwise::broadcast_index;
 use super::Values;

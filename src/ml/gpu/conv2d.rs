@@ -24,10 +24,10 @@ use super::lower::{grid, kernel_params, Kernel, Lowering};
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
-use crate::ml::graph_ir::{Node, OperandId};
+use crate::ml::graph_ir::{GraphIr, Node, OperandId};
 use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout, Op};
 use crate::ml::shape::{conv_filter_ochw, nchw};
-use crate::ml::types::{strides, DataType};
+use crate::ml::types::{strides, DataType, OperandDescriptor};
 
 const WG: u32 = 64;
 
@@ -415,170 +415,229 @@ pub(super) fn bindings_after(
     (s, binding + 1)
 }
 
+/// One conv2d node as every kernel choice reads it: its operands, its
+/// geometry (per group, with any fused upsample applied to the input) and
+/// the `Params` the kernels share.
+struct Conv<'a> {
+    node: &'a Node,
+    o: &'a Conv2dOptions,
+    x: OperandId,
+    y: OperandId,
+    xd: OperandDescriptor,
+    fd: OperandDescriptor,
+    yd: OperandDescriptor,
+    /// The filter's bytes where it is a constant (every imported model).
+    filter: Option<&'a [u8]>,
+    kh: usize,
+    kw: usize,
+    icg: usize,
+    ocg: usize,
+    oh: usize,
+    ow: usize,
+    pixels: usize,
+    total: usize,
+    channel_tiles: usize,
+    params: Params,
+    has_bias: bool,
+    has_scale: bool,
+    has_residual: bool,
+    /// Input and filter both float32 or both float16, the output either (a
+    /// fused cast, `fuse/cast.rs`, which leaves no residual, read as the
+    /// output's type): what the vector kernels need.
+    floats: bool,
+    /// Channels adjacent in NHWC.
+    nhwc: bool,
+}
+
+impl<'a> Conv<'a> {
+    fn new(ir: &'a GraphIr, node: &'a Node, o: &'a Conv2dOptions) -> Self {
+        let (x, f, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+        let xd = ir.desc(x).clone();
+        let fd = ir.desc(f).clone();
+        let yd = ir.desc(y).clone();
+        // A fused upsample: the conv sees the input sy x sx times as large.
+        let up = node.input_upsample.unwrap_or([1, 1]);
+        let [_, _, h, w] = nchw(o.input_layout, shape4(&xd.shape));
+        let [h, w] = [h * up[0], w * up[1]];
+        let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
+        let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
+        let total = yd.element_count();
+        let ocg = oc / o.groups;
+        let pixels = total / oc;
+        let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
+        let params = Params {
+            x_strides: activation_strides(o.input_layout, shape4(&xd.shape)),
+            f_strides: filter_strides(o.filter_layout, shape4(&fd.shape)),
+            stride: u32s(o.strides),
+            dilation: u32s(o.dilations),
+            padding: u32s([o.padding[0], o.padding[2]]),
+            filter_size: u32s([kh, kw]),
+            total: total as u32,
+            pixels: pixels as u32,
+            oc: oc as u32,
+            ocg: ocg as u32,
+            oh: oh as u32,
+            ow: ow as u32,
+            ohw: (oh * ow) as u32,
+            nhwc: (o.input_layout == InputLayout::Nhwc) as u32,
+            h: h as u32,
+            w: w as u32,
+            icg: icg as u32,
+            kdim: (icg * kh * kw) as u32,
+            channel_tiles: channel_tiles as u32,
+            ocp: 0,
+            upsample: u32s(up),
+        };
+        let has_residual = node.residual;
+        let floats = xd.data_type == fd.data_type
+            && xd.data_type.is_float()
+            && yd.data_type.is_float()
+            && (yd.data_type == xd.data_type || !has_residual);
+        let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
+        Conv {
+            node,
+            o,
+            x,
+            y,
+            filter: ir.constant(f).map(|b| b.as_slice()),
+            kh,
+            kw,
+            icg,
+            ocg,
+            oh,
+            ow,
+            pixels,
+            total,
+            channel_tiles,
+            params,
+            has_bias: node.op_inputs().len() > 2,
+            has_scale: node.input_scale,
+            has_residual,
+            floats,
+            nhwc,
+            xd,
+            fd,
+            yd,
+        }
+    }
+
+    fn flags(&self) -> (bool, bool, bool) {
+        (self.has_bias, self.has_scale, self.has_residual)
+    }
+
+    fn images(&self) -> usize {
+        self.pixels / (self.oh * self.ow)
+    }
+
+    /// A kernel writing this node's output, with its activations: the
+    /// fields every choice shares.
+    fn kernel<'s>(
+        &'s self,
+        source: &'s str,
+        spec: Specialization,
+        params: &Params,
+        table: Option<Vec<u32>>,
+        inputs: Vec<OperandId>,
+        (workgroups, workgroup_size): ([u32; 3], u32),
+    ) -> Kernel<'s> {
+        Kernel {
+            label: "conv2d".into(),
+            source,
+            spec,
+            output_type: self.yd.data_type,
+            input_type: self.xd.data_type,
+            activations: &self.node.activations,
+            params: Kernel::params(params),
+            table,
+            inputs,
+            outputs: vec![self.y],
+            workgroups,
+            workgroup_size,
+        }
+    }
+
+    /// The direct or narrow kernel (one invocation per output element or
+    /// pixel), which take any convolution.
+    fn pixel_kernel(&self, l: &mut Lowering) -> Result<()> {
+        pixel_kernel(l, self.node, self.params, self.ocg, self.flags())
+    }
+}
+
+/// Picks conv2d's kernel: the first of these that takes the node, in this
+/// order (each choice says why it goes before the ones after it).
 pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result<()> {
-    let (x, f, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
-    let xd = l.ir.desc(x).clone();
-    let fd = l.ir.desc(f).clone();
-    let yd = l.ir.desc(y).clone();
-    // A fused upsample: the conv sees the input sy x sx times as large.
-    let up = node.input_upsample.unwrap_or([1, 1]);
-    let [_, _, h, w] = nchw(o.input_layout, shape4(&xd.shape));
-    let [h, w] = [h * up[0], w * up[1]];
-    let [oc, icg, kh, kw] = conv_filter_ochw(o.filter_layout, shape4(&fd.shape));
-    let [_, _, oh, ow] = nchw(o.input_layout, shape4(&yd.shape));
-    let total = yd.element_count();
-    let ocg = oc / o.groups;
-    let pixels = total / oc;
-    let channel_tiles = ocg.div_ceil(GEMM_TILE_CHANNELS);
-    let params = Params {
-        x_strides: activation_strides(o.input_layout, shape4(&xd.shape)),
-        f_strides: filter_strides(o.filter_layout, shape4(&fd.shape)),
-        stride: u32s(o.strides),
-        dilation: u32s(o.dilations),
-        padding: u32s([o.padding[0], o.padding[2]]),
-        filter_size: u32s([kh, kw]),
-        total: total as u32,
-        pixels: pixels as u32,
-        oc: oc as u32,
-        ocg: ocg as u32,
-        oh: oh as u32,
-        ow: ow as u32,
-        ohw: (oh * ow) as u32,
-        nhwc: (o.input_layout == InputLayout::Nhwc) as u32,
-        h: h as u32,
-        w: w as u32,
-        icg: icg as u32,
-        kdim: (icg * kh * kw) as u32,
-        channel_tiles: channel_tiles as u32,
-        ocp: 0,
-        upsample: u32s(up),
-    };
-    let has_bias = node.op_inputs().len() > 2;
-    let (has_scale, has_residual) = (node.input_scale, node.residual);
+    let c = Conv::new(l.ir, node, o);
     // Fusion leaves an upsample only on convolutions the upsampled, narrow
     // and direct kernels can take, which read through it; the others cannot.
-    // Input and filter both float32 or both float16, the output either
-    // (a fused cast, `fuse/cast.rs`, which leaves no residual, read as the
-    // output's type), and channels adjacent in NHWC: what the vector
-    // kernels below need.
-    let floats = xd.data_type == fd.data_type
-        && xd.data_type.is_float()
-        && yd.data_type.is_float()
-        && (yd.data_type == xd.data_type || !has_residual);
-    let nhwc = params.nhwc == 1 && params.x_strides[1] == 1;
     // A late residual (added after the activations, `fuse/late_residual.rs`)
     // only on the direct kernel, which fusion leaves it on (depthwise
     // convolutions of two or more channels).
     if node.late_residual {
-        if params.oc as usize == ocg || !pixel_by_pixel(o.groups, ocg) {
+        if c.params.oc as usize == c.ocg || !pixel_by_pixel(o.groups, c.ocg) {
             return Err(crate::error::Error::invalid(format!(
                 "conv2d of {}: a residual after the activations needs the direct kernel",
-                l.ir.label(x)
+                l.ir.label(c.x)
             )));
         }
-        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+        return c.pixel_kernel(l);
     }
     if let Some(up) = node.input_upsample {
-        if !pixel_by_pixel(o.groups, ocg) {
-            return Err(crate::error::Error::invalid(format!(
-                "conv2d of {}: an upsampled input needs the narrow or direct kernel",
-                l.ir.label(x)
-            )));
-        }
-        // One small convolution of the input per output phase, where the
-        // filter is constant and channels come in runs of 4
-        // (conv2d_upsampled.rs).
-        let phases = Upsampled::choose(o, up, [kh, kw], icg, ocg, nhwc).filter(|_| floats);
-        if let (Some(phases), Some(bytes)) = (phases, l.ir.constant(f)) {
-            let table = phases.table(bytes, fd.data_type, o, shape4(&fd.shape));
-            // The table follows the output (no filter binding).
-            let (bindings, next) = bindings_after(2, has_bias, has_scale, has_residual, "T");
-            let bindings = format!(
-                "{bindings}@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;\n"
-            );
-            let images = pixels / (oh * ow);
-            return l.kernel(Kernel {
-                label: "conv2d".into(),
-                source: &Upsampled::source(),
-                spec: phases.spec(&bindings),
-                output_type: yd.data_type,
-                input_type: xd.data_type,
-                activations: &node.activations,
-                params: Kernel::params(&params),
-                table: Some(table),
-                inputs: table_inputs(node),
-                outputs: vec![y],
-                workgroups: grid(phases.invocations(images, oh, ow), WG),
-                workgroup_size: WG,
-            });
-        }
-        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+        return upsampled(l, &c, up);
     }
     // Few outputs over a long reduction (ESRGAN's 64 -> 4 and 32 -> 12 3x3),
     // NHWC with channels in runs of 4 and a constant filter, in either float
     // type: the reduction split over lanes (conv2d_split.rs has the
     // estimates against the narrow kernel, the vec4 GEMM and, in float16,
     // the tensor cores, which pad 4 or 12 outputs to 64 columns).
-    let split = Split::choose(o.groups, icg, ocg, kh, kw)
-        .filter(|_| floats && nhwc)
-        .map(|s| s.rows(kw, o.strides[1], o.dilations[1], ow));
+    let split = Split::choose(o.groups, c.icg, c.ocg, c.kh, c.kw)
+        .filter(|_| c.floats && c.nhwc)
+        .map(|s| s.rows(c.kw, o.strides[1], o.dilations[1], c.ow));
     // Except on tensor cores in float16, where the staged kernel with a
     // 16-channel tile takes those of more than 4 outputs: ESRGAN-slim's
     // 32 -> 12 at 960x540 on an H100 took 0.132 ms there against 0.227;
     // its 64 -> 4 0.192 against 0.145 on the split kernel, which reads
     // rows for up to 4 outputs (0.182 without).
-    let tensor_cores = xd.data_type == DataType::Float16
-        && fd.data_type == DataType::Float16
+    let tensor_cores = c.xd.data_type == DataType::Float16
+        && c.fd.data_type == DataType::Float16
         && l.target.f16_tensor_cores
-        && !has_scale
+        && !c.has_scale
         && o.input_layout == InputLayout::Nhwc;
     let few_staged = tensor_cores
         && split.is_some()
-        && ocg > 4
-        && !has_residual
-        && icg % 16 == 0
-        && Staged::choose(kh, kw, o.strides, o.dilations).is_some()
-        && l.ir.constant(f).is_some();
+        && c.ocg > 4
+        && !c.has_residual
+        && c.icg % 16 == 0
+        && Staged::choose(c.kh, c.kw, o.strides, o.dilations).is_some()
+        && c.filter.is_some();
     let split = split.filter(|_| !few_staged);
     // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
     // split concat) moves bytes: one invocation per output vec4
     // (conv2d_pointwise.rs).
-    let pointwise = pointwise::takes((kh, kw), o.padding, o.groups, icg, oc, params.nhwc == 1);
-    if let (true, true, Some(bytes)) = (pointwise, floats, l.ir.constant(f)) {
-        let (table, row) = narrow_filter(bytes, fd.data_type, o, shape4(&fd.shape));
-        let vec4_input = nhwc && icg % 4 == 0;
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &pointwise::source(),
-            spec: pointwise::spec(icg, vec4_input, (has_bias, has_scale, has_residual)),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&params),
-            table: Some(pointwise::pad_rows(table, icg, row)),
-            inputs: table_inputs(node),
-            outputs: vec![y],
-            workgroups: grid(total / 4, WG),
-            workgroup_size: WG,
-        });
+    let pointwise = pointwise::takes(
+        (c.kh, c.kw),
+        o.padding,
+        o.groups,
+        c.icg,
+        c.params.oc as usize,
+        c.params.nhwc == 1,
+    );
+    if let (true, true, Some(bytes)) = (pointwise, c.floats, c.filter) {
+        return pointwise_kernel(l, &c, bytes);
     }
-    if let (Some(split), Some(bytes)) = (split, l.ir.constant(f)) {
-        let table = split_filter(bytes, fd.data_type, o, shape4(&fd.shape));
+    if let (Some(split), Some(bytes)) = (split, c.filter) {
+        let table = split_filter(bytes, c.fd.data_type, o, shape4(&c.fd.shape));
+        let spec = split.spec(c.has_bias, c.has_scale, c.has_residual);
+        let workgroups = grid(c.pixels, split.tile_pixels() as u32);
+        let dispatch = (workgroups, split.workgroup_size());
         let inputs = table_inputs(node);
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &Split::source(),
-            spec: split.spec(has_bias, has_scale, has_residual),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&params),
-            table: Some(table),
+        return l.kernel(c.kernel(
+            &Split::source(),
+            spec,
+            &c.params,
+            Some(table),
             inputs,
-            outputs: vec![y],
-            workgroups: grid(pixels, split.tile_pixels() as u32),
-            workgroup_size: split.workgroup_size(),
-        });
+            dispatch,
+        ));
     }
     // A small map with a short reduction (selfie's 1x1 convolutions on
     // 16x16 and 32x32 maps) fills only a few 64 x 64 tiles: 4 workgroups
@@ -587,199 +646,281 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // invocation per output element spreads the same work over thousands.
     // Counted per image, so that a batch takes the kernels its images take
     // alone (batched streams then match unbatched ones bit for bit).
-    let gemm_tiles = (oh * ow).div_ceil(GEMM_TILE_PIXELS) * channel_tiles * o.groups;
-    if gemm_tiles < SMALL_MAX_TILES && icg * kh * kw <= SMALL_MAX_REDUCTION {
-        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    let gemm_tiles = (c.oh * c.ow).div_ceil(GEMM_TILE_PIXELS) * c.channel_tiles * o.groups;
+    if gemm_tiles < SMALL_MAX_TILES && c.icg * c.kh * c.kw <= SMALL_MAX_REDUCTION {
+        return c.pixel_kernel(l);
     }
-    // Tensor cores where the adapter has them, for float16 NHWC convolutions
-    // with a constant filter (rearranged here, once, into contiguous 16 x 16
-    // blocks) and no input scale (A goes from memory to the tensor cores
-    // untouched). Three kernels: stride 1 with several taps stages each
-    // workgroup's input patch through workgroup memory once for all taps
-    // (conv2d_coop_tile.rs), or copies the input into a padded, blocked
-    // scratch layout whose A blocks are contiguous (conv2d_coop_blocked.rs);
-    // the rest (strides, dilations, 1x1) read A blocks straight from x
-    // (conv2d_coop_direct.wgsl), which needs input channels in runs of 16.
-    // Outputs past a multiple of the tile are zero filter columns; groups
-    // of up to 32 outputs take a 32-channel tile (ESRGAN-slim's 64->32 3x3
-    // at 960x540 on an H100: 0.44 ms, 0.55 on the 64-channel one, with the
-    // direct kernel), and up to 16 outputs a 16-channel tile on the staged
-    // kernel (`few_staged` above; the split kernel took the rest).
     if tensor_cores {
-        // The staged and blocked kernels pad input channels to 16 as they
-        // stage or copy them, so they take any count (ESRGAN's RGB head).
-        let staged = Staged::choose(kh, kw, o.strides, o.dilations);
-        // A blocked copy past what one binding holds (a huge frame) leaves
-        // the convolution to the other kernels.
-        let images = pixels / (oh * ow);
-        let blocked = Blocked::choose((kh, kw), o.strides, o.dilations, (oh, ow), o.groups, icg)
-            .filter(|b| l.can_bind(b.bytes(images)));
-        // Fewer than 16 input channels are worth padding for a single
-        // group onto at least 16 outputs (an RGB head), not for depthwise or
-        // narrow groups, which would fill 1 of 16 rows and columns.
-        let padded = blocked.is_some() && o.groups == 1 && ocg >= 16;
-        if let (Some(bytes), true) = (l.ir.constant(f), padded || icg % 16 == 0) {
-            // 16-channel tiles only on the staged kernel (few_staged
-            // above): the blocked and direct kernels load two B blocks.
-            let blocks = if few_staged {
-                1
-            } else if ocg <= 32 {
-                2
-            } else {
-                4
-            };
-            let tile_channels = 16 * blocks as usize;
-            let ocp = ocg.next_multiple_of(tile_channels);
-            let channel_tiles = ocp / tile_channels;
-            let table = blocked_filter(bytes, o, shape4(&fd.shape), icg.next_multiple_of(16), ocp);
-            let inputs = table_inputs(node);
-            let pairs = ocg % 2 == 0;
-            let params = Params {
-                ocp: ocp as u32,
-                channel_tiles: channel_tiles as u32,
-                ..params
-            };
-            // The blocked and direct kernels' grid: runs of 64 pixels of an
-            // output row, then channel tiles, then groups.
-            let runs = images * oh * ow.div_ceil(DIRECT_TILE_PIXELS);
-            let run_grid = folded(runs, channel_tiles, o.groups);
-            // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
-            // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
-            // or a group has fewer than 16 input channels (its RGB head:
-            // 0.16 against 0.19-0.21), and where the staged patch does not
-            // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
-            // 0.47 blocked with its copy), all on an H100.
-            let blocked = blocked.filter(|_| has_residual || icg < 16 || staged.is_none());
-            if let Some(blocked) = blocked {
-                let scratch = l.scratch(blocked.bytes(images))?;
-                let copy = l.kernel_with_scratch(
-                    Kernel {
-                        label: "conv2d blocks".into(),
-                        source: &Blocked::copy_source(),
-                        spec: Blocked::copy_spec(icg),
-                        output_type: yd.data_type,
-                        input_type: xd.data_type,
-                        activations: &[],
-                        params: Kernel::params(&params),
-                        table: None,
-                        inputs: vec![x],
-                        outputs: vec![],
-                        workgroups: grid(
-                            blocked.copy_invocations(images, icg),
-                            Blocked::copy_workgroup_size(),
-                        ),
-                        workgroup_size: Blocked::copy_workgroup_size(),
-                    },
-                    scratch,
-                );
-                let bindings = tensor_core_bindings(
-                    Specialization::new(),
-                    has_bias,
-                    has_residual,
-                    pairs,
-                    true,
-                );
-                let main = copy.and_then(|()| {
-                    l.kernel_with_scratch(
-                        Kernel {
-                            label: "conv2d".into(),
-                            source: &Blocked::source(),
-                            spec: Blocked::spec(bindings.u32("BN", blocks), (kh, kw), icg),
-                            output_type: yd.data_type,
-                            input_type: xd.data_type,
-                            activations: &node.activations,
-                            params: Kernel::params(&params),
-                            table: Some(table),
-                            inputs: inputs[1..].to_vec(),
-                            outputs: vec![y],
-                            workgroups: run_grid,
-                            workgroup_size: 32,
-                        },
-                        scratch,
-                    )
-                });
-                l.release_scratch(scratch);
-                return main;
-            }
-            if let Some(staged) = staged {
-                let tiles = Staged::tiles(images, oh, ow);
-                let bindings = tensor_core_bindings(
-                    Specialization::new(),
-                    has_bias,
-                    has_residual,
-                    pairs,
-                    false,
-                );
-                return l.kernel(Kernel {
-                    label: "conv2d".into(),
-                    source: &Staged::source(),
-                    spec: staged.spec(bindings.u32("BN", blocks), icg),
-                    output_type: yd.data_type,
-                    input_type: xd.data_type,
-                    activations: &node.activations,
-                    params: Kernel::params(&params),
-                    table: Some(table),
-                    inputs,
-                    outputs: vec![y],
-                    workgroups: folded(tiles, channel_tiles, o.groups),
-                    workgroup_size: staged.workgroup_size(),
-                });
-            }
-            let gemm = Gemm::TensorCores { blocks, pairs };
-            let source = gemm.source();
-            return l.kernel(Kernel {
-                label: "conv2d".into(),
-                source: &source,
-                spec: gemm
-                    .spec(has_bias, false, has_residual)
-                    .u32("ICG", icg as u32)
-                    .u32("KH", kh as u32)
-                    .u32("KW", kw as u32),
-                output_type: yd.data_type,
-                input_type: xd.data_type,
-                activations: &node.activations,
-                params: Kernel::params(&params),
-                table: Some(table),
-                inputs,
-                outputs: vec![y],
-                workgroups: run_grid,
-                workgroup_size: 32,
-            });
+        if let Some(lowered) = tensor_core_kernels(l, &c, few_staged) {
+            return lowered;
         }
     }
-    if pixel_by_pixel(o.groups, ocg) {
-        return pixel_kernel(l, node, params, ocg, (has_bias, has_scale, has_residual));
+    if pixel_by_pixel(o.groups, c.ocg) {
+        return c.pixel_kernel(l);
     }
+    gemm_kernels(l, &c, gemm_tiles)
+}
+
+/// An input read through a fused nearest upsample: one small convolution
+/// of the input per output phase, where the filter is constant and
+/// channels come in runs of 4 (conv2d_upsampled.rs), else the narrow or
+/// direct kernel.
+fn upsampled(l: &mut Lowering, c: &Conv, up: [usize; 2]) -> Result<()> {
+    if !pixel_by_pixel(c.o.groups, c.ocg) {
+        return Err(crate::error::Error::invalid(format!(
+            "conv2d of {}: an upsampled input needs the narrow or direct kernel",
+            l.ir.label(c.x)
+        )));
+    }
+    let phases =
+        Upsampled::choose(c.o, up, [c.kh, c.kw], c.icg, c.ocg, c.nhwc).filter(|_| c.floats);
+    let (Some(phases), Some(bytes)) = (phases, c.filter) else {
+        return c.pixel_kernel(l);
+    };
+    let table = phases.table(bytes, c.fd.data_type, c.o, shape4(&c.fd.shape));
+    // The table follows the output (no filter binding).
+    let (bindings, next) = bindings_after(2, c.has_bias, c.has_scale, c.has_residual, "T");
+    let bindings =
+        format!("{bindings}@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;\n");
+    let workgroups = grid(phases.invocations(c.images(), c.oh, c.ow), WG);
+    l.kernel(c.kernel(
+        &Upsampled::source(),
+        phases.spec(&bindings),
+        &c.params,
+        Some(table),
+        table_inputs(c.node),
+        (workgroups, WG),
+    ))
+}
+
+/// `conv2d_pointwise.wgsl`: a 1x1 over few input channels, one invocation
+/// per output vec4.
+fn pointwise_kernel(l: &mut Lowering, c: &Conv, bytes: &[u8]) -> Result<()> {
+    let (table, row) = narrow_filter(bytes, c.fd.data_type, c.o, shape4(&c.fd.shape));
+    let vec4_input = c.nhwc && c.icg % 4 == 0;
+    l.kernel(c.kernel(
+        &pointwise::source(),
+        pointwise::spec(c.icg, vec4_input, c.flags()),
+        &c.params,
+        Some(pointwise::pad_rows(table, c.icg, row)),
+        table_inputs(c.node),
+        (grid(c.total / 4, WG), WG),
+    ))
+}
+
+/// The tensor-core kernels' shared layout: the filter padded to whole
+/// 16 x 16 blocks and to whole channel tiles.
+struct CoopTiles {
+    /// 16-channel blocks of a tile.
+    blocks: u32,
+    pairs: bool,
+    params: Params,
+    table: Vec<u32>,
+    /// The blocked and direct kernels' grid: runs of 64 pixels of an
+    /// output row, then channel tiles, then groups.
+    run_grid: [u32; 3],
+}
+
+/// Tensor cores where the adapter has them, for float16 NHWC convolutions
+/// with a constant filter (rearranged here, once, into contiguous 16 x 16
+/// blocks) and no input scale (A goes from memory to the tensor cores
+/// untouched). Three kernels: stride 1 with several taps stages each
+/// workgroup's input patch through workgroup memory once for all taps
+/// (conv2d_coop_tile.rs), or copies the input into a padded, blocked
+/// scratch layout whose A blocks are contiguous (conv2d_coop_blocked.rs);
+/// the rest (strides, dilations, 1x1) read A blocks straight from x
+/// (conv2d_coop_direct.wgsl), which needs input channels in runs of 16.
+/// Outputs past a multiple of the tile are zero filter columns; groups
+/// of up to 32 outputs take a 32-channel tile (ESRGAN-slim's 64->32 3x3
+/// at 960x540 on an H100: 0.44 ms, 0.55 on the 64-channel one, with the
+/// direct kernel), and up to 16 outputs a 16-channel tile on the staged
+/// kernel (`few_staged`; the split kernel took the rest). None where none
+/// of them takes the node.
+fn tensor_core_kernels(l: &mut Lowering, c: &Conv, few_staged: bool) -> Option<Result<()>> {
+    let (o, icg, ocg) = (c.o, c.icg, c.ocg);
+    // The staged and blocked kernels pad input channels to 16 as they
+    // stage or copy them, so they take any count (ESRGAN's RGB head).
+    let staged = Staged::choose(c.kh, c.kw, o.strides, o.dilations);
+    // A blocked copy past what one binding holds (a huge frame) leaves
+    // the convolution to the other kernels.
+    let images = c.images();
+    let blocked = Blocked::choose(
+        (c.kh, c.kw),
+        o.strides,
+        o.dilations,
+        (c.oh, c.ow),
+        o.groups,
+        icg,
+    )
+    .filter(|b| l.can_bind(b.bytes(images)));
+    // Fewer than 16 input channels are worth padding for a single
+    // group onto at least 16 outputs (an RGB head), not for depthwise or
+    // narrow groups, which would fill 1 of 16 rows and columns.
+    let padded = blocked.is_some() && o.groups == 1 && ocg >= 16;
+    let (Some(bytes), true) = (c.filter, padded || icg % 16 == 0) else {
+        return None;
+    };
+    // 16-channel tiles only on the staged kernel (few_staged
+    // above): the blocked and direct kernels load two B blocks.
+    let blocks = if few_staged {
+        1
+    } else if ocg <= 32 {
+        2
+    } else {
+        4
+    };
+    let tile_channels = 16 * blocks as usize;
+    let ocp = ocg.next_multiple_of(tile_channels);
+    let channel_tiles = ocp / tile_channels;
+    let runs = images * c.oh * c.ow.div_ceil(DIRECT_TILE_PIXELS);
+    let tiles = CoopTiles {
+        blocks,
+        pairs: ocg % 2 == 0,
+        params: Params {
+            ocp: ocp as u32,
+            channel_tiles: channel_tiles as u32,
+            ..c.params
+        },
+        table: blocked_filter(bytes, o, shape4(&c.fd.shape), icg.next_multiple_of(16), ocp),
+        run_grid: folded(runs, channel_tiles, o.groups),
+    };
+    // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
+    // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
+    // or a group has fewer than 16 input channels (its RGB head:
+    // 0.16 against 0.19-0.21), and where the staged patch does not
+    // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
+    // 0.47 blocked with its copy), all on an H100.
+    let blocked = blocked.filter(|_| c.has_residual || icg < 16 || staged.is_none());
+    if let Some(blocked) = blocked {
+        return Some(blocked_kernels(l, c, &blocked, tiles));
+    }
+    let CoopTiles {
+        blocks,
+        pairs,
+        params,
+        table,
+        run_grid,
+    } = tiles;
+    let inputs = table_inputs(c.node);
+    if let Some(staged) = staged {
+        let tiles = Staged::tiles(images, c.oh, c.ow);
+        let bindings = tensor_core_bindings(
+            Specialization::new(),
+            c.has_bias,
+            c.has_residual,
+            pairs,
+            false,
+        );
+        let spec = staged.spec(bindings.u32("BN", blocks), icg);
+        let dispatch = (
+            folded(tiles, channel_tiles, o.groups),
+            staged.workgroup_size(),
+        );
+        return Some(l.kernel(c.kernel(
+            &Staged::source(),
+            spec,
+            &params,
+            Some(table),
+            inputs,
+            dispatch,
+        )));
+    }
+    let gemm = Gemm::TensorCores { blocks, pairs };
+    let spec = gemm
+        .spec(c.has_bias, false, c.has_residual)
+        .u32("ICG", icg as u32)
+        .u32("KH", c.kh as u32)
+        .u32("KW", c.kw as u32);
+    let source = gemm.source();
+    Some(l.kernel(c.kernel(&source, spec, &params, Some(table), inputs, (run_grid, 32))))
+}
+
+/// conv2d_coop_blocked.rs: the input copied into the blocked scratch
+/// layout, then the tensor-core kernel over it.
+fn blocked_kernels(l: &mut Lowering, c: &Conv, blocked: &Blocked, tiles: CoopTiles) -> Result<()> {
+    let images = c.images();
+    let scratch = l.scratch(blocked.bytes(images))?;
+    let copy = l.kernel_with_scratch(
+        Kernel {
+            label: "conv2d blocks".into(),
+            source: &Blocked::copy_source(),
+            spec: Blocked::copy_spec(c.icg),
+            output_type: c.yd.data_type,
+            input_type: c.xd.data_type,
+            activations: &[],
+            params: Kernel::params(&tiles.params),
+            table: None,
+            inputs: vec![c.x],
+            outputs: vec![],
+            workgroups: grid(
+                blocked.copy_invocations(images, c.icg),
+                Blocked::copy_workgroup_size(),
+            ),
+            workgroup_size: Blocked::copy_workgroup_size(),
+        },
+        scratch,
+    );
+    let bindings = tensor_core_bindings(
+        Specialization::new(),
+        c.has_bias,
+        c.has_residual,
+        tiles.pairs,
+        true,
+    );
+    let main = copy.and_then(|()| {
+        let spec = Blocked::spec(bindings.u32("BN", tiles.blocks), (c.kh, c.kw), c.icg);
+        let inputs = table_inputs(c.node)[1..].to_vec();
+        let source = Blocked::source();
+        let dispatch = (tiles.run_grid, 32);
+        let kernel = c.kernel(
+            &source,
+            spec,
+            &tiles.params,
+            Some(tiles.table),
+            inputs,
+            dispatch,
+        );
+        l.kernel_with_scratch(kernel, scratch)
+    });
+    l.release_scratch(scratch);
+    main
+}
+
+/// The GEMM-shaped kernels, for groups of more outputs than the narrow
+/// kernel holds (tensor cores took what they could above).
+fn gemm_kernels(l: &mut Lowering, c: &Conv, gemm_tiles: usize) -> Result<()> {
+    let o = c.o;
     // A 3x3 at stride 1 with a constant filter and enough channels and
     // workgroups, in either layout: Winograd F(2x2, 3x3), 2.25x fewer
     // multiply-adds (conv2d_winograd.rs). Counted per image, as above.
-    let winograd = Winograd::choose(o, [kh, kw], icg, ocg, [oh, ow])
-        .filter(|_| floats)
+    let winograd = Winograd::choose(o, [c.kh, c.kw], c.icg, c.ocg, [c.oh, c.ow])
+        .filter(|_| c.floats)
         .filter(|w| l.fits_workgroup(w.workgroup_size(), w.workgroup_bytes()))
-        .filter(|_| l.can_bind(Winograd::table_bytes(o.groups, icg, ocg)));
-    if let (Some(wino), Some(bytes)) = (winograd, l.ir.constant(f)) {
-        let table = Winograd::table(bytes, fd.data_type, o, shape4(&fd.shape));
-        let ocp = Winograd::row(ocg);
+        .filter(|_| l.can_bind(Winograd::table_bytes(o.groups, c.icg, c.ocg)));
+    if let (Some(wino), Some(bytes)) = (winograd, c.filter) {
+        let table = Winograd::table(bytes, c.fd.data_type, o, shape4(&c.fd.shape));
+        let ocp = Winograd::row(c.ocg);
         let channel_tiles = ocp / winograd::CHANNELS;
-        let blocks = (pixels / (oh * ow)) * wino.blocks(oh, ow);
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &Winograd::source(),
-            spec: wino.spec(params.nhwc == 0, has_bias, has_scale, has_residual),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&Params {
-                ocp: ocp as u32,
-                channel_tiles: channel_tiles as u32,
-                ..params
-            }),
-            table: Some(table),
-            inputs: table_inputs(node),
-            outputs: vec![y],
-            workgroups: folded(blocks, channel_tiles, o.groups),
-            workgroup_size: wino.workgroup_size(),
-        });
+        let blocks = c.images() * wino.blocks(c.oh, c.ow);
+        let params = Params {
+            ocp: ocp as u32,
+            channel_tiles: channel_tiles as u32,
+            ..c.params
+        };
+        let spec = wino.spec(c.params.nhwc == 0, c.has_bias, c.has_scale, c.has_residual);
+        let dispatch = (
+            folded(blocks, channel_tiles, o.groups),
+            wino.workgroup_size(),
+        );
+        let inputs = table_inputs(c.node);
+        return l.kernel(c.kernel(
+            &Winograd::source(),
+            spec,
+            &params,
+            Some(table),
+            inputs,
+            dispatch,
+        ));
     }
     // Few 64 x 64 tiles an image over a long reduction (ResNet's 3x3 on
     // 7x7 and 14x14 maps), in either layout: the reduction split over
@@ -787,91 +928,95 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     // so that a batch adds up each output as its image alone does. The
     // vec4 GEMM below keeps each tile's reduction in one workgroup: on an
     // H100 a 7x7 512 -> 512 3x3 in NHWC took 0.411 ms there, 0.043 split.
-    let splits = gemm_split::splits(gemm_tiles, icg * kh * kw);
-    if splits > 1 && l.can_bind(gemm_split::scratch_bytes(splits, total)) {
-        let tiles = [pixels.div_ceil(GEMM_TILE_PIXELS), channel_tiles, o.groups];
-        return gemm_split::split_gemm(l, node, params, splits, tiles, has_scale);
+    let splits = gemm_split::splits(gemm_tiles, c.icg * c.kh * c.kw);
+    if splits > 1 && l.can_bind(gemm_split::scratch_bytes(splits, c.total)) {
+        let tiles = [
+            c.pixels.div_ceil(GEMM_TILE_PIXELS),
+            c.channel_tiles,
+            o.groups,
+        ];
+        return gemm_split::split_gemm(l, c.node, c.params, splits, tiles, c.has_scale);
     }
     // Wider outputs over a short reduction (an RGB stem; in NCHW, a
     // 4-channel piece of a split concat, which in NHWC took the pointwise
     // kernel above) stay on the GEMM kernels: the narrow kernel in runs of 8
     // channels measured 3x slower on an H100 (ESRGAN-slim's 3 -> 64 3x3 at
     // 960x540: 0.77 against 0.24 ms; its 4 -> 64 1x1 pieces 1.8 ms each).
-    // NHWC with a constant filter (every imported model) and group channels
-    // in runs of 4, float32 (or float16 where tensor cores did not take it):
-    // the implicit GEMM with vec4 loads of x along the reduction and of the
-    // filter pre-transposed here, once (in float32), and 8 x 8 outputs per
-    // invocation (conv2d_gemm_vec.wgsl).
-    let vec4s = icg % 4 == 0 && ocg % 4 == 0;
-    if let (Some(bytes), true) = (l.ir.constant(f), floats && vec4s && params.nhwc == 1) {
-        let tile = gemm_vec::VecTile::choose(pixels, ocg, o.groups);
-        let ocp = tile.row(ocg);
-        let rows = (kh * kw * icg).next_multiple_of(gemm_vec::SLICE);
-        let widened: Vec<u8>;
-        let bytes = if fd.data_type == DataType::Float16 {
-            widened = bytes
-                .chunks_exact(2)
-                .flat_map(|h| {
-                    half::f16::from_le_bytes([h[0], h[1]])
-                        .to_f32()
-                        .to_le_bytes()
-                })
-                .collect();
-            &widened
-        } else {
-            bytes.as_slice()
-        };
-        let table = transposed_filter(bytes, 4, o, shape4(&fd.shape), rows, ocp);
-        let channel_tiles = ocp / tile.channels;
-        let pixel_tiles = pixels.div_ceil(tile.pixels);
-        let inputs = table_inputs(node);
-        return l.kernel(Kernel {
-            label: "conv2d".into(),
-            source: &gemm_vec::VecTile::source(),
-            spec: tile.spec(has_bias, has_scale, has_residual),
-            output_type: yd.data_type,
-            input_type: xd.data_type,
-            activations: &node.activations,
-            params: Kernel::params(&Params {
-                ocp: ocp as u32,
-                channel_tiles: channel_tiles as u32,
-                ..params
-            }),
-            table: Some(table),
-            inputs,
-            outputs: vec![y],
-            workgroups: folded(pixel_tiles, channel_tiles, o.groups),
-            workgroup_size: tile.workgroup_size(),
-        });
+    let vec4s = c.icg % 4 == 0 && c.ocg % 4 == 0;
+    if let (Some(bytes), true) = (c.filter, c.floats && vec4s && c.params.nhwc == 1) {
+        return vec_gemm_kernel(l, c, bytes);
     }
     // Pixel tiles of a large image can pass the 65535 workgroups a grid
     // dimension allows, so they are folded over x and (with the channel
     // tiles) y.
-    let wide = pixels.div_ceil(WIDE_TILE_PIXELS) * channel_tiles * o.groups >= WIDE_MIN_TILES;
+    let wide = c.pixels.div_ceil(WIDE_TILE_PIXELS) * c.channel_tiles * o.groups >= WIDE_MIN_TILES;
     let gemm = if !wide {
         Gemm::Tile64
     } else {
         // Channel stride 1: NHWC.
         Gemm::Wide {
-            along_k: params.x_strides[1] == 1,
+            along_k: c.params.x_strides[1] == 1,
         }
     };
-    let pixel_tiles = pixels.div_ceil(gemm.tile_pixels());
+    let pixel_tiles = c.pixels.div_ceil(gemm.tile_pixels());
     let source = gemm.source();
-    l.kernel(Kernel {
-        label: "conv2d".into(),
-        source: &source,
-        spec: gemm.spec(has_bias, has_scale, has_residual),
-        output_type: yd.data_type,
-        input_type: xd.data_type,
-        activations: &node.activations,
-        params: Kernel::params(&params),
-        table: None,
-        inputs: node.inputs.clone(),
-        outputs: vec![y],
-        workgroups: folded(pixel_tiles, channel_tiles, o.groups),
-        workgroup_size: 256,
-    })
+    let spec = gemm.spec(c.has_bias, c.has_scale, c.has_residual);
+    let dispatch = (folded(pixel_tiles, c.channel_tiles, o.groups), 256);
+    l.kernel(c.kernel(
+        &source,
+        spec,
+        &c.params,
+        None,
+        c.node.inputs.clone(),
+        dispatch,
+    ))
+}
+
+/// NHWC with a constant filter (every imported model) and group channels
+/// in runs of 4, float32 (or float16 where tensor cores did not take it):
+/// the implicit GEMM with vec4 loads of x along the reduction and of the
+/// filter pre-transposed here, once (in float32), and 8 x 8 outputs per
+/// invocation (conv2d_gemm_vec.wgsl).
+fn vec_gemm_kernel(l: &mut Lowering, c: &Conv, bytes: &[u8]) -> Result<()> {
+    let tile = gemm_vec::VecTile::choose(c.pixels, c.ocg, c.o.groups);
+    let ocp = tile.row(c.ocg);
+    let rows = (c.kh * c.kw * c.icg).next_multiple_of(gemm_vec::SLICE);
+    let widened: Vec<u8>;
+    let bytes = if c.fd.data_type == DataType::Float16 {
+        widened = bytes
+            .chunks_exact(2)
+            .flat_map(|h| {
+                half::f16::from_le_bytes([h[0], h[1]])
+                    .to_f32()
+                    .to_le_bytes()
+            })
+            .collect();
+        &widened
+    } else {
+        bytes
+    };
+    let table = transposed_filter(bytes, 4, c.o, shape4(&c.fd.shape), rows, ocp);
+    let channel_tiles = ocp / tile.channels;
+    let pixel_tiles = c.pixels.div_ceil(tile.pixels);
+    let params = Params {
+        ocp: ocp as u32,
+        channel_tiles: channel_tiles as u32,
+        ..c.params
+    };
+    let spec = tile.spec(c.has_bias, c.has_scale, c.has_residual);
+    let dispatch = (
+        folded(pixel_tiles, channel_tiles, c.o.groups),
+        tile.workgroup_size(),
+    );
+    let inputs = table_inputs(c.node);
+    l.kernel(c.kernel(
+        &gemm_vec::VecTile::source(),
+        spec,
+        &params,
+        Some(table),
+        inputs,
+        dispatch,
+    ))
 }
 
 /// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]

@@ -1,6 +1,6 @@
 //! The normalization core, `(x - mean) / sqrt(variance + epsilon)` with mean
 //! and variance broadcast to the input: what layer, instance and batch
-//! normalization end in (builder/tensor.rs composes them).
+//! normalization end in (builder/normalization.rs composes them).
 
 use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
 use super::matmul::broadcast_strides;
