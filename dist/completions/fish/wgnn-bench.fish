@@ -53,8 +53,8 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -l 
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand queue-overlap" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l iterations -d 'Timed dispatches per case, after 200 ms of warm-up (at least two)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l filter -d 'Only cases whose name contains this' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l quick -d 'Shrink every shape (for software adapters and smoke tests)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l json -d 'Print JSON instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l quick -d 'Shrink every shape (for software adapters and smoke tests)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l model -d 'A model file to measure instead of the bundled models (repeatable)' -r -F
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l size -d 'Input size HxW for --model files that take any size (e.g. 540x960)' -r
@@ -69,8 +69,8 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l save-io
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l precision -d 'What the models compute in: f32; f16 (float16 between layers, float32 inputs and outputs); auto (f16 where the context is a GPU with SHADER_F16 and the outputs stay within 1% RMS of f32 on a probe input; its build ms includes that probe)' -r -f -a "auto\t''
 f32\t''
 f16\t''"
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l quick -d 'Shrink the super-resolution inputs and the iteration counts'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l json
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l frames -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l width -r
@@ -78,22 +78,22 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l heigh
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l blur -d 'Background blur sigma in frame pixels (wgnnsegment\'s default)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l model -d 'Segmentation model (default: the bundled square selfie model)' -r -F
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l precision -d 'What the model computes in: f32; f16; auto (f16 where the GPU has SHADER_F16 and the mask stays within 1% RMS of f32)' -r -f -a "auto\t''
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l precision -d 'What the model computes in: f32; f16; auto (f16 where the GPU has SHADER_F16 and the outputs stay within 1% RMS of f32)' -r -f -a "auto\t''
 f32\t''
 f16\t''"
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l quick -d 'A 64x48 frame and a few frames (for software adapters)'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l json -d 'Print JSON instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -l quick -d 'A 64x48 frame and at most 3 frames (for software adapters)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand pipeline" -s h -l help -d 'Print help'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l frames -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l every -d 'Frames between reports' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l warmup -d 'Frames before the reference report (default: a fifth of --frames, at least --every: allocators and drivers settle over the first thousands of frames; a leak grows on after)' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l tolerance -d 'How far the last report may be from the reference, in percent' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l width -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l height -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l every -d 'Frames between reports' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l warmup -d 'Frames before the reference report (default: a fifth of --frames, at least --every: allocators and drivers settle over the first thousands of frames; a leak grows on after)' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l tolerance -d 'How far the last report may be from the reference, in percent' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l blur -d 'Background blur sigma in frame pixels (wgnnsegment\'s default)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l model -d 'Segmentation model (default: the bundled square selfie model)' -r -F
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l quick -d 'A 64x48 frame, 200 frames, a report every 50 (smoke tests)'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l frames -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l quick -d 'A 64x48 frame, 40 frames, a report every 10 (smoke tests)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -l json -d 'One JSON object per line instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand soak" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l frames -r
@@ -101,15 +101,15 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l width -
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l height -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l model -d 'Detection model with a model-proc beside it (default: the bundled MediaPipe short-range face detector)' -r -F
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l quick -d 'A 320x180 frame and a few frames (for software adapters)'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l json -d 'Print JSON instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -l quick -d 'A 320x180 frame and at most 3 frames (for software adapters)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand detect" -s h -l help -d 'Print help'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l frames -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l width -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l height -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l frames -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l format -d 'Frame format (GStreamer name): RGBA, BGRx, NV12, I420, ...' -r
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l quick -d 'A 64x48 frame and a few frames (for software adapters)'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l json -d 'Print JSON instead of a table'
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -l quick -d 'A 64x48 frame and at most 3 frames (for software adapters)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand import" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l streams -d 'Stream counts, one run each in this process (e.g. 1,8,32,64)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l task -r -f -a "segment\t'Selfie segmentation + background blur (wgnnsegment effect=blur)'
@@ -122,11 +122,11 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l height
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l fps -d 'Frames per second of every source' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l format -d 'Frame format of the sources (GStreamer name): NV12, RGBA, ...' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l model -d 'The task\'s model (default: the bundled selfie model for segment, the MediaPipe short-range face detector for detect)' -r -F
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l json
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l iterations -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l quick -d 'A 12x12x16 input'
-complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l json
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters tensor-cores queue-overlap ops models pipeline soak detect import streams interop help" -f -a "adapters" -d 'List the GPU adapters found and the one wgnn would use'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand help; and not __fish_seen_subcommand_from adapters tensor-cores queue-overlap ops models pipeline soak detect import streams interop help" -f -a "tensor-cores" -d 'Ceilings of the tensor cores (cooperative matrices, 16x16x16 float16 into float32) through wgpu: products alone, and with operands loaded contiguously or with an NHWC tensor\'s row stride (GPU timestamps)'
