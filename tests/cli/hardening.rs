@@ -5,8 +5,8 @@
 //! before work starts, in one line, or handled as the README says.
 
 use crate::common;
+use crate::common::png_header_only;
 use crate::files::{assert_clean, leftovers, one_line, wait_for_output, Kept};
-use crate::safety::png_header_only;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -6,7 +6,7 @@
 use crate::common;
 use crate::files::{assert_clean, leftovers, one_line, Kept};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -38,48 +38,6 @@ fn last_line(stderr: &str) -> &str {
         .rev()
         .find(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
         .unwrap_or("")
-}
-
-/// A one-frame PNG that only claims to be `w` x `h` (header only; the
-/// decoder would fail on its empty data, but nothing must get that far).
-pub fn png_header_only(path: &Path, w: u32, h: u32) {
-    let mut ihdr = Vec::new();
-    ihdr.extend_from_slice(&w.to_be_bytes());
-    ihdr.extend_from_slice(&h.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    let chunk = |kind: &[u8], data: &[u8]| {
-        let mut c = (data.len() as u32).to_be_bytes().to_vec();
-        c.extend_from_slice(kind);
-        c.extend_from_slice(data);
-        let mut crc_in = kind.to_vec();
-        crc_in.extend_from_slice(data);
-        c.extend_from_slice(&crc32(&crc_in).to_be_bytes());
-        c
-    };
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    png.extend(chunk(b"IHDR", &ihdr));
-    // zlib's empty stream: a final stored block of no bytes.
-    png.extend(chunk(
-        b"IDAT",
-        &[0x78, 0x01, 0x01, 0, 0, 0xff, 0xff, 0, 0, 0, 1],
-    ));
-    png.extend(chunk(b"IEND", &[]));
-    std::fs::write(path, png).unwrap();
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 #[test]
@@ -330,7 +288,7 @@ fn unknown_extensions_and_unwritable_folders_fail_before_the_model_runs() {
 fn an_oversized_image_is_refused_from_its_header() {
     let dir = common::scratch("cli-safety-huge");
     let huge = dir.join("huge.png");
-    png_header_only(&huge, 60000, 60000);
+    common::png_header_only(&huge, 60000, 60000);
     let out_png = dir.join("huge_x2.png");
     let began = Instant::now();
     let out = superres(&[huge.to_str().unwrap(), "-o", out_png.to_str().unwrap()]);

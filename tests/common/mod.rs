@@ -245,3 +245,45 @@ pub fn run_image_model(
     let (_, first) = outputs.remove(0);
     Ok((first.shape.clone(), first.to_f32()))
 }
+
+/// A one-frame PNG that only claims to be `w` x `h` (header only; the
+/// decoder would fail on its empty data, but nothing must get that far).
+pub fn png_header_only(path: &Path, w: u32, h: u32) {
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        c.extend_from_slice(kind);
+        c.extend_from_slice(data);
+        let mut crc_in = kind.to_vec();
+        crc_in.extend_from_slice(data);
+        c.extend_from_slice(&crc32(&crc_in).to_be_bytes());
+        c
+    };
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend(chunk(b"IHDR", &ihdr));
+    // zlib's empty stream: a final stored block of no bytes.
+    png.extend(chunk(
+        b"IDAT",
+        &[0x78, 0x01, 0x01, 0, 0, 0xff, 0xff, 0, 0, 0, 1],
+    ));
+    png.extend(chunk(b"IEND", &[]));
+    std::fs::write(path, png).unwrap();
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

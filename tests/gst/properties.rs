@@ -35,6 +35,20 @@ fn cases(dir: &Path) -> Vec<Case> {
         .unwrap();
     let png = png.display().to_string();
     let not_png = file("bg.png.txt", "not an image");
+    // Header only: 20000x20000 pixels claimed in under 1 KB (a
+    // decompression bomb is refused from its header, before decoding).
+    let bomb = dir.join("bomb.png");
+    common::png_header_only(&bomb, 20000, 20000);
+    let bomb = bomb.display().to_string();
+    // Opening a FIFO in the setter would hang the application's thread.
+    let fifo = dir.join("bg-fifo.png");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.display().to_string();
     let missing = dir.join("missing.tflite").display().to_string();
     let dir_s = dir.display().to_string();
     let selfie = wgnn::models::bundled("selfie/selfie_segmentation.tflite")
@@ -54,7 +68,16 @@ fn cases(dir: &Path) -> Vec<Case> {
         Case {
             element: "wgnnsegment",
             property: "background",
-            bad: s(&["#12345", "#GGGGGG", "", "no-such-colour", &not_png, &dir_s]),
+            bad: s(&[
+                "#12345",
+                "#GGGGGG",
+                "",
+                "no-such-colour",
+                &not_png,
+                &dir_s,
+                &bomb,
+                &fifo,
+            ]),
             good: png.clone(),
             accepted: "#RRGGBB",
         },

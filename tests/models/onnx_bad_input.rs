@@ -281,6 +281,19 @@ fn initializer_with_a_negative_dimension() {
     );
 }
 
+/// A negative input size is refused when the model loads, not at the first
+/// frame (issue 45: it was taken as a free dimension).
+#[test]
+fn input_with_a_negative_dimension() {
+    let mut m = conv(vec![0.5; 6]);
+    m.graph.as_mut().unwrap().input[0] = value("x", &[1, 2, -3, 4]);
+    load_err(
+        "negative_input_dim",
+        &m,
+        &["input 'x'", "dimension 2 is -3; a size must be 0 or more"],
+    );
+}
+
 #[test]
 fn input_too_large() {
     let mut m = conv(vec![0.5; 6]);

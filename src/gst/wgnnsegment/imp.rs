@@ -46,15 +46,11 @@ fn parse_background(given: Option<&str>) -> Result<BackgroundSpec, String> {
     })?;
     if let BackgroundSpec::Image(path) = &spec {
         let not_image = |why: String| format!("no colour of that name, nor an image file: {why}");
-        if path.is_dir() {
-            return Err(not_image("it is a directory".into()));
-        }
-        let reader = image::ImageReader::open(path)
-            .and_then(|r| r.with_guessed_format())
-            .map_err(|e| not_image(property::io_cause(&e)))?;
-        if reader.format().is_none() {
-            return Err(not_image("not a PNG or JPEG file".into()));
-        }
+        // The files module opens only regular files (the setter runs on the
+        // application's thread: opening a FIFO here would hang it) and reads
+        // the size from the header against the pixel budget, so a
+        // decompression bomb is refused here rather than at start.
+        crate::files::image_size(path).map_err(|e| not_image(property::io_cause(&e)))?;
     }
     Ok(spec)
 }

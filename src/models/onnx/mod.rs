@@ -113,20 +113,30 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
             _ => return Err(err(&location, "is not a tensor".into())),
         };
         let elem = Elem::from_onnx(tensor.elem_type()).map_err(|e| err(&location, e))?;
+        // A negative size is a broken file, refused here rather than at the
+        // first frame; 0 stays a free dimension, as some exporters write it.
         let shape = tensor
             .shape
             .as_ref()
             .map(|s| {
                 s.dim
                     .iter()
-                    .map(|d| match d.value {
-                        Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) => {
-                            usize::try_from(v).ok().filter(|&v| v > 0)
+                    .enumerate()
+                    .map(|(i, d)| match d.value {
+                        Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v < 0 => {
+                            Err(err(
+                                &location,
+                                format!("dimension {i} is {v}; a size must be 0 or more"),
+                            ))
                         }
-                        _ => None,
+                        Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) => {
+                            Ok(usize::try_from(v).ok().filter(|&v| v > 0))
+                        }
+                        _ => Ok(None),
                     })
-                    .collect()
+                    .collect::<Result<Vec<_>>>()
             })
+            .transpose()?
             .unwrap_or_default();
         Ok((
             TensorInfo {
