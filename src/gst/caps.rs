@@ -172,10 +172,7 @@ pub fn between_memories(
         gst::PadDirection::Sink => with_features(caps, src),
         _ => with_features(caps, sink),
     };
-    match filter {
-        Some(f) => f.intersect_with_mode(&other, gst::CapsIntersectMode::First),
-        None => other,
-    }
+    filtered(other, filter)
 }
 
 /// `transform_caps` of `wgnnupload`: DMA-BUF (either form) or system memory
@@ -220,10 +217,7 @@ pub fn upload_transform(
             }
         }
     }
-    match filter {
-        Some(f) => f.intersect_with_mode(&out, gst::CapsIntersectMode::First),
-        None => out,
-    }
+    filtered(out, filter)
 }
 
 /// The memories `caps` offer, for messages: "any caps", or each memory
@@ -262,10 +256,7 @@ pub fn texture_refused_by_peer(src: &gst::Pad) -> Option<String> {
     use gst::prelude::*;
     let peer = src.peer()?;
     let caps = peer.query_caps(None);
-    let named = caps
-        .iter_with_features()
-        .any(|(_, f)| !f.is_any() && f.contains(CAPS_FEATURE_WGPU_TEXTURE));
-    if named {
+    if names_textures(&caps) {
         return None;
     }
     let who = peer
@@ -277,6 +268,64 @@ pub fn texture_refused_by_peer(src: &gst::Pad) -> Option<String> {
          textures on, a capsfilter video/x-raw({CAPS_FEATURE_WGPU_TEXTURE}))",
         memories(&caps)
     ))
+}
+
+/// Whether `caps` name `memory:WgpuTexture` (ANY caps do not: an element
+/// taking anything reads system memory).
+fn names_textures(caps: &gst::CapsRef) -> bool {
+    caps.iter_with_features()
+        .any(|(_, f)| !f.is_any() && f.contains(CAPS_FEATURE_WGPU_TEXTURE))
+}
+
+/// `caps` (what a processing element could make on its src pad) without
+/// their `memory:WgpuTexture` structures where the element behind the pad's peer
+/// does not name the feature: such an element (filesink, appsink without
+/// caps) would get buffers with no bytes, so the frame is downloaded (one
+/// counted transfer) instead. An unlinked pad keeps them.
+pub fn readable_by_peer(element: &gst::Element, caps: gst::Caps) -> gst::Caps {
+    use gst::prelude::*;
+    let Some(peer) = element.static_pad("src").and_then(|p| p.peer()) else {
+        return caps;
+    };
+    if names_textures(&peer.query_caps(None)) {
+        return caps;
+    }
+    let mut out = gst::Caps::new_empty();
+    {
+        let out = out.get_mut().expect("a new caps is writable");
+        for (s, f) in caps.iter_with_features() {
+            if f.is_any() || !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
+                out.append_structure_full(s.to_owned(), Some(f.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether every structure of `caps` is in `memory:WgpuTexture`.
+pub fn only_textures(caps: &gst::CapsRef) -> bool {
+    !caps.is_any()
+        && !caps.is_empty()
+        && caps
+            .iter_with_features()
+            .all(|(_, f)| !f.is_any() && f.contains(CAPS_FEATURE_WGPU_TEXTURE))
+}
+
+/// `caps` followed by their plain-format structures again in
+/// `memory:WgpuTexture`.
+pub fn and_textures(caps: gst::Caps) -> gst::Caps {
+    let mut out = caps.clone();
+    for (s, f) in caps.iter_with_features() {
+        let drm = s.get::<&str>("format").is_ok_and(|f| f == DMA_DRM);
+        if f.is_any() || f.contains(CAPS_FEATURE_WGPU_TEXTURE) || drm {
+            continue;
+        }
+        out.merge_structure_full(
+            s.to_owned(),
+            Some(gst::CapsFeatures::new([CAPS_FEATURE_WGPU_TEXTURE])),
+        );
+    }
+    out
 }
 
 pub fn video_format(info: &gst_video::VideoInfo) -> Result<VideoFormat> {
@@ -372,10 +421,10 @@ impl Memory {
 /// system memory there, since they are mapped, not imported. `resize` maps a
 /// structure's width and height across the element (it gets the direction
 /// the caps travel); a structure it refuses (returns false) is dropped.
+/// Callers filter the result ([`filtered`]) after their own changes.
 pub fn processing_transform(
     direction: gst::PadDirection,
     caps: &gst::Caps,
-    filter: Option<&gst::Caps>,
     cpu: bool,
     mut resize: impl FnMut(&mut gst::StructureRef, gst::PadDirection) -> bool,
 ) -> gst::Caps {
@@ -416,9 +465,14 @@ pub fn processing_transform(
             }
         }
     }
+    out
+}
+
+/// `caps` within `filter`, in the filter's order of preference.
+pub fn filtered(caps: gst::Caps, filter: Option<&gst::Caps>) -> gst::Caps {
     match filter {
-        Some(f) => f.intersect_with_mode(&out, gst::CapsIntersectMode::First),
-        None => out,
+        Some(f) => f.intersect_with_mode(&caps, gst::CapsIntersectMode::First),
+        None => caps,
     }
 }
 
@@ -517,7 +571,10 @@ pub fn negotiate(
     }
     video_format(&in_info).map_err(|e| e.to_string())?;
     if cpu && (is_texture(incaps) || is_texture(outcaps)) {
-        return Err("device=cpu works on system memory only, not memory:WgpuTexture".into());
+        return Err(format!(
+            "device=cpu works on system memory only and cannot read {CAPS_FEATURE_WGPU_TEXTURE} \
+             frames: put wgnndownload before it, or run it on the GPU"
+        ));
     }
     if cpu && in_modifier != MODIFIER_LINEAR {
         return Err(format!(
@@ -648,7 +705,7 @@ mod tests {
         let texture = caps("video/x-raw(memory:WgpuTexture), format=RGBA, width=8, height=8");
         let system = caps("video/x-raw, format=RGBA, width=8, height=8");
         let src = gst::PadDirection::Src;
-        let up = |c: &gst::Caps, cpu| processing_transform(src, c, None, cpu, |_, _| true);
+        let up = |c: &gst::Caps, cpu| processing_transform(src, c, cpu, |_, _| true);
         let kinds = |c: &gst::Caps| -> Vec<(Memory, bool)> {
             memories(c)
                 .into_iter()
@@ -680,7 +737,7 @@ mod tests {
         // A DMA-BUF input gives RGBA out in either memory, system first.
         let drm =
             caps("video/x-raw(memory:DMABuf), format=DMA_DRM, drm-format=NV12, width=8, height=8");
-        let down = processing_transform(gst::PadDirection::Sink, &drm, None, false, |_, _| true);
+        let down = processing_transform(gst::PadDirection::Sink, &drm, false, |_, _| true);
         assert_eq!(
             memories(&down),
             [(System, "RGBA".into()), (Texture, "RGBA".into())]

@@ -202,6 +202,9 @@ fn resolution_changes_mid_stream_and_timestamps_survive() {
     init();
     let mut harness =
         Harness::new_parse("wgnnupload ! wgnnsegment device=gpu name=seg effect=mask");
+    // Named, so that the frames stay textures (a peer that does not name
+    // them gets system memory).
+    harness.set_sink_caps_str("video/x-raw(memory:WgpuTexture)");
     for (i, (w, h)) in [(32u32, 24u32), (48, 20), (32, 24)].into_iter().enumerate() {
         harness.set_src_caps_str(&caps("RGBA", w, h));
         let out = harness
@@ -225,7 +228,8 @@ fn state_cycles_a_hundred_times_without_growing() {
     init();
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=2 ! video/x-raw,width=24,height=16 ! wgnnupload ! \
-         wgnnsegment device=gpu name=seg effect=blur blur-strength=2 ! fakesink name=sink",
+         wgnnsegment device=gpu name=seg effect=blur blur-strength=2 ! \
+         video/x-raw(memory:WgpuTexture) ! fakesink name=sink",
     )
     .unwrap()
     .downcast::<gst::Pipeline>()
@@ -320,7 +324,8 @@ fn gst_debug_wgnn_5_logs_one_line_per_frame() {
     let log = LogCapture::start("wgnn*", gst::DebugLevel::Debug, "wgnnsegment", "seglogged");
     let pipeline = gst::parse::launch(
         "videotestsrc num-buffers=3 ! video/x-raw,width=24,height=16 ! wgnnupload ! \
-         wgnnsegment device=gpu name=seglogged effect=mask ! fakesink",
+         wgnnsegment device=gpu name=seglogged effect=mask ! \
+         video/x-raw(memory:WgpuTexture) ! fakesink",
     )
     .unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();

@@ -289,6 +289,54 @@ fn texture_frames_reach_only_elements_that_name_them() {
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 2 * 16 * 16 * 4);
 }
 
+/// A processing element on the GPU makes system memory (one counted
+/// download) for a peer that does not name memory:WgpuTexture, so that a
+/// filesink gets each frame's bytes, not an empty buffer (issue 45, row 6).
+/// A device=cpu element offered only textures says why on the bus, where
+/// the link used to fail with a bare "could not link" (row 13); offered
+/// system memory as well, by a GPU element, it gets that.
+#[test]
+fn processing_elements_download_for_any_caps_sinks_and_cpu_ones_say_why() {
+    init();
+    let dir = crate::common::scratch("processing-sinks");
+    let src = "videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=16,height=16";
+    let mut written = 0;
+    for (i, element) in ["wgnnsegment device=gpu effect=mask", "wgnnoverlay"]
+        .iter()
+        .enumerate()
+    {
+        let file = dir.join(format!("{i}.raw"));
+        let desc = format!(
+            "{src} ! wgnnupload ! {element} ! filesink location={}",
+            file.display()
+        );
+        let (_, end) = play(&desc, &[]);
+        assert_eq!(error_of(&end), None, "{desc}");
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            2 * 16 * 16 * 4,
+            "{desc}"
+        );
+        written += 1;
+    }
+    assert_eq!(written, 2);
+
+    let desc = format!("{src} ! wgnnupload ! wgnnsegment name=cpuseg device=cpu ! fakesink");
+    let (_, end) = play(&desc, &[]);
+    let e = error_of(&end).unwrap_or_else(|| panic!("{desc}: textures reached device=cpu"));
+    assert!(e.starts_with("cpuseg: "), "{e}");
+    for needle in ["device=cpu", "memory:WgpuTexture", "wgnndownload"] {
+        assert!(e.contains(needle), "{needle:?} not in {e:?}");
+    }
+    assert!(!e.contains('\n') && !e.contains(".rs"), "{e:?}");
+
+    let desc = format!(
+        "{src} ! wgnnsegment device=gpu effect=mask ! wgnnsegment device=cpu effect=mask ! fakesink"
+    );
+    let (_, end) = play(&desc, &[]);
+    assert_eq!(error_of(&end), None, "{desc}");
+}
+
 /// A negotiation the transfer elements refuse says why on the bus, naming
 /// both sides' memories: caps upstream sends that wgnnupload does not take
 /// (a warning from its accept-caps answer, then GStreamer's error), and a

@@ -230,7 +230,15 @@ pub fn describe(args: &Args, source: &Source, sink: &Sink, s: &Settings) -> Stri
     let location = s.location.unwrap_or(Path::new("out"));
     match sink {
         Sink::Window => parts.push("wgnnsink name=sink".into()),
-        Sink::Null => parts.push("fakesink name=sink sync=false".into()),
+        Sink::Null => {
+            // Named, so that the frames stay textures: a fakesink takes any
+            // caps, and a GPU element downloads for a peer that does not
+            // name memory:WgpuTexture.
+            if !s.on_cpu {
+                parts.push("video/x-raw(memory:WgpuTexture)".into());
+            }
+            parts.push("fakesink name=sink sync=false".into())
+        }
         Sink::Encoded(_, mux) => parts.push(h264_file_tail(*mux, location)),
         Sink::Pngs(_) => {
             parts.push("videoconvert".into());

@@ -152,6 +152,13 @@ impl WgnnModelElement {
             .ok_or(gst::FlowError::NotNegotiated)
     }
 
+    /// A set_caps refusal: on the bus, where the application sees it, as
+    /// well as in the log (a bare not-negotiated says nothing).
+    fn refuse_caps(&self, reason: String) -> gst::LoggableError {
+        gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{reason}"));
+        gst::loggable_error!(self.core.cat, "{reason}")
+    }
+
     pub(super) fn on_cpu(&self) -> bool {
         let choice = self.settings.lock().unwrap().device;
         self.core.on_cpu(choice)
@@ -346,20 +353,36 @@ impl BaseTransformImpl for WgnnModelElement {
     ) -> Option<gst::Caps> {
         let obj = self.obj();
         let on_cpu = self.on_cpu();
-        if self.class().in_place {
-            let out = self.parent_transform_caps(direction, caps, filter)?;
-            return Some(
-                self.core
-                    .pass_through_caps(obj.upcast_ref(), on_cpu, out, caps, filter),
-            );
-        }
-        let resize = self.class().resize_caps;
-        let out =
-            caps::processing_transform(direction, caps, filter, on_cpu, |s, d| resize(&obj, s, d));
-        if on_cpu {
+        let out = if self.class().in_place {
+            let out = self.parent_transform_caps(direction, caps, None)?;
             self.core
-                .explain_refused_textures(obj.upcast_ref(), caps, filter);
-        }
+                .pass_through_caps(obj.upcast_ref(), on_cpu, out, caps, filter)
+        } else {
+            let resize = self.class().resize_caps;
+            let out =
+                caps::processing_transform(direction, caps, on_cpu, |s, d| resize(&obj, s, d));
+            if on_cpu {
+                self.core
+                    .explain_refused_textures(obj.upcast_ref(), caps, filter);
+            }
+            match direction {
+                gst::PadDirection::Sink if !on_cpu => caps::readable_by_peer(obj.upcast_ref(), out),
+                _ => out,
+            }
+        };
+        // device=cpu works on system memory only. Where textures are all a
+        // peer offers or takes (`wgnnupload ! wgnnsegment device=cpu`, or a
+        // texture capsfilter after it), or nothing is known yet (linking),
+        // it still lists them, so that set_caps refuses them with the
+        // reason on the bus instead of a bare "could not link"; a peer
+        // that also offers or takes system memory gets that.
+        let for_textures = on_cpu && filter.is_none_or(|f| caps::only_textures(f));
+        let out = if for_textures {
+            caps::and_textures(out)
+        } else {
+            out
+        };
+        let out = caps::filtered(out, filter);
         gst::trace!(self.core.cat, imp = self, "{direction:?} {caps} -> {out}");
         Some(out)
     }
@@ -367,7 +390,7 @@ impl BaseTransformImpl for WgnnModelElement {
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
         let cat = self.core.cat;
         let n = caps::negotiate(self.class().done, incaps, outcaps, self.on_cpu())
-            .map_err(|e| gst::loggable_error!(cat, "{e}"))?;
+            .map_err(|e| self.refuse_caps(e))?;
         gst::debug!(cat, imp = self, "{incaps} -> {outcaps}");
         (self.class().caps_set)(&self.obj(), &n)?;
         *self.frames.lock().unwrap() = Some(Arc::new(Frames {

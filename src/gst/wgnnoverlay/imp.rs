@@ -264,7 +264,12 @@ impl BaseTransformImpl for WgnnOverlay {
         caps: &gst::Caps,
         filter: Option<&gst::Caps>,
     ) -> Option<gst::Caps> {
-        let out = caps::processing_transform(direction, caps, filter, false, |_, _| true);
+        let out = caps::processing_transform(direction, caps, false, |_, _| true);
+        let out = match direction {
+            gst::PadDirection::Sink => caps::readable_by_peer(self.obj().upcast_ref(), out),
+            _ => out,
+        };
+        let out = caps::filtered(out, filter);
         gst::trace!(CAT, imp = self, "{direction:?} {caps} -> {out}");
         Some(out)
     }

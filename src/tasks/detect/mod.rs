@@ -263,6 +263,7 @@ impl Detector {
             let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
             decoder.run(spec, (&boxes).into(), (&scores).into())?
         };
+        spec.check_scores(self.model.path(), &candidates)?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
         let found = post::detections(spec, candidates, self.iou, &to_frame, &self.labels);
         Ok((found, stats))
@@ -288,6 +289,7 @@ impl Detector {
         } else {
             spec.decode(&boxes, &read_values(&outputs, &spec.scores.name)?)
         };
+        spec.check_scores(self.model.path(), &candidates)?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
         Ok(post::detections(
             spec,

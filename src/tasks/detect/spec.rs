@@ -9,10 +9,15 @@ use crate::ml::DataType;
 use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout};
 
 use super::anchors::{self, Anchor};
+use super::decode::Candidate;
 
 /// The most boxes a model may output: the GPU decoder runs one invocation
 /// per box in workgroups of 64 along one dispatch axis (65535 at most).
 pub(crate) const MAX_BOXES: usize = 64 * 65535;
+
+/// How far past 1 a probability may read: float16's step just above 1 is
+/// 1/1024, and a sigmoid computed in it may round up a few steps.
+const MAX_SCORE_SLACK: f32 = 0.01;
 
 /// One output as the model declares it for the input size in use.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,6 +222,40 @@ impl Spec {
     /// index, class, raw score, four corners, then x, y per keypoint.
     pub fn record_words(&self) -> usize {
         7 + 2 * self.keypoints
+    }
+
+    /// Refuses candidates whose scores are no probabilities where the
+    /// decoder reads scores as they are (YOLO layouts, SSD without a
+    /// sigmoid): exporters apply the sigmoid, so a score past 1 means the
+    /// output holds something else (raw logits, or another model read in
+    /// this layout), which would be reported as a confidence of 229. Value
+    /// ranges are not in the graph: this runs on each frame's candidates,
+    /// the only values the decoders read back. The slack covers float16.
+    pub fn check_scores(&self, model: &Path, candidates: &[Candidate]) -> Result<()> {
+        let raw_is_score = match &self.scheme {
+            Scheme::Ssd { options, .. } => !options.sigmoid_score,
+            Scheme::Yolo { .. } => true,
+        };
+        let Some(c) = candidates
+            .iter()
+            .filter(|_| raw_is_score)
+            .find(|c| c.raw > 1.0 + MAX_SCORE_SLACK)
+        else {
+            return Ok(());
+        };
+        let decoder = match self.scheme {
+            Scheme::Ssd { .. } => "ssd-anchors",
+            Scheme::Yolo { .. } => "yolo",
+        };
+        Err(Error::invalid(format!(
+            "{}: decoder {decoder}: box {} scores {} for class {}, but scores read in this \
+             layout are probabilities between 0 and 1: the output holds something else (raw \
+             logits, or another model's output read in this layout)",
+            model.display(),
+            c.index,
+            c.raw,
+            c.class
+        )))
     }
 
     /// The final score of a raw score.

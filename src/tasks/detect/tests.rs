@@ -394,3 +394,46 @@ fn a_yolo_layout_on_the_ssd_face_model_is_refused_at_start() {
         assert!(!err.contains('\n'), "{err}");
     }
 }
+
+/// A YOLO layout reads scores as probabilities: an output whose values run
+/// past 1 (raw logits, or another model's output whose shapes happen to
+/// fit) is refused with the box and score, not reported as a confidence of
+/// 229; scores within [0, 1], float16's rounding included, pass.
+#[test]
+fn scores_that_are_no_probabilities_are_refused() {
+    let spec = yolo_spec("yolov8", false, &[1, 4 + 3, 50], 0.25);
+    let mut out = vec![0.0f32; 7 * 50];
+    for box_ in 0..50 {
+        out[box_] = 20.0;
+        out[50 + box_] = 20.0;
+        out[100 + box_] = 8.0;
+        out[150 + box_] = 8.0;
+    }
+    out[4 * 50 + 7] = 1.0 + 1.0 / 1024.0;
+    out[5 * 50 + 9] = 0.6;
+    let fine = spec.decode(&out, &out);
+    assert_eq!(fine.len(), 2);
+    spec.check_scores(Path::new("y.onnx"), &fine).unwrap();
+
+    out[6 * 50 + 11] = 229.63;
+    let logits = spec.decode(&out, &out);
+    assert_eq!(logits.len(), 3);
+    let err = spec
+        .check_scores(Path::new("y.onnx"), &logits)
+        .unwrap_err()
+        .to_string();
+    for says in [
+        "y.onnx: decoder yolo: box 11 scores 229.63 for class 2",
+        "between 0 and 1",
+    ] {
+        assert!(err.contains(says), "{says:?} not in {err}");
+    }
+    assert!(!err.contains('\n'), "{err}");
+
+    // Sigmoid scores (the SSD face model's) are logits by design.
+    let face = face_spec();
+    let scores = vec![500.0f32; 896];
+    let boxes = vec![0.0f32; 896 * 16];
+    face.check_scores(Path::new("f.tflite"), &face.decode(&boxes, &scores))
+        .unwrap();
+}

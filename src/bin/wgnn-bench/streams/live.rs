@@ -337,7 +337,7 @@ fn build_stream(
         "filesrc name=src ! pngdec ! videoconvert ! videoscale ! \
          video/x-raw,format={format},width={w},height={h},pixel-aspect-ratio=1/1 ! \
          imagefreeze is-live=true ! video/x-raw,framerate={fps}/1 ! wgnnupload ! {elements} ! \
-         fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
+         video/x-raw(memory:WgpuTexture) ! fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
          signal-handoffs=true",
         format = options.format.name(),
         w = options.width,

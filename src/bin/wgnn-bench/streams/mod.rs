@@ -44,7 +44,7 @@ mod live;
 /// device: for each count in --streams, that many pipelines of
 /// filesrc (the bundled astronaut photo) ! pngdec ! videoconvert !
 /// videoscale ! imagefreeze is-live=true ! wgnnupload ! the task's
-/// elements ! fakesink sync=true qos=true max-lateness=20ms. After
+/// elements ! video/x-raw(memory:WgpuTexture) ! fakesink sync=true qos=true max-lateness=20ms. After
 /// every stream's first frames (at most 5 s past the first, which builds
 /// the model) and a 2 s warm-up, --seconds are measured: streams that
 /// kept the frame rate (within one frame and 1%) with no frame dropped
