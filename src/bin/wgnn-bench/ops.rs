@@ -234,6 +234,29 @@ fn with_residual(case: OpCase, dt: DataType, out: [usize; 3]) -> OpCase {
     }
 }
 
+/// A batched product x[batch, m, k] x w[k, n] of `dt` (an attention's or a
+/// transformer MLP's matmul; float16 takes the tensor cores where the
+/// adapter has them), or x times its own transpose (`self_t`: Q K^T, B
+/// read in place through its strides).
+fn matmul(dt: DataType, [batch, m, k, n]: [usize; 4], self_t: bool) -> OpCase {
+    let n = if self_t { m } else { n };
+    let e = dt.byte_size() as f64;
+    OpCase {
+        name: if self_t { "matmul x x^T" } else { "matmul" }.into(),
+        shape: format!("{batch}x{m}x{k} * {k}x{n} {dt}"),
+        flops: 2.0 * (batch * m * n * k) as f64,
+        bytes: e * (batch * m * k + if self_t { 0 } else { k * n } + batch * m * n) as f64,
+        input: OperandDescriptor::new(dt, [batch, m, k]),
+        build: Box::new(move |b, x| {
+            if self_t {
+                return b.matmul(x, &b.transpose(x, Some(&[0, 2, 1]))?);
+            }
+            let w = constant(b, dt, &[k, n], 4)?;
+            b.matmul(x, &w)
+        }),
+    }
+}
+
 fn elementwise(h: usize, w: usize, c: usize) -> OpCase {
     let n = h * w * c;
     OpCase {
@@ -347,6 +370,24 @@ pub fn cases(quick: bool, f16: bool) -> Vec<OpCase> {
         v.push(with_residual(body(), dt, [s(540), s(960), 64]));
         v.extend(F16_CONVS.into_iter().map(|c| conv(dt, shrunk(c))));
         v.extend(ODD_F16_CONVS.into_iter().map(|c| conv(dt, c)));
+    }
+    // YOLO11's C2PSA attention at 640 (400 tokens, 2 heads of 64), a ViT-B
+    // MLP's first matmul (197 tokens, 768 -> 3072), and odd edges.
+    let products = [
+        ([2, s(400), 64, 0], true),
+        ([1, s(197), s(768), s(3072)], false),
+        ([3, 67, 33, 65], false),
+        ([2, 37, 19, 0], true),
+    ];
+    for dt in [DataType::Float32, DataType::Float16]
+        .into_iter()
+        .filter(|&d| f16 || d == DataType::Float32)
+    {
+        v.extend(
+            products
+                .iter()
+                .map(|&(shape, self_t)| matmul(dt, shape, self_t)),
+        );
     }
     v
 }

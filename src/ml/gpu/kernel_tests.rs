@@ -658,6 +658,20 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                 Ok(vec![b.relu(&b.matmul(&a, &m)?)?, b.matmul(&c, &d)?])
             }),
         );
+        // Past 16 in every dimension (the tensor cores' block), odd so that
+        // the edges are partial blocks: float16 takes matmul_coop.wgsl
+        // where the target has tensor cores; a transposed B (an
+        // attention's K^T) is read in place.
+        add(
+            format!("matmul blocks {dt}"),
+            graph_n(ctx, |b| {
+                let a = b.input("a", desc(dt, &[2, 67, 33]))?;
+                let m = b.input("m", desc(dt, &[33, 65]))?;
+                let k = b.input("k", desc(dt, &[2, 17, 33]))?;
+                let kt = b.transpose(&k, Some(&[0, 2, 1]))?;
+                Ok(vec![b.relu(&b.matmul(&a, &m)?)?, b.matmul(&a, &kt)?])
+            }),
+        );
         for (a_transpose, b_transpose) in
             [(false, false), (true, false), (false, true), (true, true)]
         {
@@ -1645,4 +1659,45 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
             );
         }
     }
+}
+
+/// float16 products of at least one 16x16x16 block go to the tensor cores
+/// where the target has them (matmul_coop.wgsl, which the validation above
+/// compiles), attention's K^T read in place; float32, or no tensor cores,
+/// keep the tiled kernel.
+#[test]
+fn float16_products_take_the_tensor_cores() {
+    let ctx = Context::cpu();
+    let product = |dt| {
+        graph(&ctx, |b| {
+            let q = b.input("q", desc(dt, &[2, 67, 33]))?;
+            let k = b.input("k", desc(dt, &[2, 17, 33]))?;
+            b.matmul(&q, &b.transpose(&k, Some(&[0, 2, 1]))?)
+        })
+    };
+    let mut seen = 0;
+    for (dt, target, coop) in [
+        (DataType::Float16, TARGETS[0], true),
+        (DataType::Float16, TARGETS[1], false),
+        (DataType::Float32, TARGETS[0], false),
+    ] {
+        let recorded = record(&product(dt), target).unwrap();
+        let matmuls: Vec<_> = recorded.iter().filter(|k| k.label == "matmul").collect();
+        assert_eq!(matmuls.len(), 1, "{dt}");
+        assert_eq!(
+            matmuls[0].source.contains("coopMultiplyAdd"),
+            coop,
+            "{dt}, tensor cores {}",
+            target.f16_tensor_cores
+        );
+        // The tensor-core kernel is one 32-wide subgroup a workgroup.
+        let wg = if coop {
+            "const WG: u32 = 32u;"
+        } else {
+            "const WG: u32 = 256u;"
+        };
+        assert!(matmuls[0].source.contains(wg), "{dt}: {wg}");
+        seen += 1;
+    }
+    assert_eq!(seen, 3);
 }
