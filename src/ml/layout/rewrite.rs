@@ -44,7 +44,7 @@ pub(super) fn rewrite(mut ir: GraphIr, r: &Regions) -> GraphIr {
                     .or_insert_with(|| permute_broadcast(&mut ir, &mut nodes, x)),
             };
         }
-        let outputs = std::mem::replace(&mut node.outputs, Vec::new());
+        let outputs = std::mem::take(&mut node.outputs);
         node.outputs = outputs.iter().map(|&y| twin[y].unwrap()).collect();
         nodes.push(node);
         for y in outputs.into_iter().filter(|&y| edges.exit[y]) {
