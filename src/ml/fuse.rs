@@ -32,7 +32,8 @@ use super::ops::{
 };
 use super::shape::{conv_filter_ochw, nchw};
 
-/// Every fusion, after 1x1 convolutions of upsampled tensors swap places
+/// Every fusion, once NCHW regions worth it run in NHWC (`ml/layout`:
+/// the fast conv2d kernels are NHWC ones), after 1x1 convolutions of upsampled tensors swap places
 /// with their upsample (`fuse/resample_swap.rs`, on the graph as written);
 /// activations first (so an `add` brings its own along, and
 /// a squeeze-and-excitation layer its activation); adds of an activated
@@ -44,6 +45,7 @@ use super::shape::{conv_filter_ochw, nchw};
 /// a conv2d's result into the conv2d (`fuse/cast.rs`), once its residual
 /// is known.
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
+    let ir = super::layout::to_nhwc(ir);
     let ir = fuse_activations(resample_swap::swap_resample_pointwise(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
     let ir = concat::split_concats(ir);

@@ -43,9 +43,26 @@ impl Graph {
     /// `ir` as written (float16 already applied by the builder when asked
     /// for: `precision` only records it), fused and compiled.
     pub(crate) fn build_as(context: &Context, ir: GraphIr, precision: Precision) -> Result<Graph> {
-        context.alive("build")?;
         let written_nodes = ir.nodes.len();
-        let ir = Arc::new(fuse::fuse(ir));
+        Graph::compile(context, fuse::fuse(ir), written_nodes, precision)
+    }
+
+    /// `ir` compiled as written, without fusion or the layout pass: the
+    /// reference the passes' tests compare with.
+    #[cfg(test)]
+    pub(crate) fn build_unfused(context: &Context, ir: GraphIr) -> Result<Graph> {
+        let written_nodes = ir.nodes.len();
+        Graph::compile(context, ir, written_nodes, Precision::F32)
+    }
+
+    fn compile(
+        context: &Context,
+        ir: GraphIr,
+        written_nodes: usize,
+        precision: Precision,
+    ) -> Result<Graph> {
+        context.alive("build")?;
+        let ir = Arc::new(ir);
         let plan = context.inner.backend.compile(&ir)?;
         let live = match context.gpu_handle() {
             Some(gpu) => gpu.token(crate::gpu::live::Kind::Graph, 0),

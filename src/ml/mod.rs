@@ -15,6 +15,7 @@ mod gpu;
 mod graph;
 mod graph_ir;
 mod host;
+mod layout;
 pub mod ops;
 mod precision;
 mod resample_taps;

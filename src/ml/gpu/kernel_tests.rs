@@ -1700,4 +1700,38 @@ fn float16_products_take_the_tensor_cores() {
         seen += 1;
     }
     assert_eq!(seen, 3);
+
+/// An ONNX model as PyTorch exports it (NCHW, squeezenet 1.1): in float16
+/// on a target with tensor cores its convolutions take the tensor-core
+/// kernels, which serve NHWC only, as the layout pass (`ml/layout`) runs
+/// them in NHWC.
+#[test]
+fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/onnx/torch/squeezenet1_1_dynamo/model.onnx"
+    );
+    let model = crate::models::load(path).unwrap();
+    let graph = model
+        .build_with(&Context::cpu(), None, crate::ml::Precision::F16)
+        .unwrap();
+    let ir = &graph.inner.ir;
+    for node in &ir.nodes {
+        let layout = match &node.op {
+            Op::Conv2d(o) => o.input_layout,
+            Op::DepthwisePointwise(o) => o.depthwise.input_layout,
+            Op::SqueezeExcite(o) => o.layout,
+            _ => continue,
+        };
+        assert_eq!(layout, InputLayout::Nhwc, "{}", ir.describe(node));
+    }
+    let recorded = record(ir, TARGETS[0]).unwrap();
+    let convs: Vec<&str> = recorded
+        .iter()
+        .filter_map(|k| conv_kernel(&k.source))
+        .collect();
+    assert!(convs.len() >= 20, "{convs:?}");
+    // Small images take other kernels (ml/gpu/conv2d.rs chooses).
+    let tensor_cores = convs.iter().filter(|k| k.starts_with("tensor cores"));
+    assert!(tensor_cores.count() >= 1, "{convs:?}");
 }
