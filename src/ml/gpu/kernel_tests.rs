@@ -1700,6 +1700,7 @@ fn float16_products_take_the_tensor_cores() {
         seen += 1;
     }
     assert_eq!(seen, 3);
+}
 
 /// An ONNX model as PyTorch exports it (NCHW, squeezenet 1.1): in float16
 /// on a target with tensor cores its convolutions take the tensor-core
