@@ -22,27 +22,13 @@ import onnxruntime as ort
 import torch
 import torchvision
 
+from cuda_timing import cuda_ms
+
 MODELS = [
     ("resnet50", lambda: torchvision.models.resnet50(weights=None)),
     ("mobilenet_v3_large", lambda: torchvision.models.mobilenet_v3_large(weights=None)),
 ]
 SHAPE = (1, 3, 224, 224)
-
-
-def cuda_ms(fn, warmup=10, iters=50):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times), min(times)
 
 
 def ort_ms(path, x, warmup=10, iters=50):

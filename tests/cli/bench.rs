@@ -46,7 +46,9 @@ fn models_quick_table_and_saved_io() {
         assert_eq!(cpu[words], "cpu");
         // float32 unless asked otherwise.
         assert_eq!((gpu[words + 1], cpu[words + 1]), ("f32", "f32"));
-        let gpu_ms: f64 = gpu[words + 2].parse().unwrap();
+        // Each model's own batch without --batch.
+        assert_eq!((gpu[words + 2], cpu[words + 2]), ("1", "1"));
+        let gpu_ms: f64 = gpu[words + 3].parse().unwrap();
         assert!(gpu_ms > 0.0, "{}", rows[0]);
         // The CPU row's last column: its output against the GPU's.
         let diff: f64 = cpu.last().unwrap().parse().unwrap();
@@ -633,4 +635,110 @@ fn queue_overlap_times_the_four_orders() {
         text.contains("33x17 RGBA frames, 2 frames per order"),
         "{text}"
     );
+}
+
+/// `--batch`: a model whose ONNX file leaves the batch axis open is built
+/// for each count, and its rows say so (the batch in the input's shape,
+/// per-image time and images per second from it); a file that fixes its
+/// batch at 1 is refused for another count in one line.
+#[test]
+fn models_batch_binds_an_open_batch_and_refuses_a_fixed_one() {
+    use prost::Message;
+    let dir = common::scratch("bench-batch");
+    let open = dir.join("silu_open_batch.onnx");
+    std::fs::write(&open, common::onnx::silu(None).encode_to_vec()).unwrap();
+    let v = bench_json(&[
+        "models",
+        "--quick",
+        "--model",
+        open.to_str().unwrap(),
+        "--batch",
+        "1,2",
+        "--context",
+        "both",
+        "--json",
+    ]);
+    let rows = v["models"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "two batches on two contexts: {v}");
+    for (r, batch) in rows.iter().zip([1, 1, 2, 2]) {
+        assert_eq!(r["batch"], batch, "{r}");
+        assert_eq!(r["input"], serde_json::json!([batch, 3, 8, 8]), "{r}");
+        let per_run = num(
+            r,
+            if r["context"] == "gpu" {
+                "gpu_ms"
+            } else {
+                "wall_ms"
+            },
+        );
+        let per_image = num(r, "ms_per_image");
+        assert!(
+            (per_image * batch as f64 - per_run).abs() <= 1e-9 * per_run.max(1.0),
+            "{r}"
+        );
+        let images = num(r, "images_per_s");
+        assert!(
+            (images - num(r, "fps") * batch as f64).abs() <= 1e-6 * images,
+            "{r}"
+        );
+        // Sigmoid and Mul fuse or not; either way the count is per run.
+        assert!(num(r, "kernels") >= 1.0, "{r}");
+    }
+    // The CPU context computes each batch as the GPU did.
+    for r in rows.iter().filter(|r| r["context"] == "cpu") {
+        assert!(num(r, "max_abs_diff_vs_gpu") < 1e-3, "{r}");
+    }
+    let table = bench(&[
+        "models",
+        "--quick",
+        "--model",
+        open.to_str().unwrap(),
+        "--batch",
+        "2",
+        "--context",
+        "gpu",
+    ]);
+    let header = table.lines().find(|l| l.starts_with("model")).unwrap();
+    assert!(
+        header.contains("batch") && header.contains("ms/img"),
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("silu_open_batch.onnx"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains(" gpu  f32      2 "), "{table}");
+
+    let fixed = common::root().join("tests/data/classify/mean_color.onnx");
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &[
+            "models",
+            "--quick",
+            "--model",
+            fixed.to_str().unwrap(),
+            "--batch",
+            "4",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // One line (a software adapter's warning may come before it).
+    let err = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(
+        errors,
+        [
+            "error: mean_color.onnx: has a fixed batch of 1: export it with a dynamic batch axis \
+          to run --batch 4"
+        ],
+        "{err}"
+    );
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &["models", "--batch", "1,0"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a batch is at least 1 item"));
 }

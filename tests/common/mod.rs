@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod onnx;
 pub mod ops;
 pub mod video;
 pub mod xvfb;

@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use prost::Message;
 use wgnn::models;
 use wgnn::models::onnx::proto::{
-    attribute_proto, tensor_proto, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
-    ValueInfoProto,
+    attribute_proto, tensor_proto, AttributeProto, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, StringStringEntryProto, TensorProto, ValueInfoProto,
 };
 
 fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
@@ -19,33 +18,8 @@ fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
     value_info(name, &dims)
 }
 
-/// A float tensor's value info; `None` dimensions are the symbolic "batch"
-/// (also for tests/models/batched).
-pub(crate) fn value_info(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
-    use wgnn::models::onnx::proto::tensor_shape_proto::{dimension::Value, Dimension};
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(tensor_proto::DataType::Float as i32),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            value: Some(match d {
-                                Some(d) => Value::DimValue(d),
-                                None => Value::DimParam("batch".into()),
-                            }),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
+/// Also for tests/models/batched.
+pub(crate) use crate::common::onnx::value_info;
 
 fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
     NodeProto {

@@ -57,6 +57,7 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l json -d 'P
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -l quick -d 'Shrink every shape (for software adapters and smoke tests)'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand ops" -s h -l help -d 'Print help'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l model -d 'A model file to measure instead of the bundled models (repeatable)' -r -F
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l batch -d 'Items per run, one measurement each (e.g. 1,8,32): a model whose batch axis is open (ONNX dim_param, TF.js) is built for that many; one whose file fixes its batch is refused unless it is that batch. Default: each model\'s own batch (1 where it is open)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l size -d 'Input size HxW for --model files that take any size (e.g. 540x960)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l iterations -d 'Profiled GPU inferences per model, after 200 ms of warm-up (at least two)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand models" -l cpu-iterations -d 'Timed CPU inferences per model (no warm-up)' -r

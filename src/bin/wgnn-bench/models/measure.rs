@@ -104,6 +104,8 @@ pub struct ModelResult {
     pub context: &'static str,
     /// What the graph computed in ("f32" or "f16").
     pub precision: &'static str,
+    /// Items per run (the leading dimension of the inputs).
+    pub batch: usize,
     pub input: Vec<usize>,
     pub output: Vec<usize>,
     /// Graph build (compile) time, ms.
@@ -117,14 +119,15 @@ pub struct ModelResult {
     pub kernel_sum_ms: Option<f64>,
     /// Host time of dispatch + wait for one inference.
     pub wall_ms: f64,
-    /// Inferences per second with dispatches queued back to back.
+    /// Runs per second with dispatches queued back to back (images per
+    /// second is this times `batch`).
     pub fps: f64,
     /// Operators in the file, nodes wgnn wrote for them, nodes after fusion.
     pub file_ops: usize,
     pub written: usize,
     pub fused: usize,
-    /// GPU passes (kernels dispatched) per inference; on the CPU context,
-    /// the nodes run.
+    /// Kernels dispatched per run of the whole graph (whatever the batch);
+    /// on the CPU context, the nodes run.
     pub kernels: usize,
     /// ms per op type in the median profiled run (GPU timestamps, or wall
     /// time per node on the CPU context), largest first.
@@ -161,11 +164,24 @@ impl KernelRow {
 }
 
 impl ModelResult {
+    /// GPU ms per run (wall ms on the CPU context) over the batch.
+    pub fn ms_per_image(&self) -> f64 {
+        self.gpu_ms.unwrap_or(self.wall_ms) / self.batch as f64
+    }
+
+    /// Images per second with runs queued back to back.
+    pub fn images_per_s(&self) -> f64 {
+        self.fps * self.batch as f64
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         json!({
             "model": self.name,
             "context": self.context,
             "precision": self.precision,
+            "batch": self.batch,
+            "ms_per_image": self.ms_per_image(),
+            "images_per_s": self.images_per_s(),
             "input": self.input,
             "output": self.output,
             "build_ms": self.build_ms,
@@ -280,9 +296,59 @@ struct Bound {
     build_ms: f64,
 }
 
-fn bind(ctx: &Context, loaded: &Loaded, precision: Precision) -> wgnn::Result<Bound> {
+/// How many items a run takes: `build` is what the graph is built for
+/// ([`wgnn::models::Model::build_batched`]: a leading dimension the file
+/// leaves open becomes it), `items` what the inputs' leading dimension is
+/// then (the file's own where it fixes one).
+#[derive(Clone, Copy, Debug)]
+pub struct Batch {
+    pub build: usize,
+    pub items: usize,
+}
+
+impl Batch {
+    /// For `--batch n` (`None`: the model's own batch, 1 where it leaves
+    /// the batch open). A model whose file fixes a batch other than `n`
+    /// is refused: measuring another batch than asked would mislead.
+    pub fn resolve(model: &wgnn::models::Model, n: Option<usize>) -> Result<Batch, String> {
+        let fixed = model
+            .inputs()
+            .first()
+            .and_then(|i| i.shape.first().copied().flatten());
+        match (fixed, n) {
+            (None, n) => Ok(Batch {
+                build: n.unwrap_or(1),
+                items: n.unwrap_or(1),
+            }),
+            (Some(f), Some(n)) if n != f => Err(format!(
+                "has a fixed batch of {f}: export it with a dynamic batch axis to run --batch {n}"
+            )),
+            (Some(f), _) => Ok(Batch { build: 1, items: f }),
+        }
+    }
+}
+
+/// `value` (one item's worth, as [`load`] made it) repeated along the
+/// leading axis to `shape`, where the batched graph wants more items.
+fn repeated(value: &HostTensor, shape: &[usize]) -> wgnn::Result<HostTensor> {
+    let have = &value.descriptor().shape;
+    let items = match (have.first(), shape.first()) {
+        (Some(&h), Some(&w)) if h > 0 && w % h == 0 && have[1..] == shape[1..] => w / h,
+        _ => {
+            return Err(wgnn::Error::Invalid(format!(
+                "an input of shape {have:?} cannot fill {shape:?}"
+            )))
+        }
+    };
+    let desc = TensorDescriptor::new(value.data_type(), shape.to_vec()).operand();
+    HostTensor::from_bytes(&desc, &value.bytes().repeat(items))
+}
+
+fn bind(ctx: &Context, loaded: &Loaded, precision: Precision, batch: Batch) -> wgnn::Result<Bound> {
     let t = Instant::now();
-    let graph = loaded.model.build_with(ctx, loaded.hw, precision)?;
+    let graph = loaded
+        .model
+        .build_batched(ctx, loaded.hw, precision, batch.build)?;
     let build_ms = t.elapsed().as_secs_f64() * 1e3;
     let mut inputs = Vec::new();
     for (name, desc) in graph.inputs() {
@@ -292,6 +358,14 @@ fn bind(ctx: &Context, loaded: &Loaded, precision: Precision) -> wgnn::Result<Bo
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v)
             .ok_or_else(|| wgnn::Error::Invalid(format!("no value for input '{name}'")))?;
+        let batched;
+        let value = match value.descriptor().shape == desc.shape {
+            true => value,
+            false => {
+                batched = repeated(value, &desc.shape)?;
+                &batched
+            }
+        };
         let x = ctx.create_tensor(TensorDescriptor::new(desc.data_type, desc.shape).writable())?;
         ctx.write_host(&x, value)?;
         inputs.push((name, x));
@@ -367,9 +441,10 @@ pub fn run_gpu(
     case: &ModelCase,
     loaded: &Loaded,
     s: &Settings,
+    batch: Batch,
 ) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::gpu(gpu);
-    let b = bind(&ctx, loaded, s.precision)?;
+    let b = bind(&ctx, loaded, s.precision, batch)?;
     let n = s.gpu_iterations;
     // Warm up for a fixed time, as `ops` does: after a long build (the
     // float16 probe takes seconds of CPU) the GPU has clocked down, and two
@@ -413,7 +488,7 @@ pub fn run_gpu(
     let fps = n as f64 / t.elapsed().as_secs_f64();
     let output = b.read(&ctx)?;
     let psnr_vs_f32 = if b.graph.precision() == Precision::F16 {
-        let reference = bind(&ctx, loaded, Precision::F32)?;
+        let reference = bind(&ctx, loaded, Precision::F32, batch)?;
         reference.dispatch(&ctx)?;
         let r = reference.read(&ctx)?;
         reference.graph.destroy();
@@ -427,6 +502,7 @@ pub fn run_gpu(
         name: case.name.clone(),
         context: "gpu",
         precision: b.graph.precision().name(),
+        batch: batch.items,
         input: b.input.clone(),
         output: b.output.clone(),
         build_ms: b.build_ms,
@@ -499,9 +575,10 @@ pub fn run_cpu(
     case: &ModelCase,
     loaded: &Loaded,
     s: &Settings,
+    batch: Batch,
 ) -> wgnn::Result<(ModelResult, Vec<Vec<f32>>)> {
     let ctx = Context::cpu();
-    let b = bind(&ctx, loaded, s.precision)?;
+    let b = bind(&ctx, loaded, s.precision, batch)?;
     let mut walls = Vec::new();
     let mut output = Vec::new();
     // No warm-up: the CPU context compiles nothing, and a large model can
@@ -528,6 +605,7 @@ pub fn run_cpu(
         name: case.name.clone(),
         context: "cpu",
         precision: b.graph.precision().name(),
+        batch: batch.items,
         input: b.input.clone(),
         output: b.output.clone(),
         build_ms: b.build_ms,

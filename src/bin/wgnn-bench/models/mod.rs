@@ -20,7 +20,8 @@ use crate::stamps::max_abs_diff;
 mod measure;
 
 use measure::{
-    cases, load, run_cpu, run_gpu, save_io, user_case, ModelCase, ModelResult, Settings,
+    cases, load, run_cpu, run_gpu, save_io, user_case, Batch, Loaded, ModelCase, ModelResult,
+    Settings,
 };
 
 /// Models end to end on the GPU (timestamped GPU ms per inference) and
@@ -34,6 +35,12 @@ pub struct Args {
     /// A model file to measure instead of the bundled models (repeatable).
     #[arg(long = "model", value_name = "PATH")]
     models: Vec<PathBuf>,
+    /// Items per run, one measurement each (e.g. 1,8,32): a model whose
+    /// batch axis is open (ONNX dim_param, TF.js) is built for that many;
+    /// one whose file fixes its batch is refused unless it is that batch.
+    /// Default: each model's own batch (1 where it is open).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_batch)]
+    batch: Vec<usize>,
     /// Input size HxW for --model files that take any size (e.g. 540x960).
     #[arg(long, value_name = "HxW", value_parser = parse_size)]
     size: Option<(usize, usize)>,
@@ -77,6 +84,17 @@ enum Contexts {
     Gpu,
     Cpu,
     Both,
+}
+
+/// One `--batch` count, at least 1.
+fn parse_batch(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("a batch is at least 1 item".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "'{text}' is not a number of items (a list such as 1,8,32)"
+        )),
+    }
 }
 
 /// "HxW" (height x width), both at least 1.
@@ -126,12 +144,17 @@ impl Args {
         }
         let mut rows = Vec::new();
         let mut manifest = Vec::new();
+        let batches: Vec<Option<usize>> = match self.batch.is_empty() {
+            true => vec![None],
+            false => self.batch.iter().copied().map(Some).collect(),
+        };
         for case in cases {
             let run = Run {
                 gpu: gpu.as_ref(),
                 want_cpu,
                 settings: &settings,
                 save_io: self.save_io.as_deref(),
+                batches: &batches,
             };
             let results = match run.case(&case, &mut manifest) {
                 Ok(r) => r,
@@ -174,24 +197,50 @@ struct Run<'a> {
     want_cpu: bool,
     settings: &'a Settings,
     save_io: Option<&'a Path>,
+    /// `--batch`, `None` for the model's own.
+    batches: &'a [Option<usize>],
 }
 
 impl Run<'_> {
-    /// One model on the GPU and/or CPU context (the CPU's output compared
-    /// with the GPU's), its `--save-io` files written and their manifest
-    /// entry added; the exit code after the error's line where a step fails.
+    /// One model at each `--batch` (every batch checked against the
+    /// file's before any is run); the exit code after the error's line
+    /// where a step fails.
     fn case(
         &self,
         case: &ModelCase,
         manifest: &mut Vec<serde_json::Value>,
     ) -> Result<Vec<ModelResult>, ExitCode> {
         let loaded = load(case).map_err(|e| fail(&case.name, e))?;
+        let batches = self
+            .batches
+            .iter()
+            .map(|n| Batch::resolve(&loaded.model, *n))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| fail(&case.name, e))?;
+        let mut results = Vec::new();
+        for batch in batches {
+            results.extend(self.at_batch(case, &loaded, batch, manifest)?);
+        }
+        Ok(results)
+    }
+
+    /// One model at one batch on the GPU and/or CPU context (the CPU's
+    /// output compared with the GPU's), its `--save-io` files written (at
+    /// batch 1 only: the anchor feeds one image) and their manifest entry
+    /// added.
+    fn at_batch(
+        &self,
+        case: &ModelCase,
+        loaded: &Loaded,
+        batch: Batch,
+        manifest: &mut Vec<serde_json::Value>,
+    ) -> Result<Vec<ModelResult>, ExitCode> {
         let mut gpu_out = None;
         let mut results = Vec::new();
         if let Some(gpu) = self.gpu {
-            let (r, out) = run_gpu(gpu, case, &loaded, self.settings)
+            let (r, out) = run_gpu(gpu, case, loaded, self.settings, batch)
                 .map_err(|e| fail(&format!("{} (gpu)", case.name), e))?;
-            if let Some(dir) = self.save_io {
+            if let (Some(dir), 1) = (self.save_io, batch.items) {
                 let input = loaded.inputs[0].1.to_f32();
                 let entry =
                     save_io(dir, case, &r, &input, &out[0]).map_err(|e| fail(&case.name, e))?;
@@ -201,7 +250,7 @@ impl Run<'_> {
             results.push(r);
         }
         if self.want_cpu {
-            let (mut r, out) = run_cpu(case, &loaded, self.settings)
+            let (mut r, out) = run_cpu(case, loaded, self.settings, batch)
                 .map_err(|e| fail(&format!("{} (cpu)", case.name), e))?;
             r.diff = gpu_out
                 .as_ref()
@@ -223,12 +272,15 @@ fn print_header(device: Option<&str>, want_cpu: bool) {
         );
     }
     println!(
-        "{:<28} {:<4} {:<4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>16} {:>8} {:>9} {:>10}",
+        "{:<28} {:<4} {:<4} {:>5} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9} {:>16} {:>8} {:>9} {:>10}",
         "model",
         "ctx",
         "prec",
+        "batch",
         "GPU ms",
         "GPU min",
+        "ms/img",
+        "img/s",
         "kernel sum",
         "wall ms",
         "fps",
@@ -242,12 +294,15 @@ fn print_header(device: Option<&str>, want_cpu: bool) {
 /// A model's table row, and with `--top` where its time went.
 fn print_row(r: &ModelResult, top: usize) {
     println!(
-        "{:<28} {:<4} {:<4} {:>10} {:>10} {:>10} {:>10.3} {:>9.1} {:>16} {:>8} {:>9.0} {:>10}",
+        "{:<28} {:<4} {:<4} {:>5} {:>10} {:>10} {:>9.3} {:>9.1} {:>10} {:>10.3} {:>9.1} {:>16} {:>8} {:>9.0} {:>10}",
         r.name,
         r.context,
         r.precision,
+        r.batch,
         opt_ms(r.gpu_ms),
         opt_ms(r.gpu_min_ms),
+        r.ms_per_image(),
+        r.images_per_s(),
         opt_ms(r.kernel_sum_ms),
         r.wall_ms,
         r.fps,
