@@ -158,7 +158,7 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 
 /// conv2d problems that pick each kernel: (channels, output channels,
 /// groups, spatial size, filter size). The GEMM ones are past the 32 tiles
-/// below which a short reduction takes the direct kernel (conv2d.rs). The wide ones have 265 tiles of 128
+/// below which a short reduction takes the direct kernel (conv2d/choose.rs). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the staged tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
@@ -1518,8 +1518,8 @@ fn a_new_input_size_or_context_compiles_no_new_pipeline() {
 /// in runs of 4 (12) and of 8 (24), two groups.
 #[test]
 fn the_blocked_copy_pads_and_blocks_the_input() {
+    use super::super::conv2d::Blocked;
     use super::super::conv2d::Params;
-    use super::super::conv2d_coop_blocked::Blocked;
     use super::{grid, kernel_source, Kernel};
     use crate::gpu::Checks;
     let gpu = crate::gpu::Gpu::new().unwrap();
