@@ -36,7 +36,9 @@ mod winograd;
 
 #[cfg(test)]
 pub(super) use coop_blocked::Blocked;
-pub(super) use params::{activation_strides, bias_and_output, shape4, u32s, Params};
+#[cfg(test)]
+pub(super) use params::Params;
+pub(super) use params::{activation_strides, bias_and_output, shape4, u32s};
 
 use super::lower::Lowering;
 use crate::error::{Error, Result};
