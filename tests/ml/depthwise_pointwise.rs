@@ -227,7 +227,7 @@ fn cases() -> Vec<Case> {
         },
         // Small maps over many depthwise channels (MobileNetV3's 14x14
         // stages): few tiles, the reduction split over workgroups and
-        // added up by a second pass (conv2d_gemm_split.rs), which applies
+        // added up by a second pass (conv2d/gemm_split.rs), which applies
         // the pointwise bias, the residual and the activations. (The 33x35
         // case above splits too, in 5 runs.)
         Case {

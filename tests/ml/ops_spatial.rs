@@ -602,7 +602,7 @@ fn vec4_conv_cases() -> Vec<ConvCase> {
             ..BASE
         },
         // 66 x 66: 69 tiles, past the 66 below which the reduction is
-        // split (conv2d_gemm_split.rs).
+        // split (conv2d/gemm_split.rs).
         ConvCase {
             name: "vec4: 68 -> 72, 3x3 same dilation 2, hwio, no bias",
             input: [1, 68, 66, 66],

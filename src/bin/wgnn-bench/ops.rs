@@ -315,7 +315,7 @@ const F32_CONVS: [Conv; 16] = [
     (true, 540, 960, 32, 12, 3, 1, 1, "esrgan 32->12"),
     (true, 1080, 1920, 12, 3, 3, 1, 1, "esrgan sr"),
     // ResNet-50's last stage (ONNX models come in NCHW): a 7x7 map,
-    // one tile of pixels over a long reduction (conv2d_gemm_split.rs).
+    // one tile of pixels over a long reduction (conv2d/gemm_split.rs).
     (false, 7, 7, 512, 512, 3, 1, 1, "resnet 7x7"),
     (true, 7, 7, 512, 512, 3, 1, 1, "resnet 7x7"),
     (false, 7, 7, 2048, 512, 1, 1, 1, "resnet 7x7"),

@@ -158,7 +158,7 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 
 /// conv2d problems that pick each kernel: (channels, output channels,
 /// groups, spatial size, filter size). The GEMM ones are past the 32 tiles
-/// below which a short reduction takes the direct kernel (conv2d.rs). The wide ones have 265 tiles of 128
+/// below which a short reduction takes the direct kernel (conv2d/choose.rs). The wide ones have 265 tiles of 128
 /// pixels, just past the 264 from which the 128 x 64 kernels are used. The
 /// fourth takes the staged tensor-core kernel in float16 NHWC (16 input
 /// channels a group, 48 output channels: a padded 64-channel tile); the
@@ -1532,8 +1532,8 @@ fn a_new_input_size_or_context_compiles_no_new_pipeline() {
 /// in runs of 4 (12) and of 8 (24), two groups.
 #[test]
 fn the_blocked_copy_pads_and_blocks_the_input() {
+    use super::super::conv2d::Blocked;
     use super::super::conv2d::Params;
-    use super::super::conv2d_coop_blocked::Blocked;
     use super::{grid, kernel_source, Kernel};
     use crate::gpu::Checks;
     let gpu = crate::gpu::Gpu::new().unwrap();
@@ -1732,7 +1732,257 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
         .filter_map(|k| conv_kernel(&k.source))
         .collect();
     assert!(convs.len() >= 20, "{convs:?}");
-    // Small images take other kernels (ml/gpu/conv2d.rs chooses).
+    // Small images take other kernels (ml/gpu/conv2d/choose.rs chooses).
     let tensor_cores = convs.iter().filter(|k| k.starts_with("tensor cores"));
     assert!(tensor_cores.count() >= 1, "{convs:?}");
+}
+
+/// One convolution of the kernel-choice table.
+#[derive(Clone, Copy)]
+struct Choice {
+    c: usize,
+    oc: usize,
+    groups: usize,
+    size: usize,
+    k: usize,
+    stride: usize,
+    dilation: usize,
+    batch: usize,
+    /// A nearest x2 upsample of the input, fused into the convolution.
+    upsample: bool,
+    /// A residual added before the activation (fused as a residual), or
+    /// after it (a late residual).
+    residual: bool,
+    late_residual: bool,
+    /// The filter a graph input instead of a constant.
+    filter_input: bool,
+}
+
+impl Choice {
+    const fn new(c: usize, oc: usize, groups: usize, size: usize, k: usize) -> Self {
+        Choice {
+            c,
+            oc,
+            groups,
+            size,
+            k,
+            stride: 1,
+            dilation: 1,
+            batch: 1,
+            upsample: false,
+            residual: false,
+            late_residual: false,
+            filter_input: false,
+        }
+    }
+
+    fn name(&self) -> String {
+        let mut s = format!(
+            "{}->{} g{} {}x{} k{} s{} d{} n{}",
+            self.c,
+            self.oc,
+            self.groups,
+            self.size,
+            self.size,
+            self.k,
+            self.stride,
+            self.dilation,
+            self.batch
+        );
+        for (on, what) in [
+            (self.upsample, " up"),
+            (self.residual, " res"),
+            (self.late_residual, " late"),
+            (self.filter_input, " fin"),
+        ] {
+            if on {
+                s += what;
+            }
+        }
+        s
+    }
+
+    fn graph(&self, ctx: &Context, dt: DataType, layout: InputLayout) -> GraphIr {
+        graph_n(ctx, |b| {
+            let shape = [self.batch, self.c, self.size, self.size];
+            let mut x = b.input("x", desc(dt, &nchw_shape(layout, shape)))?;
+            if self.upsample {
+                let axes = match layout {
+                    InputLayout::Nchw => [2, 3],
+                    InputLayout::Nhwc => [1, 2],
+                };
+                let options = Resample2dOptions {
+                    scales: [2.0, 2.0],
+                    axes,
+                    ..Resample2dOptions::default()
+                };
+                x = b.resample2d(&x, options)?;
+            }
+            let fshape = [self.oc, self.c / self.groups, self.k, self.k];
+            let f = match self.filter_input {
+                true => b.input("f", desc(dt, &fshape))?,
+                false => zeros(b, dt, &fshape),
+            };
+            let bias = zeros(b, dt, &[self.oc]);
+            let pad = self.k / 2 * self.dilation;
+            let options = Conv2dOptions {
+                padding: [pad; 4],
+                strides: [self.stride; 2],
+                dilations: [self.dilation; 2],
+                groups: self.groups,
+                input_layout: layout,
+                ..Conv2dOptions::new()
+            };
+            let mut y = b.conv2d(&x, &f, Some(&bias), options)?;
+            if self.residual {
+                let r = b.input("r", y.descriptor().clone())?;
+                y = b.add(&y, &r)?;
+            }
+            // No activation on an upsampled input: fusion keeps the
+            // upsample only where none follows a 1x1.
+            if !self.upsample {
+                y = b.relu(&y)?;
+            }
+            if self.late_residual {
+                let r = b.input("r", y.descriptor().clone())?;
+                y = b.add(&y, &r)?;
+            }
+            Ok(vec![y])
+        })
+    }
+}
+
+/// The shapes of the kernel-choice table: 1x1, 3x3, strided, dilated,
+/// depthwise, grouped, upsampled, with residuals, few and many outputs,
+/// small and large maps, a batch, a filter that is not a constant.
+fn choices() -> Vec<Choice> {
+    let c = Choice::new;
+    vec![
+        c(64, 64, 1, 32, 1),
+        c(64, 128, 1, 64, 1),
+        c(8, 64, 1, 64, 1),
+        c(20, 64, 1, 64, 1),
+        c(256, 512, 1, 96, 1),
+        c(64, 64, 1, 512, 1),
+        c(128, 32, 1, 16, 1),
+        c(64, 64, 1, 64, 3),
+        c(64, 64, 1, 8, 3),
+        c(512, 512, 1, 7, 3),
+        c(3, 32, 1, 96, 3),
+        c(3, 64, 1, 96, 3),
+        c(64, 4, 1, 32, 3),
+        c(64, 4, 1, 184, 3),
+        c(32, 12, 1, 96, 3),
+        c(32, 12, 1, 184, 3),
+        c(64, 16, 1, 184, 3),
+        c(64, 32, 1, 184, 3),
+        c(64, 48, 1, 64, 3),
+        c(12, 3, 1, 32, 3),
+        c(16, 16, 1, 16, 3),
+        c(32, 32, 32, 64, 3),
+        c(32, 32, 32, 64, 5),
+        c(64, 64, 4, 64, 3),
+        c(64, 128, 2, 64, 3),
+        Choice {
+            stride: 2,
+            ..c(32, 64, 1, 64, 3)
+        },
+        Choice {
+            stride: 2,
+            ..c(3, 64, 1, 96, 7)
+        },
+        Choice {
+            stride: 2,
+            ..c(32, 32, 32, 64, 3)
+        },
+        Choice {
+            dilation: 2,
+            ..c(64, 64, 1, 64, 3)
+        },
+        Choice {
+            residual: true,
+            ..c(64, 64, 1, 64, 3)
+        },
+        Choice {
+            residual: true,
+            ..c(64, 128, 1, 64, 1)
+        },
+        Choice {
+            residual: true,
+            ..c(32, 12, 1, 184, 3)
+        },
+        Choice {
+            late_residual: true,
+            ..c(16, 16, 16, 32, 3)
+        },
+        Choice {
+            upsample: true,
+            ..c(12, 3, 1, 16, 3)
+        },
+        Choice {
+            upsample: true,
+            ..c(16, 16, 1, 16, 3)
+        },
+        Choice {
+            upsample: true,
+            ..c(8, 8, 8, 16, 3)
+        },
+        Choice {
+            upsample: true,
+            ..c(64, 8, 1, 32, 1)
+        },
+        Choice {
+            batch: 4,
+            ..c(64, 64, 1, 32, 3)
+        },
+        Choice {
+            batch: 4,
+            ..c(512, 512, 1, 7, 3)
+        },
+        Choice {
+            filter_input: true,
+            ..c(64, 64, 1, 64, 3)
+        },
+        Choice {
+            filter_input: true,
+            ..c(12, 3, 1, 32, 3)
+        },
+    ]
+}
+
+/// The kernels conv2d chooses over a grid of shapes x layouts x float
+/// types x tensor cores on and off, as `conv2d_choices.txt` lists them
+/// (recorded before conv2d's choice became `conv2d/choose.rs`'s function:
+/// the refactor changed no choice).
+#[test]
+fn conv2d_chooses_the_kernels_it_always_chose() {
+    let ctx = Context::cpu();
+    let mut got = Vec::new();
+    for choice in choices() {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for dt in FLOATS {
+                for target in TARGETS {
+                    let ir = choice.graph(&ctx, dt, layout);
+                    let kernels = match record(&ir, target) {
+                        Ok(recorded) => recorded
+                            .iter()
+                            .filter(|k| k.label.starts_with("conv2d"))
+                            .map(|k| match k.label.as_str() {
+                                "conv2d" => conv_kernel(&k.source).unwrap_or("?"),
+                                other => other,
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" + "),
+                        Err(e) => format!("error: {e}"),
+                    };
+                    let tc = ["tc", "no tc"][usize::from(!target.f16_tensor_cores)];
+                    got.push(format!("{} {layout:?} {dt} {tc}: {kernels}", choice.name()));
+                }
+            }
+        }
+    }
+    let want: Vec<&str> = include_str!("conv2d_choices.txt").lines().collect();
+    assert_eq!(got.len(), choices().len() * 8);
+    let got: Vec<&str> = got.iter().map(String::as_str).collect();
+    assert_eq!(got, want);
 }

@@ -435,22 +435,16 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// The device's limits; a recording lowering has none.
+    pub fn limits(&self) -> Option<wgpu::Limits> {
+        self.gpu.map(|g| g.limits())
+    }
+
     /// Whether a buffer of `bytes` can be bound as storage on this device
     /// (a recording lowering assumes so).
     pub fn can_bind(&self, bytes: u64) -> bool {
         self.gpu
             .is_none_or(|g| bytes <= g.limits().max_storage_buffer_binding_size)
-    }
-
-    /// Whether a workgroup of `invocations` using `bytes` of workgroup
-    /// memory runs on this device (a recording lowering assumes so).
-    pub fn fits_workgroup(&self, invocations: u32, bytes: u32) -> bool {
-        self.gpu.is_none_or(|g| {
-            let l = g.limits();
-            invocations <= l.max_compute_invocations_per_workgroup
-                && invocations <= l.max_compute_workgroup_size_x
-                && bytes <= l.max_compute_workgroup_storage_size
-        })
     }
 
     /// The device; only a recording lowering has none, and it never gets as

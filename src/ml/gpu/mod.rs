@@ -10,15 +10,6 @@ mod broadcast;
 mod compare;
 mod concat;
 mod conv2d;
-mod conv2d_coop_blocked;
-mod conv2d_coop_tile;
-mod conv2d_dwpw;
-mod conv2d_gemm_split;
-mod conv2d_gemm_vec;
-mod conv2d_pointwise;
-mod conv2d_split;
-mod conv2d_upsampled;
-mod conv2d_winograd;
 mod conv_transpose2d;
 mod elementwise;
 mod gather;
@@ -105,7 +96,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Expand | Op::Tile { .. } => broadcast::repeat(l, node),
         Op::BatchNormalization { epsilon } => normalization::normalize(l, node, *epsilon),
         Op::SqueezeExcite(o) => squeeze_excite::squeeze_excite(l, node, o),
-        Op::DepthwisePointwise(o) => conv2d_dwpw::depthwise_pointwise(l, node, o),
+        Op::DepthwisePointwise(o) => conv2d::dwpw::depthwise_pointwise(l, node, o),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The blocked tensor-core conv2d: `conv2d_coop_block.wgsl` copies the
 //! float16 NHWC input, zero-padded, into a scratch buffer laid out so that
 //! every A block is 512 contiguous bytes, then `conv2d_coop_blocked.wgsl`
-//! runs the products from it (see the shaders' headers; conv2d.rs decides
+//! runs the products from it (see the shaders' headers; choose.rs decides
 //! when it is chosen).
 //!
 //! Why: `wgnn-bench tensor-cores` on an H100 puts 16x16x16 products with
@@ -11,16 +11,18 @@
 //! The copy costs one read and one write of the input (33 MB each for
 //! 512x512x64: ~0.03 ms), once per convolution instead of per tap.
 
+use super::super::lower::{grid, Kernel, Lowering};
+use super::params::{load4, RUN};
+use super::params::{table_inputs, tensor_core_bindings, Conv, CoopTiles};
+use crate::error::Result;
 use crate::gpu::Specialization;
 
-/// Output pixels of a row's run (the shaders' TP).
-pub(super) const RUN: usize = 64;
 /// Invocations of a workgroup of the copy.
 const COPY_WG: u32 = 256;
 
 /// The blocked copy's shape for a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Blocked {
+pub(in crate::ml::gpu) struct Blocked {
     /// 16-channel input blocks over all groups.
     pub channel_blocks: usize,
     /// Padded rows and columns.
@@ -133,28 +135,55 @@ fn copy_unit(icg: usize) -> usize {
     }
 }
 
-/// x at binding 1 and `load4(at, c, ok)`: group channels c .. c + 3 from
-/// element `at` of x, zero from icg on and where not `ok`, with no branch
-/// (what is not to be read loads element 0 and is dropped). One 8-byte
-/// vector where channels come in runs of 4 (every run then starts at a
-/// multiple of 4 elements, and lies wholly inside the group or past it),
-/// else one by one.
-pub(super) fn load4(icg: usize) -> String {
-    if icg % 4 == 0 {
-        "@group(0) @binding(1) var<storage, read> x: array<vec4<f16>>;\n\
-         fn load4(at: u32, c: u32, ok: bool) -> vec4<f16> {\n\
-         \x20   let keep = ok & (c < params.icg);\n\
-         \x20   return select(vec4<f16>(0.0), x[select(0u, at / 4u, keep)], keep);\n}\n"
-            .to_string()
-    } else {
-        "@group(0) @binding(1) var<storage, read> x: array<f16>;\n\
-         fn load4(at: u32, c: u32, ok: bool) -> vec4<f16> {\n\
-         \x20   let keep = vec4<bool>(ok) & (vec4<u32>(c) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(params.icg));\n\
-         \x20   let v = vec4<f16>(x[select(0u, at, keep.x)], x[select(0u, at + 1u, keep.y)],\n\
-         \x20       x[select(0u, at + 2u, keep.z)], x[select(0u, at + 3u, keep.w)]);\n\
-         \x20   return select(vec4<f16>(0.0), v, keep);\n}\n"
-            .to_string()
-    }
+/// The input copied into the blocked scratch layout, then the tensor-core
+/// kernel over it, for `c` on the tensor-core `tiles`.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, blocked: Blocked, tiles: CoopTiles) -> Result<()> {
+    let images = c.images();
+    let scratch = l.scratch(blocked.bytes(images))?;
+    let copy = l.kernel_with_scratch(
+        Kernel {
+            label: "conv2d blocks".into(),
+            source: &Blocked::copy_source(),
+            spec: Blocked::copy_spec(c.icg),
+            output_type: c.yd.data_type,
+            input_type: c.xd.data_type,
+            activations: &[],
+            params: Kernel::params(&tiles.params),
+            table: None,
+            inputs: vec![c.x],
+            outputs: vec![],
+            workgroups: grid(
+                blocked.copy_invocations(images, c.icg),
+                Blocked::copy_workgroup_size(),
+            ),
+            workgroup_size: Blocked::copy_workgroup_size(),
+        },
+        scratch,
+    );
+    let bindings = tensor_core_bindings(
+        Specialization::new(),
+        c.has_bias,
+        c.has_residual,
+        tiles.pairs,
+        true,
+    );
+    let main = copy.and_then(|()| {
+        let spec = Blocked::spec(bindings.u32("BN", tiles.blocks), (c.kh, c.kw), c.icg);
+        let inputs = table_inputs(c.node)[1..].to_vec();
+        let source = Blocked::source();
+        let dispatch = (tiles.run_grid, 32);
+        let kernel = c.kernel(
+            &source,
+            spec,
+            &tiles.params,
+            Some(tiles.table),
+            inputs,
+            dispatch,
+        );
+        l.kernel_with_scratch(kernel, scratch)
+    });
+    l.release_scratch(scratch);
+    main
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! the depthwise values: one kernel where there were two, and the depthwise
 //! result is neither written nor read back.
 
-use super::conv2d::{activation_strides, filter_strides, shape4, u32s};
-use super::conv2d_gemm_split as gemm_split;
-use super::lower::{activation_fn, activation_helpers, kernel_params, Kernel, Lowering};
+use super::super::lower::{activation_fn, activation_helpers, kernel_params, Kernel, Lowering};
+use super::gemm_split;
+use super::params::{activation_strides, filter_strides, shape4, u32s};
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
@@ -41,7 +41,7 @@ kernel_params! {
     }
 }
 
-pub(super) fn depthwise_pointwise(
+pub(in crate::ml::gpu) fn depthwise_pointwise(
     l: &mut Lowering,
     node: &Node,
     o: &DepthwisePointwiseOptions,
@@ -80,7 +80,7 @@ pub(super) fn depthwise_pointwise(
     // Few tiles an image (a 14x14 map makes 8): the reduction over the
     // depthwise channels split over workgroups, in runs of a slice or more
     // (each slice computes 16 depthwise channels of 64 pixels), then added
-    // up by conv2d_gemm_split.rs's second pass. On an H100: MediaPipe's
+    // up by conv2d/gemm_split.rs's second pass. On an H100: MediaPipe's
     // hand_landmark_lite 3.73 -> 0.63 ms, pose_detection 7.81 -> 1.38,
     // MobileNetV3-Large (ONNX) 1.19-1.87 -> 0.90.
     let image_tiles = (oh * ow).div_ceil(TILE_PIXELS) * channel_tiles;
@@ -168,7 +168,7 @@ pub(super) fn depthwise_pointwise(
     let partial = l.kernel_with_scratch(kernel(inputs, vec![], &[]), scratch);
     let sum = partial.and_then(|()| {
         // What the sum pass reads of conv2d's params.
-        let sum_params = super::conv2d::Params {
+        let sum_params = super::params::Params {
             total: total as u32,
             pixels: pixels as u32,
             oc: oc as u32,

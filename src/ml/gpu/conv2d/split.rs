@@ -1,6 +1,6 @@
 //! `conv2d_split.wgsl`: conv2d for few output channels over a long
 //! reduction, with each pixel's input channels split over lanes so that
-//! loads are contiguous (see the shader's header; conv2d.rs decides when it
+//! loads are contiguous (see the shader's header; choose.rs decides when it
 //! is chosen).
 //!
 //! Why, in bytes and instructions (ESRGAN-slim's 3x3 64 -> 4 at 960x540,
@@ -26,7 +26,11 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::{filter_strides, float_at};
+use super::super::lower::{grid, Lowering};
+use super::params::filter_strides;
+use super::params::{shape4, table_inputs, Conv};
+use super::tables::float_at;
+use crate::error::Result;
 
 /// Output channels (one group) up to which the kernel is chosen: past 16
 /// its per-lane filter loads (4 per output vec4 per tap) outweigh the
@@ -126,7 +130,7 @@ impl Split {
     /// input scale and residual, the output and the filter table.
     pub fn spec(self, has_bias: bool, has_scale: bool, has_residual: bool) -> Specialization {
         let red = self.tile_pixels() * self.ocg4() * (self.lanes + 1);
-        let (code, next) = super::conv2d::bindings_after(2, has_bias, has_scale, has_residual, "T");
+        let (code, next) = super::params::bindings_after(2, has_bias, has_scale, has_residual, "T");
         Specialization::new()
             .u32("OCG", self.ocg as u32)
             .u32("OCG4", self.ocg4() as u32)
@@ -170,6 +174,23 @@ pub(super) fn split_filter(
         }
     }
     table
+}
+
+/// The kernel `split` for `c` (a constant filter).
+pub(super) fn emit(l: &mut Lowering, c: &Conv, split: Split) -> Result<()> {
+    let bytes = c.filter.unwrap_or_default();
+    let table = split_filter(bytes, c.fd.data_type, c.o, shape4(&c.fd.shape));
+    let spec = split.spec(c.has_bias, c.has_scale, c.has_residual);
+    let workgroups = grid(c.pixels, split.tile_pixels() as u32);
+    let dispatch = (workgroups, split.workgroup_size());
+    l.kernel(c.kernel(
+        &Split::source(),
+        spec,
+        &c.params,
+        Some(table),
+        table_inputs(c.node),
+        dispatch,
+    ))
 }
 
 #[cfg(test)]

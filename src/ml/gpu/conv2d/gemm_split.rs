@@ -1,8 +1,8 @@
 //! conv2d_gemm.wgsl with its reduction split over workgroups, and
 //! conv2d_gemm_sum.wgsl adding up the runs (see the shaders' headers;
-//! conv2d.rs decides when). The fused depthwise + pointwise kernel splits
+//! choose.rs decides when). The fused depthwise + pointwise kernel splits
 //! its reduction the same way and shares the second pass
-//! (conv2d_dwpw.rs).
+//! (conv2d/dwpw.rs).
 //!
 //! Why: a small map with many channels makes few 64 x 64 tiles, each
 //! walking a long reduction alone. ResNet-50 from ONNX (NCHW) on an H100:
@@ -15,8 +15,8 @@ use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::DataType;
 
-use super::conv2d::{bindings_after, folded, Params, LARGE_GPU_MULTIPROCESSORS};
-use super::lower::{grid, Kernel, Lowering, ScratchId};
+use super::super::lower::{grid, Kernel, Lowering, ScratchId};
+use super::params::{bindings_after, folded, Params, LARGE_GPU_MULTIPROCESSORS};
 
 /// From this many 64 x 64 tiles an image the reduction is not split: half
 /// the multiprocessors of a large GPU.

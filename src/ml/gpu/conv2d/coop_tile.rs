@@ -1,5 +1,5 @@
 //! `conv2d_coop_tile.wgsl`: the tensor-core conv2d with its input staged
-//! through workgroup memory (see the shader's header; conv2d.rs decides
+//! through workgroup memory (see the shader's header; choose.rs decides
 //! when it is chosen, over `conv2d_coop_direct.wgsl`).
 //!
 //! Why: the direct kernel reads every A block (16 pixels x 16 channels)
@@ -14,9 +14,12 @@
 //! -> 0.43 and its 5x5 1.46 -> 0.93. With a fused residual it is slower
 //! than the blocked kernel (0.71 against 0.52 ms for the body), and
 //! workgroups of 2 rows (R = 2) were slower everywhere (0.41 ms for the
-//! 512x512), so conv2d.rs sends residuals to conv2d_coop_blocked.rs.
+//! 512x512), so choose.rs sends residuals to conv2d/coop_blocked.rs.
 
-use super::conv2d_coop_blocked::{load4, RUN};
+use super::super::lower::Lowering;
+use super::params::{folded, table_inputs, tensor_core_bindings, Conv, CoopTiles};
+use super::params::{load4, RUN};
+use crate::error::Result;
 use crate::gpu::Specialization;
 
 /// Output rows of a workgroup, one subgroup each.
@@ -101,7 +104,7 @@ impl Staged {
     }
 
     /// Its constants, how it reads x for `icg` input channels a group
-    /// (`load4`, conv2d_coop_blocked.rs), and `bindings`: the bias,
+    /// (`load4`, conv2d/coop_blocked.rs), and `bindings`: the bias,
     /// residual, output and table declarations and the tile's BN that it
     /// shares with the other tensor-core kernels.
     pub fn spec(self, bindings: Specialization, icg: usize) -> Specialization {
@@ -125,6 +128,32 @@ impl Staged {
                 vectors.div_ceil(self.workgroup_size() as usize) as u32,
             )
     }
+}
+
+/// The kernel `staged` for `c` on the tensor-core `tiles`.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, staged: Staged, tiles: CoopTiles) -> Result<()> {
+    let grid_tiles = Staged::tiles(c.images(), c.oh, c.ow);
+    let bindings = tensor_core_bindings(
+        Specialization::new(),
+        c.has_bias,
+        c.has_residual,
+        tiles.pairs,
+        false,
+    );
+    let spec = staged.spec(bindings.u32("BN", tiles.blocks), c.icg);
+    let channel_tiles = tiles.params.channel_tiles as usize;
+    let dispatch = (
+        folded(grid_tiles, channel_tiles, c.o.groups),
+        staged.workgroup_size(),
+    );
+    l.kernel(c.kernel(
+        &Staged::source(),
+        spec,
+        &tiles.params,
+        Some(tiles.table),
+        table_inputs(c.node),
+        dispatch,
+    ))
 }
 
 #[cfg(test)]

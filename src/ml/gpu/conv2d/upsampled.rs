@@ -1,6 +1,6 @@
 //! `conv2d_upsampled.wgsl`: a conv2d reading its input through a fused
 //! nearest upsample, as one small convolution of the input per output
-//! phase (see the shader's header; conv2d.rs decides when it is chosen).
+//! phase (see the shader's header; choose.rs decides when it is chosen).
 //!
 //! Why (ESRGAN-slim x2's last conv, 3x3 12 -> 3 at 1920x1080 from 12
 //! channels at 960x540, on an H100): the narrow kernel took 0.176 ms in
@@ -14,7 +14,11 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::{filter_strides, float_at};
+use super::super::lower::{grid, Lowering};
+use super::params::filter_strides;
+use super::params::{bindings_after, shape4, table_inputs, Conv, WG};
+use super::tables::float_at;
+use crate::error::Result;
 
 /// Output channels (one group) up to which it is chosen: the narrow
 /// kernel's, where fusion leaves upsamples (`ml::fuse::NARROW_MAX_OUTPUTS`).
@@ -45,23 +49,25 @@ pub(super) struct Upsampled {
 }
 
 impl Upsampled {
-    /// The kernel for a conv2d of `options` with a `kh` x `kw` filter over
+    /// The kernel for a conv2d of `strides`, `dilations`, `groups` and
+    /// `padding` with a `kh` x `kw` filter over
     /// an input upsampled by `up`, `icg` input and `ocg` output channels,
     /// if it takes it: stride and dilation 1, one group of up to 8 outputs,
     /// NHWC in and out (`nhwc`) with channels in runs of 4, and a window
     /// and phase count that fit in registers. The caller checks a constant
     /// filter and float types.
     pub fn choose(
-        o: &Conv2dOptions,
+        (strides, dilations, groups): ([usize; 2], [usize; 2], usize),
+        padding: [usize; 4],
         up: [usize; 2],
         [kh, kw]: [usize; 2],
         icg: usize,
         ocg: usize,
         nhwc: bool,
     ) -> Option<Upsampled> {
-        let takes = o.strides == [1, 1]
-            && o.dilations == [1, 1]
-            && o.groups == 1
+        let takes = strides == [1, 1]
+            && dilations == [1, 1]
+            && groups == 1
             && (1..=MAX_OUTPUTS).contains(&ocg)
             && icg % 4 == 0
             && nhwc
@@ -69,7 +75,7 @@ impl Upsampled {
         if !takes {
             return None;
         }
-        let pad = [o.padding[0], o.padding[2]];
+        let pad = [padding[0], padding[2]];
         let window = |s: usize, k: usize, p: usize| {
             let (s, k, p) = (s as isize, k as isize, p as isize);
             let first = floor_div(-p, s);
@@ -227,9 +233,48 @@ impl Upsampled {
     }
 }
 
+/// The kernel `phases` for `c` (a constant filter).
+pub(super) fn emit(l: &mut Lowering, c: &Conv, phases: Upsampled) -> Result<()> {
+    let bytes = c.filter.unwrap_or_default();
+    let table = phases.table(bytes, c.fd.data_type, c.o, shape4(&c.fd.shape));
+    // The table follows the output (no filter binding).
+    let (bindings, next) = bindings_after(2, c.has_bias, c.has_scale, c.has_residual, "T");
+    let bindings =
+        format!("{bindings}@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;\n");
+    let workgroups = grid(phases.invocations(c.images(), c.oh, c.ow), WG);
+    l.kernel(c.kernel(
+        &Upsampled::source(),
+        phases.spec(&bindings),
+        &c.params,
+        Some(table),
+        table_inputs(c.node),
+        (workgroups, WG),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Upsampled;
+
+    /// [`Upsampled::choose`] for a conv2d of `o`.
+    fn choose_for(
+        o: &Conv2dOptions,
+        up: [usize; 2],
+        k: [usize; 2],
+        icg: usize,
+        ocg: usize,
+        nhwc: bool,
+    ) -> Option<Upsampled> {
+        Upsampled::choose(
+            (o.strides, o.dilations, o.groups),
+            o.padding,
+            up,
+            k,
+            icg,
+            ocg,
+            nhwc,
+        )
+    }
     use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout};
     use crate::ml::types::DataType;
 
@@ -245,13 +290,13 @@ mod tests {
     #[test]
     fn each_phase_reaches_the_input_pixels_its_taps_fall_on() {
         // x2, 3x3 same: rows -1..=1 around the input pixel.
-        let u = Upsampled::choose(&options([1; 4]), [2, 2], [3, 3], 12, 3, true).unwrap();
+        let u = choose_for(&options([1; 4]), [2, 2], [3, 3], 12, 3, true).unwrap();
         assert_eq!((u.first, u.extent), ([-1, -1], [3, 3]));
         // x4, 3x3 same: still -1..=1.
-        let u = Upsampled::choose(&options([1; 4]), [4, 4], [3, 3], 48, 3, true).unwrap();
+        let u = choose_for(&options([1; 4]), [4, 4], [3, 3], 48, 3, true).unwrap();
         assert_eq!((u.first, u.extent), ([-1, -1], [3, 3]));
         // x2, 5x5 valid: rows 0..=2.
-        let u = Upsampled::choose(&options([0; 4]), [2, 1], [5, 5], 4, 8, true).unwrap();
+        let u = choose_for(&options([0; 4]), [2, 1], [5, 5], 4, 8, true).unwrap();
         assert_eq!((u.first, u.extent), ([0, 0], [3, 5]));
         // Not: strides, 9 outputs, channels not in runs of 4, NCHW, a
         // window past 16 pixels.
@@ -259,24 +304,21 @@ mod tests {
             strides: [2, 2],
             ..options([1; 4])
         };
+        assert_eq!(choose_for(&strided, [2, 2], [3, 3], 12, 3, true), None);
         assert_eq!(
-            Upsampled::choose(&strided, [2, 2], [3, 3], 12, 3, true),
+            choose_for(&options([1; 4]), [2, 2], [3, 3], 12, 9, true),
             None
         );
         assert_eq!(
-            Upsampled::choose(&options([1; 4]), [2, 2], [3, 3], 12, 9, true),
+            choose_for(&options([1; 4]), [2, 2], [3, 3], 6, 3, true),
             None
         );
         assert_eq!(
-            Upsampled::choose(&options([1; 4]), [2, 2], [3, 3], 6, 3, true),
+            choose_for(&options([1; 4]), [2, 2], [3, 3], 12, 3, false),
             None
         );
         assert_eq!(
-            Upsampled::choose(&options([1; 4]), [2, 2], [3, 3], 12, 3, false),
-            None
-        );
-        assert_eq!(
-            Upsampled::choose(&options([3; 4]), [2, 2], [7, 7], 4, 3, true),
+            choose_for(&options([3; 4]), [2, 2], [7, 7], 4, 3, true),
             None
         );
     }
@@ -288,7 +330,7 @@ mod tests {
     #[test]
     fn the_table_sums_the_taps_of_each_phase() {
         let o = options([1; 4]);
-        let u = Upsampled::choose(&o, [2, 2], [3, 3], 4, 1, true).unwrap();
+        let u = choose_for(&o, [2, 2], [3, 3], 4, 1, true).unwrap();
         let pairs = u.pairs();
         // Four phases of 2 x 2 window pixels.
         assert_eq!(pairs.len(), 16);

@@ -6,8 +6,13 @@
 // Tiles from which the 128-pixel tile is used, as for
 // conv2d_gemm_wide.wgsl: below it the 64-pixel tile keeps more of a small
 // GPU busy.
-use super::conv2d::WIDE_MIN_TILES;
+use super::super::lower::Lowering;
+use super::params::WIDE_MIN_TILES;
+use super::params::{folded, shape4, table_inputs, Conv, Params};
+use super::tables::transposed_filter;
+use crate::error::Result;
 use crate::gpu::Specialization;
+use crate::ml::types::DataType;
 
 /// Reduction rows of a slice (`TK`): the filter table's rows per group are
 /// padded to a multiple of it.
@@ -74,7 +79,7 @@ impl VecTile {
     pub fn spec(self, has_bias: bool, has_scale: bool, has_residual: bool) -> Specialization {
         let row = self.pixels / 4 + 1;
         let (code, next) =
-            super::conv2d::bindings_after(2, has_bias, has_scale, has_residual, "vec4<T>");
+            super::params::bindings_after(2, has_bias, has_scale, has_residual, "vec4<T>");
         Specialization::new()
             .u32("TM", self.pixels as u32)
             .u32("TN", self.channels as u32)
@@ -85,6 +90,49 @@ impl VecTile {
                 "@group(0) @binding({next}) var<storage, read> wt: array<vec4<f32>>;"
             ))
     }
+}
+
+/// The kernel `tile` for `c` (a constant filter), the filter pre-transposed
+/// here, once, in float32.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, tile: VecTile) -> Result<()> {
+    let ocp = tile.row(c.ocg);
+    let rows = (c.kh * c.kw * c.icg).next_multiple_of(SLICE);
+    let bytes = c.filter.unwrap_or_default();
+    let widened: Vec<u8>;
+    let bytes = if c.fd.data_type == DataType::Float16 {
+        widened = bytes
+            .chunks_exact(2)
+            .flat_map(|h| {
+                half::f16::from_le_bytes([h[0], h[1]])
+                    .to_f32()
+                    .to_le_bytes()
+            })
+            .collect();
+        &widened
+    } else {
+        bytes
+    };
+    let table = transposed_filter(bytes, 4, c.o, shape4(&c.fd.shape), rows, ocp);
+    let channel_tiles = ocp / tile.channels;
+    let pixel_tiles = c.pixels.div_ceil(tile.pixels);
+    let params = Params {
+        ocp: ocp as u32,
+        channel_tiles: channel_tiles as u32,
+        ..c.params
+    };
+    let spec = tile.spec(c.has_bias, c.has_scale, c.has_residual);
+    let dispatch = (
+        folded(pixel_tiles, channel_tiles, c.o.groups),
+        tile.workgroup_size(),
+    );
+    l.kernel(c.kernel(
+        &VecTile::source(),
+        spec,
+        &params,
+        Some(table),
+        table_inputs(c.node),
+        dispatch,
+    ))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! `conv2d_winograd.wgsl`: a 3x3 conv2d at stride and dilation 1 as
 //! Winograd F(2x2, 3x3), with the filter transformed here at build (see
-//! the shader's header; conv2d.rs decides when it is chosen).
+//! the shader's header; choose.rs decides when it is chosen).
 //!
 //! Why: the implicit GEMM (conv2d_gemm_vec.wgsl) does the 9 x icg
 //! multiply-adds of every output; Winograd does 16 per 2x2 outputs and
@@ -14,7 +14,11 @@ use crate::ml::ops::Conv2dOptions;
 use crate::ml::shape::conv_filter_ochw;
 use crate::ml::types::DataType;
 
-use super::conv2d::{bindings_after, filter_strides, float_at, LARGE_GPU_MULTIPROCESSORS};
+use super::super::lower::Lowering;
+use super::params::{bindings_after, filter_strides, LARGE_GPU_MULTIPROCESSORS};
+use super::params::{folded, shape4, table_inputs, Conv, Params};
+use super::tables::float_at;
+use crate::error::Result;
 
 /// Output channels of a workgroup: the table's rows are padded to them.
 pub(super) const CHANNELS: usize = 64;
@@ -38,7 +42,7 @@ const ROWS: usize = 4;
 pub(super) struct Winograd;
 
 impl Winograd {
-    /// The kernel for a conv2d of `o` with a `kh` x `kw` filter, `icg`
+    /// The kernel for a conv2d of `strides`, `dilations` and `groups` with a `kh` x `kw` filter, `icg`
     /// input and `ocg` output channels a group onto `oh` x `ow` outputs, if
     /// it takes it: 3x3 at stride and dilation 1, at least three quarters
     /// of the padded reduction (16-channel chunks) and of the 64-channel
@@ -46,13 +50,13 @@ impl Winograd {
     /// and enough workgroups an image. The caller checks the rest (float
     /// types, a constant filter, the device's workgroup limits).
     pub fn choose(
-        o: &Conv2dOptions,
+        (strides, dilations, groups): ([usize; 2], [usize; 2], usize),
         [kh, kw]: [usize; 2],
         icg: usize,
         ocg: usize,
         [oh, ow]: [usize; 2],
     ) -> Option<Winograd> {
-        if [kh, kw] != [3, 3] || o.strides != [1, 1] || o.dilations != [1, 1] {
+        if [kh, kw] != [3, 3] || strides != [1, 1] || dilations != [1, 1] {
             return None;
         }
         let used = |n: usize, tile: usize| 4 * n >= 3 * n.next_multiple_of(tile);
@@ -60,7 +64,7 @@ impl Winograd {
             return None;
         }
         let w = Winograd;
-        let workgroups = w.blocks(oh, ow) * ocg.div_ceil(CHANNELS) * o.groups;
+        let workgroups = w.blocks(oh, ow) * ocg.div_ceil(CHANNELS) * groups;
         (workgroups >= MIN_WORKGROUPS).then_some(w)
     }
 
@@ -164,6 +168,34 @@ fn transform_filter(f: [[f64; 3]; 3]) -> [[f64; 4]; 4] {
     [0, 1, 2, 3].map(|i| g([cols[0][i], cols[1][i], cols[2][i]]))
 }
 
+/// The kernel `wino` for `c` (a constant filter).
+pub(super) fn emit(l: &mut Lowering, c: &Conv, wino: Winograd) -> Result<()> {
+    let o = c.o;
+    let bytes = c.filter.unwrap_or_default();
+    let table = Winograd::table(bytes, c.fd.data_type, o, shape4(&c.fd.shape));
+    let ocp = Winograd::row(c.ocg);
+    let channel_tiles = ocp / CHANNELS;
+    let blocks = c.images() * wino.blocks(c.oh, c.ow);
+    let params = Params {
+        ocp: ocp as u32,
+        channel_tiles: channel_tiles as u32,
+        ..c.params
+    };
+    let spec = wino.spec(c.params.nhwc == 0, c.has_bias, c.has_scale, c.has_residual);
+    let dispatch = (
+        folded(blocks, channel_tiles, o.groups),
+        wino.workgroup_size(),
+    );
+    l.kernel(c.kernel(
+        &Winograd::source(),
+        spec,
+        &params,
+        Some(table),
+        table_inputs(c.node),
+        dispatch,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +271,9 @@ mod tests {
     #[test]
     fn it_takes_3x3_at_stride_1_with_enough_channels_and_workgroups() {
         let o = Conv2dOptions::new();
-        let take = |k, icg, ocg, size| Winograd::choose(&o, k, icg, ocg, size).is_some();
+        let take = |k, icg, ocg, size| {
+            Winograd::choose((o.strides, o.dilations, o.groups), k, icg, ocg, size).is_some()
+        };
         assert!(take([3, 3], 64, 64, [512, 512]));
         assert!(take([3, 3], 64, 64, [540, 960]));
         // 12 of 16 reduction rows and 48 of 64 columns in use: taken.
@@ -252,7 +286,14 @@ mod tests {
             strides: [2, 2],
             ..Conv2dOptions::new()
         };
-        assert!(Winograd::choose(&strided, [3, 3], 64, 64, [512, 512]).is_none());
+        assert!(Winograd::choose(
+            (strided.strides, strided.dilations, strided.groups),
+            [3, 3],
+            64,
+            64,
+            [512, 512]
+        )
+        .is_none());
         // 64 x 128 outputs: 8 x 8 blocks of 4 x 8 tiles, under 132.
         assert!(!take([3, 3], 64, 64, [64, 128]));
         // tests/ml/ops_spatial.rs's shapes: 96 x 176, 12 x 11 = 132
@@ -264,8 +305,22 @@ mod tests {
             groups: 2,
             ..Conv2dOptions::new()
         };
-        assert!(Winograd::choose(&two, [3, 3], 32, 64, [64, 132]).is_some());
-        assert!(Winograd::choose(&o, [3, 3], 32, 64, [64, 132]).is_none());
+        assert!(Winograd::choose(
+            (two.strides, two.dilations, two.groups),
+            [3, 3],
+            32,
+            64,
+            [64, 132]
+        )
+        .is_some());
+        assert!(Winograd::choose(
+            (o.strides, o.dilations, o.groups),
+            [3, 3],
+            32,
+            64,
+            [64, 132]
+        )
+        .is_none());
         assert!(take([3, 3], 24, 96, [98, 178]));
         // And its NCHW ones: 97 x 181; 95 x 176, 12 x 11.
         assert!(take([3, 3], 24, 64, [97, 181]));

@@ -1,5 +1,5 @@
 //! `conv2d_pointwise.wgsl`: a 1x1 conv2d over a few input channels, one
-//! invocation per output vec4 (see the shader's header; conv2d.rs decides
+//! invocation per output vec4 (see the shader's header; choose.rs decides
 //! when it is chosen).
 //!
 //! Why, in bytes (ESRGAN-slim's 4 -> 64 1x1 with a 64-channel residual at
@@ -8,6 +8,10 @@
 //! 133 M multiply-adds. The vec4 GEMM took 0.145 ms for it (a 64 x 64 tile
 //! walking a reduction of 4 through workgroup memory and barriers).
 
+use super::super::lower::{grid, Lowering};
+use super::params::{shape4, table_inputs, Conv, WG};
+use super::tables::narrow_filter;
+use crate::error::Result;
 use crate::gpu::Specialization;
 
 /// Input channels up to which the kernel is chosen: past 16 the products
@@ -117,4 +121,19 @@ pub(super) fn spec(
 pub(super) fn pad_rows(mut table: Vec<u32>, icg: usize, row: usize) -> Vec<u32> {
     table.resize(icg.next_multiple_of(4) * row, 0);
     table
+}
+
+/// The kernel for `c` (a constant filter), reading x as vec4s where
+/// `vec4_input`.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, vec4_input: bool) -> Result<()> {
+    let bytes = c.filter.unwrap_or_default();
+    let (table, row) = narrow_filter(bytes, c.fd.data_type, c.o, shape4(&c.fd.shape));
+    l.kernel(c.kernel(
+        &source(),
+        spec(c.icg, vec4_input, c.flags()),
+        &c.params,
+        Some(pad_rows(table, c.icg, row)),
+        table_inputs(c.node),
+        (grid(c.total / 4, WG), WG),
+    ))
 }

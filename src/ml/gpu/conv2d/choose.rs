@@ -1,0 +1,720 @@
+//! Which kernel runs a conv2d: [`choose`], a pure function of the
+//! convolution's numbers ([`ConvShape`]) and the device's ([`Target`]).
+//! The lowering (`mod.rs`) computes both, calls it and emits the kernel it
+//! names. Every threshold is a constant here, with the measurement that
+//! set it; the kernels' own predicates (`takes`, `choose`) hold the limits
+//! of what each kernel can run.
+
+use super::coop_blocked::Blocked;
+use super::coop_tile::Staged;
+use super::gemm_split;
+use super::gemm_vec::VecTile;
+use super::params::{GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS};
+use super::pointwise;
+use super::split::Split;
+use super::upsampled::Upsampled;
+use super::winograd::Winograd;
+use crate::ml::fuse::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
+
+/// Below this many 64 x 64 tiles an image, and up to
+/// [`SMALL_MAX_REDUCTION`] products per output, conv2d takes the direct
+/// kernel (one invocation per output element) instead of a GEMM: a small
+/// map with a short reduction (selfie's 1x1 convolutions on 16x16 and
+/// 32x32 maps) fills only a few tiles, 4 workgroups on an H100's 132
+/// multiprocessors, each walking the whole reduction in slices behind
+/// barriers (23 us for 16x16x128 -> 32).
+pub(super) const SMALL_MAX_TILES: usize = 32;
+pub(super) const SMALL_MAX_REDUCTION: usize = 256;
+/// Input channels from which the direct kernel sums each output over
+/// [`LANES`] invocations (`conv2d.wgsl` with LANES = 8: selfie 0.348 ->
+/// 0.300 ms on an H200, docs/ARCHITECTURE.md).
+pub(super) const LANES_MIN_CHANNELS: usize = 32;
+/// Invocations sharing one output's sum in `conv2d.wgsl` over many input
+/// channels.
+pub(super) const LANES: u32 = 8;
+/// Depthwise filters up to this many taps have them compiled in
+/// (`conv2d_depthwise.wgsl`); more would unroll into long shaders.
+pub(super) const DEPTHWISE_MAX_TAPS: u32 = 49;
+/// On tensor cores, the split kernel keeps groups of up to this many
+/// outputs; the staged kernel's 16-channel tile takes more: ESRGAN-slim's
+/// 32 -> 12 at 960x540 on an H100 took 0.132 ms there against 0.227 split;
+/// its 64 -> 4 0.192 against 0.145 on the split kernel, which reads rows
+/// for up to 4 outputs (0.182 without).
+pub(super) const SPLIT_TC_MAX_OUTPUTS: usize = 4;
+/// Groups of up to this many outputs take the tensor cores' 32-channel
+/// tile (ESRGAN-slim's 64 -> 32 3x3 at 960x540 on an H100: 0.44 ms, 0.55
+/// on the 64-channel one, with the direct kernel).
+pub(super) const TC_X32_MAX_OUTPUTS: usize = 32;
+/// Fewer input channels than this are padded onto the blocked tensor-core
+/// kernel only for one group of at least as many outputs (an RGB head), not
+/// for depthwise or narrow groups, which would fill 1 of 16 rows and
+/// columns; the blocked kernel takes them (ESRGAN-slim's RGB head at
+/// 960x540 on an H100: 0.16 ms against 0.19-0.21 staged).
+pub(super) const TC_CHANNELS: usize = 16;
+
+/// A convolution as the choice reads it: plain numbers and flags, per
+/// group where it says so, with any fused upsample applied to the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ConvShape {
+    /// The input (and output) NHWC, channels adjacent; else NCHW.
+    pub nhwc: bool,
+    /// Input channels one element apart (NHWC, or NCHW with 1x1 maps).
+    pub channels_adjacent: bool,
+    /// Input and filter float16 (else float32, or integers).
+    pub input_f16: bool,
+    pub filter_f16: bool,
+    /// Input and filter both float32 or both float16, the output either
+    /// (a fused cast, which leaves no residual): what the vector kernels
+    /// need.
+    pub floats: bool,
+    pub groups: usize,
+    /// Input and output channels of a group, and all output channels.
+    pub icg: usize,
+    pub ocg: usize,
+    pub oc: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    /// Top, bottom, left, right.
+    pub padding: [usize; 4],
+    pub oh: usize,
+    pub ow: usize,
+    pub images: usize,
+    pub has_bias: bool,
+    /// A fused input-channel scale.
+    pub has_scale: bool,
+    /// A residual added before the activations.
+    pub has_residual: bool,
+    /// A residual added after them (`fuse/late_residual.rs`).
+    pub late_residual: bool,
+    /// A fused nearest upsample of the input (rows, columns).
+    pub upsample: Option<[usize; 2]>,
+    /// The filter is a constant (every imported model): the kernels that
+    /// rearrange it at build can take it.
+    pub constant_filter: bool,
+}
+
+impl ConvShape {
+    fn pixels(&self) -> usize {
+        self.images * self.oh * self.ow
+    }
+
+    /// Output channel tiles of a 64-channel GEMM tile.
+    fn channel_tiles(&self) -> usize {
+        self.ocg.div_ceil(super::params::GEMM_TILE_CHANNELS)
+    }
+}
+
+/// What the device offers the choice: tensor cores, and the limits the
+/// lowering checks (a recording lowering has none: the largest values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Target {
+    pub f16_tensor_cores: bool,
+    /// Bytes one storage binding holds.
+    pub max_binding: u64,
+    /// Invocations of a workgroup, and along its x.
+    pub max_invocations: u32,
+    pub max_workgroup_x: u32,
+    /// Workgroup memory of a workgroup.
+    pub max_workgroup_bytes: u32,
+}
+
+impl Target {
+    fn can_bind(&self, bytes: u64) -> bool {
+        bytes <= self.max_binding
+    }
+
+    fn fits_workgroup(&self, invocations: u32, bytes: u32) -> bool {
+        invocations <= self.max_invocations
+            && invocations <= self.max_workgroup_x
+            && bytes <= self.max_workgroup_bytes
+    }
+}
+
+/// The tensor-core tile: 16-channel blocks of B, and whether the group's
+/// outputs come in pairs (ocg even: each lane writes two adjacent channels
+/// as one vec2, a subgroup's store one whole 128-byte line of a 64-channel
+/// pixel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CoopTile {
+    pub blocks: u32,
+    pub pairs: bool,
+}
+
+/// The kernel of a conv2d, with what its lowering needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ConvKernel {
+    /// `conv2d.wgsl`: one output per `lanes` invocations.
+    Direct { lanes: u32 },
+    /// `conv2d_depthwise.wgsl`, its taps compiled in.
+    Depthwise { kh: u32, kw: u32 },
+    /// `conv2d_narrow.wgsl`: one output pixel's channels an invocation.
+    Narrow,
+    /// `conv2d_upsampled.wgsl`: one small convolution per output phase.
+    Upsampled(Upsampled),
+    /// `conv2d_pointwise.wgsl`: a 1x1 over few inputs, an output vec4 an
+    /// invocation; `vec4_input`: the input read as vec4s.
+    Pointwise { vec4_input: bool },
+    /// `conv2d_split.wgsl`: a pixel's input channels split over lanes.
+    Split(Split),
+    /// `conv2d_winograd.wgsl`: Winograd F(2x2, 3x3).
+    Winograd(Winograd),
+    /// `conv2d_gemm.wgsl` with its reduction split over workgroups.
+    SplitGemm { splits: usize },
+    /// `conv2d_gemm_vec.wgsl`: vec4 loads, the filter pre-transposed.
+    VecGemm(VecTile),
+    /// `conv2d_gemm.wgsl`: 64 x 64 tiles, 4 x 4 an invocation.
+    Gemm64,
+    /// `conv2d_gemm_wide.wgsl`: 128 x 64 tiles; `along_k`: the loaders of
+    /// x run along the reduction (NHWC).
+    GemmWide { along_k: bool },
+    /// `conv2d_coop_block.wgsl` then `conv2d_coop_blocked.wgsl`.
+    CoopBlocked(Blocked, CoopTile),
+    /// `conv2d_coop_tile.wgsl`: the input staged through workgroup memory.
+    CoopStaged(Staged, CoopTile),
+    /// `conv2d_coop_direct.wgsl`: A blocks read straight from x.
+    CoopDirect(CoopTile),
+}
+
+/// Why no kernel takes a convolution (fusion should not have made it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// A residual after the activations needs the direct kernel.
+    LateResidual,
+    /// An upsampled input needs the narrow or direct kernel.
+    Upsample,
+}
+
+/// conv2d's kernel: the first of these that takes the convolution, in this
+/// order (each says why it goes before the ones after it).
+pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
+    // Fusion leaves a late residual only on convolutions the direct kernel
+    // takes (depthwise convolutions of two or more channels), and an
+    // upsample only on those the upsampled, narrow and direct kernels take.
+    if s.late_residual {
+        if s.oc == s.ocg || !pixel_by_pixel(s.groups, s.ocg) {
+            return Err(Refused::LateResidual);
+        }
+        return Ok(pixel(s));
+    }
+    if let Some(up) = s.upsample {
+        return upsampled(s, up);
+    }
+    // Few outputs over a long reduction (ESRGAN's 64 -> 4 and 32 -> 12 3x3),
+    // NHWC with channels in runs of 4 and a constant filter, in either
+    // float type: the reduction split over lanes (split.rs has the
+    // estimates against the narrow kernel, the vec4 GEMM and, in float16,
+    // the tensor cores, which pad 4 or 12 outputs to 64 columns) ...
+    let split = Split::choose(s.groups, s.icg, s.ocg, s.kh, s.kw)
+        .filter(|_| s.floats && s.nhwc)
+        .map(|sp| sp.rows(s.kw, s.strides[1], s.dilations[1], s.ow));
+    // ... except on tensor cores in float16, where the staged kernel with a
+    // 16-channel tile takes those of more than SPLIT_TC_MAX_OUTPUTS.
+    let tensor_cores = s.input_f16 && s.filter_f16 && t.f16_tensor_cores && !s.has_scale && s.nhwc;
+    let few_staged = tensor_cores
+        && split.is_some()
+        && s.ocg > SPLIT_TC_MAX_OUTPUTS
+        && !s.has_residual
+        && s.icg % TC_CHANNELS == 0
+        && Staged::choose(s.kh, s.kw, s.strides, s.dilations).is_some()
+        && s.constant_filter;
+    let split = split.filter(|_| !few_staged);
+    // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
+    // split concat) moves bytes: one invocation per output vec4.
+    let pointwise = pointwise::takes((s.kh, s.kw), s.padding, s.groups, s.icg, s.oc, s.nhwc);
+    if pointwise && s.floats && s.constant_filter {
+        return Ok(ConvKernel::Pointwise {
+            vec4_input: s.nhwc && s.icg % 4 == 0,
+        });
+    }
+    if let (Some(split), true) = (split, s.constant_filter) {
+        return Ok(ConvKernel::Split(split));
+    }
+    // A small map with a short reduction: one invocation per output element
+    // spreads over thousands what a few 64 x 64 tiles would run. Counted
+    // per image, so that a batch takes the kernels its images take alone
+    // (batched streams then match unbatched ones bit for bit).
+    let gemm_tiles = (s.oh * s.ow).div_ceil(GEMM_TILE_PIXELS) * s.channel_tiles() * s.groups;
+    if gemm_tiles < SMALL_MAX_TILES && s.icg * s.kh * s.kw <= SMALL_MAX_REDUCTION {
+        return Ok(pixel(s));
+    }
+    if tensor_cores {
+        if let Some(kernel) = tensor_core_kernel(s, t, few_staged) {
+            return Ok(kernel);
+        }
+    }
+    if pixel_by_pixel(s.groups, s.ocg) {
+        return Ok(pixel(s));
+    }
+    Ok(gemm(s, t, gemm_tiles))
+}
+
+/// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
+/// outputs and a constant filter, else the depthwise or direct one, which
+/// take any convolution.
+fn pixel(s: &ConvShape) -> ConvKernel {
+    if s.oc == s.ocg && s.ocg <= NARROW_MAX_OUTPUTS && s.constant_filter {
+        return ConvKernel::Narrow;
+    }
+    let (kh, kw) = (s.kh as u32, s.kw as u32);
+    let plain = s.upsample.is_none_or(|up| up == [1, 1]);
+    if s.icg == 1 && s.ocg == 1 && plain && kh * kw <= DEPTHWISE_MAX_TAPS {
+        return ConvKernel::Depthwise { kh, kw };
+    }
+    // Outputs over many input channels (no fused upsample): each sum over
+    // LANES invocations.
+    let lanes = match s.icg >= LANES_MIN_CHANNELS && plain {
+        true => LANES,
+        false => 1,
+    };
+    ConvKernel::Direct { lanes }
+}
+
+/// An input read through a fused nearest upsample: one small convolution
+/// of the input per output phase, where the filter is constant and
+/// channels come in runs of 4, else the narrow or direct kernel.
+fn upsampled(s: &ConvShape, up: [usize; 2]) -> Result<ConvKernel, Refused> {
+    if !pixel_by_pixel(s.groups, s.ocg) {
+        return Err(Refused::Upsample);
+    }
+    let geometry = (s.strides, s.dilations, s.groups);
+    let phases = Upsampled::choose(geometry, s.padding, up, [s.kh, s.kw], s.icg, s.ocg, s.nhwc)
+        .filter(|_| s.floats && s.constant_filter);
+    Ok(phases.map_or_else(|| pixel(s), ConvKernel::Upsampled))
+}
+
+/// Tensor cores for float16 NHWC convolutions with a constant filter (in
+/// 16 x 16 blocks) and no input scale (A goes from memory to the tensor
+/// cores untouched), or None where none of their kernels takes it. Stride 1
+/// with several taps stages each workgroup's input patch through workgroup
+/// memory once for all taps, or copies the input into a blocked scratch
+/// layout whose A blocks are contiguous; the rest (strides, dilations, 1x1)
+/// read A blocks straight from x, which needs input channels in runs of 16.
+fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<ConvKernel> {
+    // The staged and blocked kernels pad input channels to 16 as they
+    // stage or copy them, so they take any count (ESRGAN's RGB head).
+    let staged = Staged::choose(s.kh, s.kw, s.strides, s.dilations);
+    // A blocked copy past what one binding holds (a huge frame) leaves
+    // the convolution to the other kernels.
+    let blocked = Blocked::choose(
+        (s.kh, s.kw),
+        s.strides,
+        s.dilations,
+        (s.oh, s.ow),
+        s.groups,
+        s.icg,
+    )
+    .filter(|b| t.can_bind(b.bytes(s.images)));
+    let padded = blocked.is_some() && s.groups == 1 && s.ocg >= TC_CHANNELS;
+    if !s.constant_filter || !(padded || s.icg % TC_CHANNELS == 0) {
+        return None;
+    }
+    // 16-channel tiles only on the staged kernel (few_staged): the blocked
+    // and direct kernels load two B blocks.
+    let blocks = if few_staged {
+        1
+    } else if s.ocg <= TC_X32_MAX_OUTPUTS {
+        2
+    } else {
+        4
+    };
+    let tile = CoopTile {
+        blocks,
+        pairs: s.ocg % 2 == 0,
+    };
+    // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
+    // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
+    // or a group has fewer than 16 input channels (its RGB head:
+    // 0.16 against 0.19-0.21), and where the staged patch does not
+    // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
+    // 0.47 blocked with its copy), all on an H100.
+    let blocked = blocked.filter(|_| s.has_residual || s.icg < TC_CHANNELS || staged.is_none());
+    Some(match (blocked, staged) {
+        (Some(b), _) => ConvKernel::CoopBlocked(b, tile),
+        (None, Some(st)) => ConvKernel::CoopStaged(st, tile),
+        (None, None) => ConvKernel::CoopDirect(tile),
+    })
+}
+
+/// The GEMM-shaped kernels, for groups of more outputs than the narrow
+/// kernel holds (tensor cores took what they could).
+fn gemm(s: &ConvShape, t: &Target, gemm_tiles: usize) -> ConvKernel {
+    // A 3x3 at stride 1 with a constant filter and enough channels and
+    // workgroups, in either layout: Winograd F(2x2, 3x3), 2.25x fewer
+    // multiply-adds. Counted per image, as above.
+    let geometry = (s.strides, s.dilations, s.groups);
+    let winograd = Winograd::choose(geometry, [s.kh, s.kw], s.icg, s.ocg, [s.oh, s.ow])
+        .filter(|_| s.floats && s.constant_filter)
+        .filter(|w| t.fits_workgroup(w.workgroup_size(), w.workgroup_bytes()))
+        .filter(|_| t.can_bind(Winograd::table_bytes(s.groups, s.icg, s.ocg)));
+    if let Some(w) = winograd {
+        return ConvKernel::Winograd(w);
+    }
+    // Few 64 x 64 tiles an image over a long reduction (ResNet's 3x3 on
+    // 7x7 and 14x14 maps), in either layout: the reduction split over
+    // workgroups, whichever tile a batch would take, so that a batch adds
+    // up each output as its image alone does. The vec4 GEMM keeps each
+    // tile's reduction in one workgroup: on an H100 a 7x7 512 -> 512 3x3
+    // in NHWC took 0.411 ms there, 0.043 split.
+    let splits = gemm_split::splits(gemm_tiles, s.icg * s.kh * s.kw);
+    let total = s.pixels() * s.oc;
+    if splits > 1 && t.can_bind(gemm_split::scratch_bytes(splits, total)) {
+        return ConvKernel::SplitGemm { splits };
+    }
+    // Wider outputs over a short reduction (an RGB stem; in NCHW, a
+    // 4-channel piece of a split concat, which in NHWC took the pointwise
+    // kernel) stay on the GEMM kernels: the narrow kernel in runs of 8
+    // channels measured 3x slower on an H100 (ESRGAN-slim's 3 -> 64 3x3 at
+    // 960x540: 0.77 against 0.24 ms; its 4 -> 64 1x1 pieces 1.8 ms each).
+    let vec4s = s.icg % 4 == 0 && s.ocg % 4 == 0;
+    if s.constant_filter && s.floats && vec4s && s.nhwc {
+        return ConvKernel::VecGemm(VecTile::choose(s.pixels(), s.ocg, s.groups));
+    }
+    // Wide tiles from WIDE_MIN_TILES of them on.
+    let wide_tiles = s.pixels().div_ceil(WIDE_TILE_PIXELS) * s.channel_tiles() * s.groups;
+    match wide_tiles >= WIDE_MIN_TILES {
+        true => ConvKernel::GemmWide {
+            along_k: s.channels_adjacent,
+        },
+        false => ConvKernel::Gemm64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One group of `icg` -> `ocg` with a `k` x `k` filter (padded to keep
+    /// the size) onto a `size` x `size` map: float32 NHWC, a constant
+    /// filter and a bias.
+    fn conv(icg: usize, ocg: usize, k: usize, size: usize) -> ConvShape {
+        ConvShape {
+            nhwc: true,
+            channels_adjacent: true,
+            input_f16: false,
+            filter_f16: false,
+            floats: true,
+            groups: 1,
+            icg,
+            ocg,
+            oc: ocg,
+            kh: k,
+            kw: k,
+            strides: [1, 1],
+            dilations: [1, 1],
+            padding: [k / 2; 4],
+            oh: size,
+            ow: size,
+            images: 1,
+            has_bias: true,
+            has_scale: false,
+            has_residual: false,
+            late_residual: false,
+            upsample: None,
+            constant_filter: true,
+        }
+    }
+
+    fn f16(s: ConvShape) -> ConvShape {
+        ConvShape {
+            input_f16: true,
+            filter_f16: true,
+            ..s
+        }
+    }
+
+    fn nchw(s: ConvShape) -> ConvShape {
+        ConvShape {
+            nhwc: false,
+            channels_adjacent: false,
+            ..s
+        }
+    }
+
+    fn grouped(s: ConvShape, groups: usize) -> ConvShape {
+        ConvShape {
+            groups,
+            oc: s.ocg * groups,
+            ..s
+        }
+    }
+
+    const TC: Target = Target {
+        f16_tensor_cores: true,
+        max_binding: u64::MAX,
+        max_invocations: u32::MAX,
+        max_workgroup_x: u32::MAX,
+        max_workgroup_bytes: u32::MAX,
+    };
+    const NO_TC: Target = Target {
+        f16_tensor_cores: false,
+        ..TC
+    };
+
+    fn chosen(s: ConvShape, t: Target) -> ConvKernel {
+        choose(&s, &t).unwrap()
+    }
+
+    #[test]
+    fn a_late_residual_takes_the_direct_kernel_or_is_refused() {
+        let depthwise = ConvShape {
+            late_residual: true,
+            ..grouped(conv(1, 1, 3, 32), 16)
+        };
+        assert_eq!(
+            chosen(depthwise, TC),
+            ConvKernel::Depthwise { kh: 3, kw: 3 }
+        );
+        // One group: the narrow kernel's, which has no late residual.
+        let single = ConvShape {
+            late_residual: true,
+            ..conv(16, 8, 3, 32)
+        };
+        assert_eq!(choose(&single, &TC), Err(Refused::LateResidual));
+    }
+
+    #[test]
+    fn an_upsampled_input_takes_the_upsampled_or_narrow_kernel_or_is_refused() {
+        let up = |s: ConvShape| ConvShape {
+            upsample: Some([2, 2]),
+            ..s
+        };
+        assert!(matches!(
+            chosen(up(conv(12, 3, 3, 32)), TC),
+            ConvKernel::Upsampled(_)
+        ));
+        // NCHW: the narrow kernel reads through the upsample.
+        assert_eq!(chosen(up(nchw(conv(12, 3, 3, 32))), TC), ConvKernel::Narrow);
+        // Past the narrow kernel's outputs (one group): refused.
+        let wide = up(conv(12, 16, 3, 32));
+        assert_eq!(choose(&wide, &TC), Err(Refused::Upsample));
+    }
+
+    #[test]
+    fn a_1x1_over_few_nhwc_inputs_takes_the_pointwise_kernel() {
+        assert_eq!(
+            chosen(conv(8, 64, 1, 64), TC),
+            ConvKernel::Pointwise { vec4_input: true }
+        );
+        assert_eq!(
+            chosen(conv(6, 64, 1, 64), TC),
+            ConvKernel::Pointwise { vec4_input: false }
+        );
+        // Past pointwise::MAX_INPUTS: the vec4 GEMM.
+        assert!(matches!(
+            chosen(conv(20, 64, 1, 64), TC),
+            ConvKernel::VecGemm(_)
+        ));
+    }
+
+    #[test]
+    fn few_outputs_over_a_long_nhwc_reduction_split_it_over_lanes() {
+        assert!(matches!(
+            chosen(conv(64, 4, 3, 32), TC),
+            ConvKernel::Split(_)
+        ));
+        // NCHW: the narrow kernel.
+        assert_eq!(chosen(nchw(conv(64, 4, 3, 32)), TC), ConvKernel::Narrow);
+    }
+
+    #[test]
+    fn on_tensor_cores_more_than_four_few_outputs_take_the_16_channel_staged_tile() {
+        let tile = |blocks| CoopTile {
+            blocks,
+            pairs: true,
+        };
+        assert!(matches!(
+            chosen(f16(conv(32, 12, 3, 184)), TC),
+            ConvKernel::CoopStaged(_, t) if t == tile(1)
+        ));
+        // SPLIT_TC_MAX_OUTPUTS outputs stay split; no tensor cores: split.
+        assert!(matches!(
+            chosen(f16(conv(64, SPLIT_TC_MAX_OUTPUTS, 3, 184)), TC),
+            ConvKernel::Split(_)
+        ));
+        assert!(matches!(
+            chosen(f16(conv(32, 12, 3, 184)), NO_TC),
+            ConvKernel::Split(_)
+        ));
+    }
+
+    #[test]
+    fn small_maps_with_short_reductions_take_the_direct_kernel() {
+        // 4 tiles of 64 x 64, 128 products an output.
+        assert_eq!(
+            chosen(conv(128, 32, 1, 16), TC),
+            ConvKernel::Direct { lanes: LANES }
+        );
+        assert_eq!(
+            chosen(conv(16, 24, 3, 16), TC),
+            ConvKernel::Direct { lanes: 1 }
+        );
+        // SMALL_MAX_TILES tiles (64x64 pixels, 32 channels): the GEMM.
+        assert!(matches!(
+            chosen(conv(128, 32, 1, 64), TC),
+            ConvKernel::VecGemm(_)
+        ));
+        // SMALL_MAX_REDUCTION + 32 products: the split reduction.
+        assert_eq!(
+            chosen(conv(32, 32, 3, 16), TC),
+            ConvKernel::SplitGemm { splits: 4 }
+        );
+    }
+
+    #[test]
+    fn tensor_cores_take_float16_nhwc_with_a_constant_filter() {
+        let tile = CoopTile {
+            blocks: 4,
+            pairs: true,
+        };
+        let body = f16(conv(64, 64, 3, 64));
+        assert!(matches!(chosen(body, TC), ConvKernel::CoopStaged(_, t) if t == tile));
+        // A fused residual: the blocked copy's kernel.
+        let residual = ConvShape {
+            has_residual: true,
+            ..body
+        };
+        assert!(matches!(chosen(residual, TC), ConvKernel::CoopBlocked(_, t) if t == tile));
+        // ... unless its copy passes what a binding holds.
+        let small = Target {
+            max_binding: 1 << 18,
+            ..TC
+        };
+        assert!(matches!(
+            chosen(residual, small),
+            ConvKernel::CoopStaged(..)
+        ));
+        // An RGB head: blocked, on the 32-channel tile.
+        assert!(matches!(
+            chosen(f16(conv(3, 32, 3, 96)), TC),
+            ConvKernel::CoopBlocked(_, CoopTile { blocks: 2, .. })
+        ));
+        // Stride 2: A read straight from x.
+        let strided = ConvShape {
+            strides: [2, 2],
+            ..body
+        };
+        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile));
+        // Not taken: an input scale, NCHW, no tensor cores, a filter that
+        // is not a constant, or narrow groups of 8 input channels.
+        let scaled = ConvShape {
+            has_scale: true,
+            ..body
+        };
+        let filter_input = ConvShape {
+            constant_filter: false,
+            ..body
+        };
+        for (s, t) in [
+            (scaled, TC),
+            (nchw(body), TC),
+            (body, NO_TC),
+            (filter_input, TC),
+            (grouped(f16(conv(8, 32, 3, 64)), 2), TC),
+        ] {
+            let k = chosen(s, t);
+            assert!(
+                !matches!(
+                    k,
+                    ConvKernel::CoopBlocked(..)
+                        | ConvKernel::CoopStaged(..)
+                        | ConvKernel::CoopDirect(_)
+                ),
+                "{s:?}: {k:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn depthwise_and_narrow_groups_take_the_pixel_kernels() {
+        let depthwise = grouped(conv(1, 1, 3, 64), 32);
+        assert_eq!(
+            chosen(depthwise, TC),
+            ConvKernel::Depthwise { kh: 3, kw: 3 }
+        );
+        // Past DEPTHWISE_MAX_TAPS taps: the direct kernel.
+        let large = grouped(conv(1, 1, 9, 64), 32);
+        assert_eq!(chosen(large, TC), ConvKernel::Direct { lanes: 1 });
+        // Groups of 2 outputs from 32 inputs: LANES a sum; of 16 inputs: one.
+        assert_eq!(
+            chosen(grouped(conv(32, 2, 3, 64), 16), TC),
+            ConvKernel::Direct { lanes: LANES }
+        );
+        assert_eq!(
+            chosen(grouped(conv(16, 2, 3, 64), 16), TC),
+            ConvKernel::Direct { lanes: 1 }
+        );
+    }
+
+    #[test]
+    fn one_group_of_few_outputs_takes_the_narrow_kernel_with_a_constant_filter() {
+        assert_eq!(chosen(conv(12, 3, 3, 32), TC), ConvKernel::Narrow);
+        let filter_input = ConvShape {
+            constant_filter: false,
+            ..conv(12, 3, 3, 32)
+        };
+        assert_eq!(chosen(filter_input, TC), ConvKernel::Direct { lanes: 1 });
+    }
+
+    #[test]
+    fn a_3x3_with_enough_workgroups_takes_winograd_where_it_fits() {
+        let body = conv(64, 64, 3, 184);
+        assert_eq!(chosen(body, TC), ConvKernel::Winograd(Winograd));
+        assert_eq!(chosen(f16(body), NO_TC), ConvKernel::Winograd(Winograd));
+        // A device whose workgroups hold less, or whose bindings do not
+        // hold the table: the vec4 GEMM.
+        let small = Target {
+            max_invocations: 256,
+            ..TC
+        };
+        assert!(matches!(chosen(body, small), ConvKernel::VecGemm(_)));
+        let small = Target {
+            max_binding: 1024,
+            ..TC
+        };
+        assert!(matches!(chosen(body, small), ConvKernel::VecGemm(_)));
+    }
+
+    #[test]
+    fn few_tiles_over_a_long_reduction_split_it_where_the_scratch_binds() {
+        let deep = nchw(conv(512, 512, 3, 7));
+        assert_eq!(chosen(deep, TC), ConvKernel::SplitGemm { splits: 33 });
+        let small = Target {
+            max_binding: 1024,
+            ..TC
+        };
+        assert_eq!(chosen(deep, small), ConvKernel::Gemm64);
+    }
+
+    #[test]
+    fn the_plain_gemms_take_the_rest_wide_from_wide_min_tiles() {
+        // NHWC with a constant filter in runs of 4: the vec4 GEMM.
+        assert_eq!(
+            chosen(conv(64, 64, 1, 128), TC),
+            ConvKernel::VecGemm(VecTile::choose(128 * 128, 64, 1))
+        );
+        // NCHW: 128 wide tiles, then 264 (WIDE_MIN_TILES).
+        assert_eq!(chosen(nchw(conv(64, 64, 1, 128)), TC), ConvKernel::Gemm64);
+        let wide = ConvShape {
+            oh: 264,
+            ow: 128,
+            ..nchw(conv(64, 64, 1, 128))
+        };
+        assert_eq!(chosen(wide, TC), ConvKernel::GemmWide { along_k: false });
+        let filter_input = ConvShape {
+            constant_filter: false,
+            oh: 264,
+            ..conv(64, 64, 1, 128)
+        };
+        assert_eq!(
+            chosen(filter_input, TC),
+            ConvKernel::GemmWide { along_k: true }
+        );
+        let narrower = ConvShape {
+            oh: 263,
+            ..filter_input
+        };
+        assert_eq!(chosen(narrower, TC), ConvKernel::Gemm64);
+    }
+}
