@@ -49,7 +49,7 @@ const PATTERNS: [(&str, Pattern); 12] = [
     }),
     // torch.onnx before opset 20: Div, Erf, Add, Mul(x), Mul(0.5).
     ("gelu: torch", |b, x, dt| {
-        let d = b.div(x, &scalar(b, dt, 1.414_213_5)).unwrap();
+        let d = b.div(x, &scalar(b, dt, std::f32::consts::SQRT_2)).unwrap();
         let e = b.add(&b.erf(&d).unwrap(), &scalar(b, dt, 1.0)).unwrap();
         let y = b.mul(&b.mul(x, &e).unwrap(), &scalar(b, dt, 0.5)).unwrap();
         vec![y, d]
@@ -82,7 +82,7 @@ const PATTERNS: [(&str, Pattern); 12] = [
         let c = b.mul(&x2, &scalar(b, dt, 0.044_715)).unwrap();
         let c = b.add(&c, &scalar(b, dt, 1.0)).unwrap();
         let inner = b
-            .mul(&b.mul(x, &scalar(b, dt, 0.797_884_56)).unwrap(), &c)
+            .mul(&b.mul(x, &scalar(b, dt, 0.797_884_5)).unwrap(), &c)
             .unwrap();
         let t = b
             .add(&b.tanh(&inner).unwrap(), &scalar(b, dt, 1.0))

@@ -120,7 +120,11 @@ fn exported_activations_after_a_conv_are_one_kernel() {
                     node("Mul", &["y", "a"], "m", vec![]),
                     node("Mul", &["m", "half"], "out", vec![]),
                 ],
-                &[("sqrt2", 1.414_213_5), ("one", 1.0), ("half", 0.5)],
+                &[
+                    ("sqrt2", std::f32::consts::SQRT_2),
+                    ("one", 1.0),
+                    ("half", 0.5),
+                ],
             ),
             Box::new(gelu),
         ),

@@ -297,8 +297,8 @@ fn binary(op: BinaryOp, a: Arg<'_>, b: Arg<'_>) -> Option<Poly> {
         (BinaryOp::Min, F(p), C(c)) | (BinaryOp::Min, C(c), F(p)) => {
             Some(clamp(p, f64::NEG_INFINITY, c))
         }
-        (BinaryOp::Pow, F(p), C(c)) if c == 2.0 => p.times(p),
-        (BinaryOp::Pow, F(p), C(c)) if c == 3.0 => p.times(p)?.times(p),
+        (BinaryOp::Pow, F(p), C(2.0)) => p.times(p),
+        (BinaryOp::Pow, F(p), C(3.0)) => p.times(p)?.times(p),
         _ => None,
     }
 }
