@@ -1,5 +1,8 @@
 //! Build-time fusion, so that work runs in a kernel's epilogue instead of as
-//! a separate pass over memory, and small steps share one kernel: an
+//! a separate pass over memory, and small steps share one kernel: the
+//! element-wise nodes that exporters write for an activation (SiLU, GELU,
+//! Mish, HardSwish, HardSigmoid) become that one activation
+//! (`fuse/activation_patterns.rs`); an
 //! activation whose input is used only by it is folded into the node that
 //! produces that input; an `add` of a conv2d's or a binary op's result (used
 //! by nothing else) and a same-shaped tensor becomes that node's residual;
@@ -17,6 +20,7 @@
 //! float32 where the separate nodes rounded them to float16, which both
 //! contexts do alike.
 
+mod activation_patterns;
 mod cast;
 mod concat;
 mod late_residual;
@@ -35,8 +39,10 @@ use super::shape::{conv_filter_ochw, nchw};
 /// Every fusion, once NCHW regions worth it run in NHWC (`ml/layout`:
 /// the fast conv2d kernels are NHWC ones), after 1x1 convolutions of upsampled tensors swap places
 /// with their upsample (`fuse/resample_swap.rs`, on the graph as written);
-/// activations first (so an `add` brings its own along, and
-/// a squeeze-and-excitation layer its activation); adds of an activated
+/// activations first (those written long-hand, such as SiLU's sigmoid ->
+/// mul, made one node each by `fuse/activation_patterns.rs`; so an `add`
+/// brings its own along, and a squeeze-and-excitation layer its
+/// activation); adds of an activated
 /// depthwise conv after the adds that go before activations
 /// (`fuse/late_residual.rs`); concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
@@ -46,7 +52,8 @@ use super::shape::{conv_filter_ochw, nchw};
 /// is known.
 pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
     let ir = super::layout::to_nhwc(ir);
-    let ir = fuse_activations(resample_swap::swap_resample_pointwise(ir));
+    let ir = resample_swap::swap_resample_pointwise(ir);
+    let ir = fuse_activations(activation_patterns::fuse_activation_patterns(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
     let ir = concat::split_concats(ir);
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));

@@ -298,7 +298,22 @@ pub enum Activation {
     /// ln(1 + e^x), computed so that it neither overflows nor loses the
     /// small values of very negative x.
     Softplus,
+    /// x * sigmoid(x) (SiLU, swish): made by `ml::fuse` from the
+    /// exporters' sigmoid -> mul.
+    Silu,
+    /// WebNN `gelu`: x * (1 + erf(x / sqrt 2)) / 2.
+    Gelu,
+    /// GELU's tanh approximation (ONNX Gelu's `approximate="tanh"`):
+    /// x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+    GeluTanh,
+    /// x * tanh(softplus(x)).
+    Mish,
 }
+
+/// GELU's tanh approximation's constants: sqrt(2 / pi) and the cube's
+/// coefficient.
+pub(crate) const GELU_TANH_SCALE: f64 = 0.797_884_560_802_865_4;
+pub(crate) const GELU_TANH_CUBE: f64 = 0.044_715;
 
 impl Activation {
     pub fn name(&self) -> &'static str {
@@ -320,6 +335,10 @@ impl Activation {
             Activation::Erf => "erf",
             Activation::Elu { .. } => "elu",
             Activation::Softplus => "softplus",
+            Activation::Silu => "silu",
+            Activation::Gelu => "gelu",
+            Activation::GeluTanh => "geluTanh",
+            Activation::Mish => "mish",
         }
     }
 
@@ -364,6 +383,18 @@ impl Activation {
                     x.max(0.0) + (-x.abs()).exp().ln_1p()
                 }
             }
+            Activation::Silu => x * Activation::Sigmoid.apply(x),
+            // In double precision, as erf.
+            Activation::Gelu => {
+                let x = f64::from(x);
+                (0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
+            }
+            Activation::GeluTanh => {
+                let x = f64::from(x);
+                let inner = GELU_TANH_SCALE * (x + GELU_TANH_CUBE * x * x * x);
+                (0.5 * x * (1.0 + inner.tanh())) as f32
+            }
+            Activation::Mish => x * Activation::Softplus.apply(x).tanh(),
         }
     }
 

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod activation_patterns;
 mod conv_few_outputs;
 mod conv_input_fusions;
 mod conv_output_casts;

@@ -18,6 +18,7 @@ mod golden;
 mod litert_refs;
 mod load;
 mod mediapipe;
+mod onnx_activations;
 mod onnx_backend;
 mod onnx_bad_input;
 mod onnx_light;

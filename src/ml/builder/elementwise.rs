@@ -55,6 +55,19 @@ impl GraphBuilder {
     pub fn softplus(&self, input: &Operand) -> Result<Operand> {
         self.unary(Activation::Softplus, input)
     }
+    /// WebNN `gelu`: x * (1 + erf(x / sqrt 2)) / 2.
+    pub fn gelu(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Gelu, input)
+    }
+    /// GELU's tanh approximation (ONNX Gelu's `approximate="tanh"`; not
+    /// WebNN's).
+    pub fn gelu_tanh(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::GeluTanh, input)
+    }
+    /// x * tanh(softplus(x)) (ONNX `Mish`; not WebNN's).
+    pub fn mish(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Mish, input)
+    }
 
     /// WebNN `pow`: float operands, numpy broadcasting; C's `powf` (a
     /// negative base with an integral exponent gives the signed result).

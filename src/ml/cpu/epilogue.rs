@@ -67,6 +67,7 @@ fn apply(activations: &[Activation], f16: bool, x: &mut [f32]) {
                 .iter_mut()
                 .for_each(|e| *e = *e * (*e + 3.0).clamp(0.0, 6.0) / 6.0),
             Activation::Sigmoid => x.iter_mut().for_each(|e| *e = 1.0 / (1.0 + exp(-*e))),
+            Activation::Silu => x.iter_mut().for_each(|e| *e /= 1.0 + exp(-*e)),
             a => x.iter_mut().for_each(|e| *e = a.apply(*e)),
         }
     }

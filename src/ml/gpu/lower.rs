@@ -11,7 +11,7 @@ use std::fmt::Write;
 use crate::error::{Error, Result};
 use crate::gpu::{Checks, Gpu, Specialization};
 use crate::ml::graph_ir::{GraphIr, OperandId};
-use crate::ml::ops::Activation;
+use crate::ml::ops::{Activation, GELU_TANH_CUBE, GELU_TANH_SCALE};
 use crate::ml::types::DataType;
 
 /// A range of a buffer holding one operand.
@@ -245,10 +245,10 @@ pub(crate) fn activation_helpers(
     if needs(|a| matches!(a, Activation::Log | Activation::Sqrt)) {
         spec = spec.code(SPECIAL_VALUES);
     }
-    if needs(|a| *a == Activation::Erf) {
+    if needs(|a| matches!(a, Activation::Erf | Activation::Gelu)) {
         spec = spec.code(ERF);
     }
-    if needs(|a| *a == Activation::Softplus) {
+    if needs(|a| matches!(a, Activation::Softplus | Activation::Mish)) {
         spec = spec.code(LOG1P);
     }
     spec
@@ -302,12 +302,23 @@ pub(crate) fn activation_fn(
                 spec = spec.f32(&c("ALPHA"), alpha);
                 format!("y = select({} * (exp(y) - 1.0), y, y > 0.0);", c("ALPHA"))
             }
-            // max(x, 0) + ln(1 + e^-|x|) neither overflows nor takes the
-            // log of anything below 1; `log1p_f32` keeps e^x for very
-            // negative x, where 1 + e^x rounds to 1.
-            Activation::Softplus => {
-                "y = select(max(y, 0.0) + log1p_f32(exp(-abs(y))), y, y > 20.0);".to_string()
+            Activation::Softplus => format!("y = {SOFTPLUS};"),
+            Activation::Silu => "y = y / (1.0 + exp(-y));".to_string(),
+            Activation::Gelu => {
+                "y = 0.5 * y * (1.0 + erf_f32(y * 0.70710678118654752));".to_string()
             }
+            Activation::GeluTanh => {
+                spec = spec
+                    .f32(&c("SCALE"), GELU_TANH_SCALE as f32)
+                    .f32(&c("CUBE"), GELU_TANH_CUBE as f32);
+                format!(
+                    "y = 0.5 * y * (1.0 + tanh(clamp({} * (y + {} * y * y * y), -15.0, 15.0)));",
+                    c("SCALE"),
+                    c("CUBE")
+                )
+            }
+            // softplus is at least 0, and tanh of it 1 from 15 on.
+            Activation::Mish => format!("y = y * tanh(min({SOFTPLUS}, 15.0));"),
         };
         let _ = writeln!(body, "    {line}");
     }
@@ -315,6 +326,11 @@ pub(crate) fn activation_fn(
         "fn {name}(v: f32) -> f32 {{\n    var y = v;\n{body}    return y;\n}}"
     ))
 }
+
+/// softplus(y): max(y, 0) + ln(1 + e^-|y|) neither overflows nor takes the
+/// log of anything below 1; `log1p_f32` keeps e^y for very negative y, where
+/// 1 + e^y rounds to 1.
+const SOFTPLUS: &str = "select(max(y, 0.0) + log1p_f32(exp(-abs(y))), y, y > 20.0)";
 
 /// NaN and infinity as run-time values: WGSL has no literals for them, and
 /// a constant expression that makes one is an error.

@@ -33,6 +33,7 @@ pub(super) fn unary<'s>(
         "Tanh" => b.tanh(&x),
         "HardSwish" => b.hard_swish(&x),
         "Softplus" => b.softplus(&x),
+        "Mish" => b.mish(&x),
         "Erf" => b.erf(&x),
         "Abs" => b.abs(&x),
         "Neg" => b.neg(&x),
@@ -148,28 +149,12 @@ pub(super) fn gelu<'s>(
     let b = wr.b;
     // Opset 20's Gelu: exact (erf) or its tanh approximation.
     let x = wr.opnd(inputs, 0)?;
-    let half = wr.scalar_like(&x, 0.5)?;
-    let one = wr.scalar_like(&x, 1.0)?;
-    let inner = match attrs.string("approximate", "none").as_str() {
-        "none" => {
-            let k = wr.scalar_like(&x, std::f32::consts::FRAC_1_SQRT_2)?;
-            wr.ctx(b.mul(&x, &k).and_then(|v| b.erf(&v)))?
-        }
-        "tanh" => {
-            let c = wr.scalar_like(&x, 0.044_715)?;
-            let k = wr.scalar_like(&x, (2.0 / std::f32::consts::PI).sqrt())?;
-            let x3 = wr.ctx(b.mul(&x, &x).and_then(|v| b.mul(&v, &x)))?;
-            let t = wr.ctx(b.mul(&x3, &c).and_then(|v| b.add(&v, &x)))?;
-            wr.ctx(b.mul(&t, &k).and_then(|v| b.tanh(&v)))?
-        }
+    let y = match attrs.string("approximate", "none").as_str() {
+        "none" => b.gelu(&x),
+        "tanh" => b.gelu_tanh(&x),
         other => return Err(wr.err(format!("approximate '{other}' is unknown"))),
     };
-    let y = wr.ctx(
-        b.add(&inner, &one)
-            .and_then(|v| b.mul(&v, &x))
-            .and_then(|v| b.mul(&v, &half)),
-    )?;
-    Ok(wr.one(y))
+    Ok(wr.one(wr.ctx(y)?))
 }
 
 pub(super) fn where_<'s>(

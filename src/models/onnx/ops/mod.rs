@@ -98,6 +98,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("MaxPool", Never, pool::pool),
     op("Mean", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Min", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
+    op("Mish", Never, elementwise::unary),
     op("Mod", Cheap(elementwise::fold_mod), elementwise::modulo),
     op("Mul", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Neg", Cheap(elementwise::fold_unary), elementwise::unary),
