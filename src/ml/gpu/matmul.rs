@@ -1,24 +1,22 @@
 //! matmul (batched, batch dimensions broadcast) and the kernels it shares
-//! with gemm: tiled (matmul.wgsl), on tensor cores for float16
-//! (matmul_coop.wgsl), or for up to 4 rows (a classifier's single row) K
-//! split over a workgroup (matvec.wgsl); [`ProductKernel::choose`] picks.
+//! with gemm: tiled (matmul.wgsl), or for up to 4 rows (a classifier's
+//! single row) K split over a workgroup (matvec.wgsl);
+//! [`ProductKernel::choose`] picks. A tensor-core kernel that staged A and B
+//! through workgroup memory for one subgroup a 64 x 64 tile was measured
+//! and not kept: on an H200 it took 0.039 ms for YOLO11's attention
+//! product (2 x 400x64 by 64x400) and 0.221 ms for a ViT MLP's (197x768 by
+//! 768x3072) in float16, against 0.017 and 0.096 for this tiled kernel in
+//! float32 (`wgnn-bench ops --filter matmul`).
 
 use super::lower::{axes, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::Result;
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::{Node, OperandId};
 use crate::ml::types::strides;
-use crate::ml::types::DataType;
 
 const TILE: usize = 32;
-/// The tensor-core kernel's output tile (matmul_coop.wgsl).
-const COOP_TILE: usize = 64;
 /// Rows up to which a product takes matvec.wgsl (4 a workgroup).
 const MATVEC_ROWS: usize = 4;
-/// The least M, N and K a product takes the tensor cores for: one 16x16x16
-/// product. Below it the padded blocks would be mostly zeros, and the tiled
-/// kernel's scalar sums cost no more.
-const COOP_MIN_DIM: usize = 16;
 
 /// Which kernel computes a product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,27 +26,16 @@ pub(super) enum ProductKernel {
     Matvec { along_k: bool },
     /// matmul.wgsl: 32 x 32 tiles of scalar sums.
     Tiled,
-    /// matmul_coop.wgsl: 64 x 64 tiles on cooperative matrices.
-    TensorCores,
 }
 
 impl ProductKernel {
-    /// The kernel for an M x K by K x N product whose B has strides
-    /// `b_strides` (row, column), on float16 operands or not, where the
-    /// adapter has float16 tensor cores or not.
-    pub(super) fn choose(
-        [m, n, k]: [usize; 3],
-        b_strides: (usize, usize),
-        f16: bool,
-        tensor_cores: bool,
-    ) -> ProductKernel {
+    /// The kernel for a product of `m` rows whose B has strides
+    /// `b_strides` (row, column).
+    pub(super) fn choose(m: usize, b_strides: (usize, usize)) -> ProductKernel {
         if m <= MATVEC_ROWS {
             return ProductKernel::Matvec {
                 along_k: b_strides.0 == 1 && b_strides.1 != 1,
             };
-        }
-        if f16 && tensor_cores && [m, n, k].iter().all(|&d| d >= COOP_MIN_DIM) {
-            return ProductKernel::TensorCores;
         }
         ProductKernel::Tiled
     }
@@ -124,15 +111,7 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
     };
     let batches: usize = shape.iter().product();
     let params_wgsl = include_str!("matmul_params.wgsl");
-    let f16 = [p.a.0, p.b.0]
-        .iter()
-        .all(|&x| l.ir.desc(x).data_type == DataType::Float16);
-    let kernel = ProductKernel::choose(
-        [p.m, p.n, p.k],
-        (p.b.1, p.b.2),
-        f16 && dt == DataType::Float16,
-        l.target.f16_tensor_cores,
-    );
+    let kernel = ProductKernel::choose(p.m, (p.b.1, p.b.2));
     let spec = Specialization::new();
     let (source, spec, workgroups, workgroup_size) = match kernel {
         ProductKernel::Matvec { along_k } => (
@@ -154,19 +133,6 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
                 batches as u32,
             ],
             256,
-        ),
-        ProductKernel::TensorCores => (
-            format!(
-                "enable wgpu_cooperative_matrix;\n{params_wgsl}{}",
-                include_str!("matmul_coop.wgsl")
-            ),
-            spec.code(bindings),
-            [
-                p.n.div_ceil(COOP_TILE) as u32,
-                p.m.div_ceil(COOP_TILE) as u32,
-                batches as u32,
-            ],
-            32,
         ),
     };
     l.kernel(Kernel {
@@ -237,26 +203,22 @@ pub(super) fn matmul(l: &mut Lowering, node: &Node) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ProductKernel, COOP_MIN_DIM, MATVEC_ROWS};
+    use super::{ProductKernel, MATVEC_ROWS};
 
     #[test]
-    fn each_product_kernel_is_chosen_where_it_pays() {
+    fn few_rows_take_matvec_and_the_rest_the_tiled_kernel() {
         use ProductKernel::*;
-        let rows = |b, f16, tc| ProductKernel::choose([MATVEC_ROWS, 1000, 2048], b, f16, tc);
-        // A classifier's row: matvec whatever the type, B along K or not.
-        assert_eq!(rows((1, 2048), true, true), Matvec { along_k: true });
-        assert_eq!(rows((1000, 1), false, false), Matvec { along_k: false });
-        // Past matvec's rows: tensor cores for float16 where the adapter
-        // has them and every dimension fills a block.
-        let at = |m, n, k, f16, tc| ProductKernel::choose([m, n, k], (n, 1), f16, tc);
-        let d = COOP_MIN_DIM;
-        assert_eq!(at(MATVEC_ROWS + 1, d, d, true, true), Tiled);
-        assert_eq!(at(d, d, d, true, true), TensorCores);
-        assert_eq!(at(400, 400, 32, true, true), TensorCores);
-        assert_eq!(at(d, d, d - 1, true, true), Tiled);
-        assert_eq!(at(d, d - 1, d, true, true), Tiled);
-        assert_eq!(at(d - 1, d, d, true, true), Tiled);
-        assert_eq!(at(400, 400, 32, false, true), Tiled);
-        assert_eq!(at(400, 400, 32, true, false), Tiled);
+        // A classifier's row: B along K (a linear layer's [N][K] weight) or
+        // not.
+        assert_eq!(
+            ProductKernel::choose(1, (1, 2048)),
+            Matvec { along_k: true }
+        );
+        assert_eq!(
+            ProductKernel::choose(MATVEC_ROWS, (1000, 1)),
+            Matvec { along_k: false }
+        );
+        assert_eq!(ProductKernel::choose(MATVEC_ROWS + 1, (1, 2048)), Tiled);
+        assert_eq!(ProductKernel::choose(400, (400, 1)), Tiled);
     }
 }

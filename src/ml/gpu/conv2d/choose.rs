@@ -9,7 +9,10 @@ use super::coop_blocked::Blocked;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
-use super::params::{GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS};
+use super::params::{
+    DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, LARGE_GPU_MULTIPROCESSORS, WIDE_MIN_TILES,
+    WIDE_TILE_PIXELS,
+};
 use super::pointwise;
 use super::split::Split;
 use super::upsampled::Upsampled;
@@ -51,6 +54,19 @@ pub(super) const TC_X32_MAX_OUTPUTS: usize = 32;
 /// columns; the blocked kernel takes them (ESRGAN-slim's RGB head at
 /// 960x540 on an H100: 0.16 ms against 0.19-0.21 staged).
 pub(super) const TC_CHANNELS: usize = 16;
+/// The fewest workgroups an image's convolution must fill for the tensor
+/// cores: each of their workgroups is one subgroup walking the whole
+/// reduction for its 64 pixels, so with fewer than one per multiprocessor
+/// the convolution is latency-bound. ResNet-50 at batch 1 on an H200
+/// (imported NCHW, run NHWC in float16): its 3x3 stride-2 14x14x512 ->
+/// 7x7x512 took 0.277 ms in 56 tensor-core workgroups against 0.041 on the
+/// split-reduction GEMM in float32, and the model 3.64 ms against 1.41
+/// before; YOLOv8n's 3x3 stride-2 40x40x128 -> 20x20x256 took 0.099 ms in
+/// 80. Counted per image, as the small-map rule, so that a batch takes
+/// the kernels its images take alone.
+pub(super) const TC_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
+/// Output channels of the tensor cores' widest tile (4 blocks of 16).
+const TC_TILE_CHANNELS: usize = 64;
 
 /// A convolution as the choice reads it: plain numbers and flags, per
 /// group where it says so, with any fused upsample applied to the input.
@@ -211,7 +227,14 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
         .map(|sp| sp.rows(s.kw, s.strides[1], s.dilations[1], s.ow));
     // ... except on tensor cores in float16, where the staged kernel with a
     // 16-channel tile takes those of more than SPLIT_TC_MAX_OUTPUTS.
-    let tensor_cores = s.input_f16 && s.filter_f16 && t.f16_tensor_cores && !s.has_scale && s.nhwc;
+    let tc_workgroups =
+        s.oh * s.ow.div_ceil(DIRECT_TILE_PIXELS) * s.ocg.div_ceil(TC_TILE_CHANNELS) * s.groups;
+    let tensor_cores = s.input_f16
+        && s.filter_f16
+        && t.f16_tensor_cores
+        && !s.has_scale
+        && s.nhwc
+        && tc_workgroups >= TC_MIN_WORKGROUPS;
     let few_staged = tensor_cores
         && split.is_some()
         && s.ocg > SPLIT_TC_MAX_OUTPUTS
@@ -568,8 +591,18 @@ mod tests {
             blocks: 4,
             pairs: true,
         };
-        let body = f16(conv(64, 64, 3, 64));
+        let body = f16(conv(64, 64, 3, 160));
         assert!(matches!(chosen(body, TC), ConvKernel::CoopStaged(_, t) if t == tile));
+        // TC_MIN_WORKGROUPS: 66 rows of two 64-pixel runs fill 132; 65
+        // rows leave the tensor cores to the GEMM kernels.
+        assert!(matches!(
+            chosen(f16(conv(64, 64, 3, 66)), TC),
+            ConvKernel::CoopStaged(..)
+        ));
+        assert!(matches!(
+            chosen(f16(conv(64, 64, 3, 65)), TC),
+            ConvKernel::VecGemm(_)
+        ));
         // A fused residual: the blocked copy's kernel.
         let residual = ConvShape {
             has_residual: true,
