@@ -180,21 +180,22 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// the staged kernel holds too. Then Winograd F(2x2, 3x3) in float32
 /// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
-/// 64 x 64 GEMM splits in NCHW.
+/// 64 x 64 GEMM splits in NCHW. The tensor-core ones are 66 rows of two
+/// 64-pixel runs: the conv2d/choose.rs `TC_MIN_WORKGROUPS` an image.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
     (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 32, 3),  // staged tensor-core tiles, two groups
+    (32, 96, 2, 66, 3),  // staged tensor-core tiles, two groups
     (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
     (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
-    (3, 20, 1, 46, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
+    (3, 20, 1, 66, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
-    (16, 5, 1, 5, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
-    (32, 96, 2, 32, 1),  // direct tensor-core tiles, one tap
-    (32, 20, 1, 24, 3),  // staged 32-channel tensor-core tiles
-    (16, 64, 1, 20, 5),  // staged, 32-byte pixels (5x5)
-    (16, 64, 1, 20, 7),  // staged, one patch buffer (7x7)
+    (16, 5, 1, 66, 3),   // narrow; 32-channel tensor-core tiles, odd outputs
+    (32, 96, 2, 66, 1),  // direct tensor-core tiles, one tap
+    (32, 20, 1, 66, 3),  // staged 32-channel tensor-core tiles
+    (16, 64, 1, 66, 5),  // staged, 32-byte pixels (5x5)
+    (16, 64, 1, 66, 7),  // staged, one patch buffer (7x7)
     (16, 64, 1, 184, 3), // Winograd
     (256, 64, 1, 7, 3),  // split reduction (NCHW)
 ];
@@ -1258,8 +1259,10 @@ fn few_output_convolutions_take_their_kernels() {
         (f32, tc, 64, 32, 184, "vec4 32 x 128"),
         (f32, tc, 64, 20, 184, "vec4 32 x 128"),
         (f16, no_tc, 64, 32, 184, "vec4 32 x 128"),
-        (f16, tc, 64, 32, 9, "tensor cores staged x32"),
-        (f16, tc, 64, 48, 9, "tensor cores staged"),
+        (f16, tc, 64, 32, 184, "tensor cores staged x32"),
+        (f16, tc, 64, 48, 184, "tensor cores staged"),
+        // A small map leaves the tensor cores (TC_MIN_WORKGROUPS).
+        (f16, tc, 64, 32, 9, "split reduction"),
         // An RGB head (fewer than 16 input channels) takes the blocked
         // copy's kernel.
         (f16, tc, 3, 32, 184, "tensor cores blocked x32"),
@@ -1665,10 +1668,9 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
     }
 }
 
-/// An ONNX model as PyTorch exports it (NCHW, squeezenet 1.1): in float16
-/// on a target with tensor cores its convolutions take the tensor-core
-/// kernels, which serve NHWC only, as the layout pass (`ml/layout`) runs
-/// them in NHWC.
+/// An ONNX model as PyTorch exports it (NCHW, squeezenet 1.1) runs its
+/// convolutions in NHWC (`ml/layout`), which the tensor-core kernels serve
+/// only; in float16, NCHW convolutions on a map large enough take them.
 #[test]
 fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
     let path = concat!(
@@ -1676,10 +1678,11 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
         "/tests/data/onnx/torch/squeezenet1_1_dynamo/model.onnx"
     );
     let model = crate::models::load(path).unwrap();
-    let graph = model
+    let built = model
         .build_with(&Context::cpu(), None, crate::ml::Precision::F16)
         .unwrap();
-    let ir = &graph.inner.ir;
+    let ir = &built.inner.ir;
+    let mut convs = 0;
     for node in &ir.nodes {
         let layout = match &node.op {
             Op::Conv2d(o) => o.input_layout,
@@ -1688,16 +1691,33 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
             _ => continue,
         };
         assert_eq!(layout, InputLayout::Nhwc, "{}", ir.describe(node));
+        convs += 1;
     }
-    let recorded = record(ir, TARGETS[0]).unwrap();
-    let convs: Vec<&str> = recorded
+    assert!(convs >= 20, "{convs} convolutions");
+    // Its maps (55 x 55 and less past the stem) are below the tensor
+    // cores' TC_MIN_WORKGROUPS (ml/gpu/conv2d/choose.rs); three NCHW
+    // convolutions written as an exporter writes them, on a 66 x 66 map,
+    // reach them.
+    let ctx = Context::cpu();
+    let chain = graph(&ctx, |b| {
+        let dt = DataType::Float16;
+        let mut x = b.input("x", desc(dt, &[1, 64, 66, 66]))?;
+        for _ in 0..3 {
+            let f = zeros(b, dt, &[64, 64, 3, 3]);
+            let options = Conv2dOptions {
+                padding: [1; 4],
+                ..Conv2dOptions::new()
+            };
+            x = b.relu(&b.conv2d(&x, &f, None, options)?)?;
+        }
+        Ok(x)
+    });
+    let kernels: Vec<&str> = record(&chain, TARGETS[0])
+        .unwrap()
         .iter()
         .filter_map(|k| conv_kernel(&k.source))
         .collect();
-    assert!(convs.len() >= 20, "{convs:?}");
-    // Small images take other kernels (ml/gpu/conv2d/choose.rs chooses).
-    let tensor_cores = convs.iter().filter(|k| k.starts_with("tensor cores"));
-    assert!(tensor_cores.count() >= 1, "{convs:?}");
+    assert_eq!(kernels, ["tensor cores staged"; 3], "{kernels:?}");
 }
 
 /// One convolution of the kernel-choice table.
