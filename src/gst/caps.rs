@@ -290,11 +290,17 @@ pub fn readable_by_peer(element: &gst::Element, caps: gst::Caps) -> gst::Caps {
     if names_textures(&peer.query_caps(None)) {
         return caps;
     }
+    without_textures(&caps)
+}
+
+/// `caps` without the structures whose features may be
+/// `memory:WgpuTexture` (ANY features included).
+pub fn without_textures(caps: &gst::CapsRef) -> gst::Caps {
     let mut out = gst::Caps::new_empty();
     {
         let out = out.get_mut().expect("a new caps is writable");
         for (s, f) in caps.iter_with_features() {
-            if f.is_any() || !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
+            if !f.contains(CAPS_FEATURE_WGPU_TEXTURE) {
                 out.append_structure_full(s.to_owned(), Some(f.to_owned()));
             }
         }

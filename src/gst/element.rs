@@ -225,16 +225,7 @@ impl Processing {
             return out;
         }
         self.explain_refused_textures(element, caps, filter);
-        let mut system = gst::Caps::new_empty();
-        {
-            let system = system.get_mut().expect("a new caps is writable");
-            for (s, f) in out.iter_with_features() {
-                if !f.contains(crate::gst::frame_meta::CAPS_FEATURE_WGPU_TEXTURE) {
-                    system.append_structure_full(s.to_owned(), Some(f.to_owned()));
-                }
-            }
-        }
-        system
+        crate::gst::caps::without_textures(&out)
     }
 
     /// Logs that texture caps are refused because the element runs on the

@@ -113,7 +113,7 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
     let params_wgsl = include_str!("matmul_params.wgsl");
     let kernel = ProductKernel::choose(p.m, (p.b.1, p.b.2));
     let spec = Specialization::new();
-    let (source, spec, workgroups, workgroup_size) = match kernel {
+    let (source, spec, workgroups) = match kernel {
         ProductKernel::Matvec { along_k } => (
             format!("{params_wgsl}{}", include_str!("matvec.wgsl")),
             spec.bool("ALONG_K", along_k).code(bindings),
@@ -122,7 +122,6 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
                 p.m.div_ceil(MATVEC_ROWS) as u32,
                 batches as u32,
             ],
-            256,
         ),
         ProductKernel::Tiled => (
             format!("{params_wgsl}{}", include_str!("matmul.wgsl")),
@@ -132,7 +131,6 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
                 p.m.div_ceil(TILE) as u32,
                 batches as u32,
             ],
-            256,
         ),
     };
     l.kernel(Kernel {
@@ -147,7 +145,7 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
         inputs,
         outputs: vec![y],
         workgroups,
-        workgroup_size,
+        workgroup_size: 256,
     })
 }
 

@@ -19,6 +19,14 @@ const TK: u32 = 16u;
 var<workgroup> tile_a: array<f32, 512>; // [TM][TK]
 var<workgroup> tile_b: array<f32, 512>; // [TK][TN]
 
+fn store(z: u32, i: u32, j: u32, acc: f32) {
+    let m = params.m;
+    let n = params.n;
+    if i < m && j < n {
+        y[(z * m + i) * n + j] = T(act(params.alpha * acc + bias(i, j)));
+    }
+}
+
 @compute @workgroup_size(16, 16)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,

@@ -28,13 +28,3 @@ fn batch_offsets(z: u32) -> vec2<u32> {
     }
     return off;
 }
-
-// Writes y[z][i][j] from its sum: alpha, the bias (gemm's beta * c) and the
-// activations, nothing outside the matrix (matmul.wgsl, matmul_coop.wgsl).
-fn store(z: u32, i: u32, j: u32, acc: f32) {
-    let m = params.m;
-    let n = params.n;
-    if i < m && j < n {
-        y[(z * m + i) * n + j] = T(act(params.alpha * acc + bias(i, j)));
-    }
-}

@@ -232,20 +232,13 @@ impl Spec {
     /// ranges are not in the graph: this runs on each frame's candidates,
     /// the only values the decoders read back. The slack covers float16.
     pub fn check_scores(&self, model: &Path, candidates: &[Candidate]) -> Result<()> {
-        let raw_is_score = match &self.scheme {
-            Scheme::Ssd { options, .. } => !options.sigmoid_score,
-            Scheme::Yolo { .. } => true,
-        };
-        let Some(c) = candidates
-            .iter()
-            .filter(|_| raw_is_score)
-            .find(|c| c.raw > 1.0 + MAX_SCORE_SLACK)
-        else {
-            return Ok(());
-        };
-        let decoder = match self.scheme {
+        let decoder = match &self.scheme {
+            Scheme::Ssd { options, .. } if options.sigmoid_score => return Ok(()),
             Scheme::Ssd { .. } => "ssd-anchors",
             Scheme::Yolo { .. } => "yolo",
+        };
+        let Some(c) = candidates.iter().find(|c| c.raw > 1.0 + MAX_SCORE_SLACK) else {
+            return Ok(());
         };
         Err(Error::invalid(format!(
             "{}: decoder {decoder}: box {} scores {} for class {}, but scores read in this \
