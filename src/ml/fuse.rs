@@ -36,8 +36,8 @@ use super::ops::{
 };
 use super::shape::{conv_filter_ochw, nchw};
 
-/// Every fusion, once NCHW regions worth it run in NHWC (`ml/layout`:
-/// the fast conv2d kernels are NHWC ones), after 1x1 convolutions of upsampled tensors swap places
+/// Every fusion, once the NCHW regions worth it on the context run in NHWC
+/// (`ml/layout`: the float16 tensor cores are NHWC kernels), after 1x1 convolutions of upsampled tensors swap places
 /// with their upsample (`fuse/resample_swap.rs`, on the graph as written);
 /// activations first (those written long-hand, such as SiLU's sigmoid ->
 /// mul, made one node each by `fuse/activation_patterns.rs`; so an `add`
@@ -50,8 +50,8 @@ use super::shape::{conv_filter_ochw, nchw};
 /// upsamples into the conv2d nodes that are left; and last, float casts of
 /// a conv2d's result into the conv2d (`fuse/cast.rs`), once its residual
 /// is known.
-pub(crate) fn fuse(ir: GraphIr) -> GraphIr {
-    let ir = super::layout::to_nhwc(ir);
+pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
+    let ir = super::layout::to_nhwc(ir, layout);
     let ir = resample_swap::swap_resample_pointwise(ir);
     let ir = fuse_activations(activation_patterns::fuse_activation_patterns(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));

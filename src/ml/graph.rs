@@ -44,7 +44,8 @@ impl Graph {
     /// for: `precision` only records it), fused and compiled.
     pub(crate) fn build_as(context: &Context, ir: GraphIr, precision: Precision) -> Result<Graph> {
         let written_nodes = ir.nodes.len();
-        Graph::compile(context, fuse::fuse(ir), written_nodes, precision)
+        let layout = super::layout::Policy::for_context(context);
+        Graph::compile(context, fuse::fuse(ir, layout), written_nodes, precision)
     }
 
     /// `ir` compiled as written, without fusion or the layout pass: the

@@ -31,6 +31,7 @@ mod transpose;
 use std::sync::{Arc, Mutex};
 
 pub(crate) use backend::GpuBackend;
+pub(crate) use conv2d::tensor_cores_fill;
 use lower::{Lowering, Slot, Step};
 
 use crate::error::{Error, Result};

@@ -3,6 +3,7 @@
 use super::perm;
 use crate::ml::graph_ir::{GraphIr, Node};
 use crate::ml::ops::{InputLayout, Op};
+use crate::ml::DataType;
 
 /// A node as it runs in an NHWC region.
 #[derive(Clone, Debug)]
@@ -137,4 +138,30 @@ fn nhwc_op(ir: &GraphIr, node: &Node) -> Option<(Op, usize)> {
 /// Whether `op` is a convolution, which a region must hold to be converted.
 pub(super) fn is_conv(op: &Op) -> bool {
     matches!(op, Op::Conv2d(_) | Op::ConvTranspose2d(_))
+}
+
+/// Whether conv2d's choice would give `node`, once in NHWC, to the float16
+/// tensor cores (on a device that has them): an NCHW conv2d of a float16
+/// input by a constant float16 filter that fills enough of their
+/// workgroups. (The choice's other exclusions, a fused input scale, are
+/// fused after this pass.)
+pub(super) fn tensor_cores_take(ir: &GraphIr, node: &Node) -> bool {
+    let Op::Conv2d(o) = &node.op else {
+        return false;
+    };
+    let (x, filter, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let f16 = |id| ir.desc(id).data_type == DataType::Float16;
+    let shape = &ir.desc(y).shape;
+    o.input_layout == InputLayout::Nchw
+        && f16(x)
+        && f16(filter)
+        && ir.constant(filter).is_some()
+        && shape.len() == 4
+        && o.groups > 0
+        && crate::ml::gpu::tensor_cores_fill(
+            shape[0],
+            [shape[2], shape[3]],
+            shape[1] / o.groups,
+            o.groups,
+        )
 }

@@ -1,6 +1,7 @@
 //! Regions of operands that share a layout, and which of them to convert.
 
 use super::nodes::{self, Form};
+use super::Policy;
 use crate::ml::graph_ir::{GraphIr, OperandId};
 
 /// The pass's decision: which nodes run in NHWC, which operands are stored
@@ -16,19 +17,27 @@ pub(super) struct Regions {
 #[derive(Clone, Copy, Default)]
 struct Tally {
     convs: usize,
+    /// Those of `convs` the float16 tensor cores take.
+    tensor_core_convs: usize,
     transposes: usize,
 }
 
 impl Tally {
-    /// The rule of the module's documentation: fewer transposes than
-    /// convolutions.
-    fn pays(self) -> bool {
-        self.transposes < self.convs
+    /// The rules of the module's documentation.
+    fn pays(self, policy: Policy) -> bool {
+        match policy {
+            Policy::FewerTransposes => self.transposes < self.convs,
+            Policy::TensorCores => {
+                let others = self.convs - self.tensor_core_convs;
+                self.tensor_core_convs > self.transposes + others
+            }
+            Policy::Never => false,
+        }
     }
 }
 
 impl Regions {
-    pub fn find(ir: &GraphIr) -> Regions {
+    pub fn find(ir: &GraphIr, policy: Policy) -> Regions {
         let forms: Vec<Option<Form>> = ir.nodes.iter().map(|n| nodes::form(ir, n)).collect();
         let mut sets = DisjointSets::new(ir.operands.len());
         for (node, form) in ir.nodes.iter().zip(&forms) {
@@ -47,6 +56,7 @@ impl Regions {
             if let Some(form) = form {
                 let root = sets.root(node.outputs[0]);
                 tally[root].convs += nodes::is_conv(&node.op) as usize;
+                tally[root].tensor_core_convs += nodes::tensor_cores_take(ir, node) as usize;
                 for (&x, _) in node.inputs.iter().zip(&form.carried).filter(|(_, &c)| c) {
                     member[x] = true;
                 }
@@ -60,7 +70,7 @@ impl Regions {
             tally[sets.root(x)].transposes += edges.entry[x] as usize + edges.exit[x] as usize;
         }
         let flipped: Vec<bool> = (0..ir.operands.len())
-            .map(|x| member[x] && tally[sets.root(x)].pays())
+            .map(|x| member[x] && tally[sets.root(x)].pays(policy))
             .collect();
         let forms = ir
             .nodes

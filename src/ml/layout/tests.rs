@@ -4,12 +4,12 @@
 //! graph against the graph as written, unfused, on the CPU context and on
 //! the GPU (lavapipe in CI).
 
-use super::to_nhwc;
+use super::{to_nhwc, Policy};
 use crate::error::Result;
 use crate::ml::graph::Graph;
 use crate::ml::graph_ir::GraphIr;
 use crate::ml::ops::*;
-use crate::ml::{Context, GraphBuilder, Operand, OperandDescriptor, TensorDescriptor};
+use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor, TensorDescriptor};
 
 type Outputs = Result<Vec<Operand>>;
 
@@ -71,20 +71,27 @@ fn run(ctx: &Context, graph: &Graph, ir: &GraphIr) -> Vec<Vec<f32>> {
     outs.iter().map(|(_, t)| ctx.read_f32(t).unwrap()).collect()
 }
 
-/// The graph built (the pass, then fusion) computes what it computes as
-/// written, unfused, on `ctx`.
+/// The graph converted by the pass (every region that pays on the CPU
+/// converted), and the graph built for `ctx` (its context's policy, then
+/// fusion), compute what it computes as written, unfused, on `ctx`.
 fn same_results(ctx: &Context, ir: &GraphIr, what: &str) {
     let reference = run(ctx, &Graph::build_unfused(ctx, ir.clone()).unwrap(), ir);
-    let built = Graph::build(ctx, ir.clone()).unwrap();
-    let got = run(ctx, &built, ir);
-    for (k, (want, got)) in reference.iter().zip(&got).enumerate() {
-        assert_eq!(want.len(), got.len());
-        for (i, (a, b)) in want.iter().zip(got).enumerate() {
-            let tolerance = 1e-4 * a.abs().max(1.0);
-            assert!(
-                (a - b).abs() <= tolerance,
-                "{what}: output {k}[{i}] {b}, want {a}"
-            );
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
+    let graphs = [
+        ("converted", Graph::build_unfused(ctx, converted).unwrap()),
+        ("built", Graph::build(ctx, ir.clone()).unwrap()),
+    ];
+    for (how, graph) in graphs {
+        let got = run(ctx, &graph, ir);
+        for (k, (want, got)) in reference.iter().zip(&got).enumerate() {
+            assert_eq!(want.len(), got.len());
+            for (i, (a, b)) in want.iter().zip(got).enumerate() {
+                let tolerance = 1e-4 * a.abs().max(1.0);
+                assert!(
+                    (a - b).abs() <= tolerance,
+                    "{what} ({how}): output {k}[{i}] {b}, want {a}"
+                );
+            }
         }
     }
 }
@@ -181,7 +188,7 @@ fn resnet_block(b: &GraphBuilder) -> Outputs {
 #[test]
 fn a_yolo_block_runs_in_nhwc_with_a_transpose_in_and_one_out() {
     let ir = written(yolo_block);
-    let converted = to_nhwc(ir.clone());
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
     assert_eq!(nhwc_convs(&converted), 3);
     assert_eq!(count(&converted, "transpose"), 2);
     same_results_everywhere(&ir, "yolo block");
@@ -190,7 +197,7 @@ fn a_yolo_block_runs_in_nhwc_with_a_transpose_in_and_one_out() {
 #[test]
 fn a_resnet_block_keeps_one_transpose_and_flattens_by_reshape() {
     let ir = written(resnet_block);
-    let converted = to_nhwc(ir.clone());
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
     assert_eq!(nhwc_convs(&converted), 3);
     assert_eq!(count(&converted, "transpose"), 1);
     // The pooled [2, 13, 1, 1] is the same data in NHWC: a reshape takes it
@@ -212,7 +219,7 @@ fn a_graph_ending_in_a_reshape_transposes_before_it() {
         let y = conv(b, &y, 6, 1, 3)?;
         Ok(vec![b.reshape(&y, &[2, 6, 21])?])
     });
-    let converted = to_nhwc(ir.clone());
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
     assert_eq!(nhwc_convs(&converted), 3);
     assert_eq!(count(&converted, "transpose"), 2);
     let last = converted.nodes.last().unwrap();
@@ -229,7 +236,7 @@ fn a_concat_of_two_convs_moves_to_the_channel_axis_of_nhwc() {
         let cat = b.concat(&[&a, &c], 1)?;
         Ok(vec![b.softmax(&conv(b, &cat, 3, 3, 3)?, 1)?])
     });
-    let converted = to_nhwc(ir.clone());
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
     assert_eq!(nhwc_convs(&converted), 3);
     assert_eq!(count(&converted, "transpose"), 2);
     let axes = converted.nodes.iter().filter_map(|n| match n.op {
@@ -255,7 +262,7 @@ fn a_region_that_needs_as_many_transposes_as_it_has_convs_is_left_alone() {
         Ok(vec![b.relu(&conv(b, &x, 4, 3, 1)?)?])
     });
     for ir in [three_inputs, lone_conv] {
-        let converted = to_nhwc(ir.clone());
+        let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
         assert_eq!(nhwc_convs(&converted), 0);
         assert_eq!(converted.nodes.len(), ir.nodes.len());
     }
@@ -270,8 +277,67 @@ fn a_graph_without_conv_is_left_alone() {
             b.add(&b.relu(&pooled)?, &constant(b, &[1, 3, 1, 1], 1)?)?
         ])
     });
-    let converted = to_nhwc(ir.clone());
+    let converted = to_nhwc(ir.clone(), Policy::FewerTransposes);
     let ops = |ir: &GraphIr| ir.nodes.iter().map(|n| n.op.clone()).collect::<Vec<_>>();
     assert_eq!(ops(&converted), ops(&ir));
     assert_eq!(converted.operands.len(), ir.operands.len());
+}
+
+/// A chain of three float16 3x3 convolutions on `size` x `size` maps of
+/// 64 channels (constant filters), between an input and an output: two
+/// transposes.
+fn f16_chain(size: usize, images: usize) -> GraphIr {
+    written(|b| {
+        let half = |shape: &[usize], seed| {
+            let n: usize = shape.iter().product();
+            let v: Vec<half::f16> = values(n, seed)
+                .into_iter()
+                .map(half::f16::from_f32)
+                .collect();
+            b.constant(
+                OperandDescriptor::new(DataType::Float16, shape.to_vec()),
+                bytemuck::cast_slice(&v),
+            )
+        };
+        let x = b.input(
+            "x",
+            OperandDescriptor::new(DataType::Float16, [images, 64, size, size]),
+        )?;
+        let mut y = x;
+        for seed in 0..3 {
+            let o = Conv2dOptions {
+                padding: [1; 4],
+                ..Conv2dOptions::new()
+            };
+            y = b.conv2d(&y, &half(&[64, 64, 3, 3], seed)?, None, o)?;
+        }
+        Ok(vec![y])
+    })
+}
+
+#[test]
+fn on_tensor_cores_a_region_converts_where_they_take_most_of_its_convolutions() {
+    // 66 rows of two 64-pixel runs fill TC_MIN_WORKGROUPS (132): three
+    // tensor-core convolutions against two transposes.
+    let large = to_nhwc(f16_chain(66, 1), Policy::TensorCores);
+    assert_eq!(nhwc_convs(&large), 3);
+    assert_eq!(count(&large, "transpose"), 2);
+    // 16 rows an image leave them to the other kernels at batch 1 ...
+    let small = f16_chain(16, 1);
+    assert_eq!(nhwc_convs(&to_nhwc(small.clone(), Policy::TensorCores)), 0);
+    // ... which the CPU's rule converts all the same ...
+    assert_eq!(nhwc_convs(&to_nhwc(small, Policy::FewerTransposes)), 3);
+    // ... and a batch of 9 such images fills them (9 x 16 = 144 rows).
+    assert_eq!(
+        nhwc_convs(&to_nhwc(f16_chain(16, 9), Policy::TensorCores)),
+        3
+    );
+    // The same convolutions in float32, and any region under `Never`, stay.
+    assert_eq!(nhwc_convs(&to_nhwc(f16_chain(66, 1), Policy::Never)), 0);
+    let f32_chain = written(|b| {
+        let x = b.input("x", OperandDescriptor::f32([1, 64, 66, 66]))?;
+        let y = conv(b, &conv(b, &conv(b, &x, 64, 3, 1)?, 64, 3, 2)?, 64, 3, 3)?;
+        Ok(vec![y])
+    });
+    assert_eq!(nhwc_convs(&to_nhwc(f32_chain, Policy::TensorCores)), 0);
 }

@@ -62,11 +62,30 @@ pub(super) const TC_CHANNELS: usize = 16;
 /// 7x7x512 took 0.277 ms in 56 tensor-core workgroups against 0.041 on the
 /// split-reduction GEMM in float32, and the model 3.64 ms against 1.41
 /// before; YOLOv8n's 3x3 stride-2 40x40x128 -> 20x20x256 took 0.099 ms in
-/// 80. Counted per image, as the small-map rule, so that a batch takes
-/// the kernels its images take alone.
+/// 80. Counted over the batch, unlike the float32 rules below: float16
+/// already rounds a batch apart from its images alone (tests/models/
+/// batched.rs), and a batch of small maps fills the GPU. On an H200 with
+/// the tensor cores on every float16 conv, YOLOv8n at batch 32 took 0.592
+/// ms an image against 0.897 with this threshold counted per image, and
+/// ResNet-50 0.360 against 0.732.
 pub(super) const TC_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
 /// Output channels of the tensor cores' widest tile (4 blocks of 16).
 const TC_TILE_CHANNELS: usize = 64;
+
+/// Whether a float16 convolution of `images` output maps of `oh` x `ow`
+/// and `groups` groups of `ocg` outputs fills [`TC_MIN_WORKGROUPS`]
+/// tensor-core workgroups: the tensor cores' part of [`choose`], which the
+/// layout pass (`ml/layout`) asks too before it runs a region in NHWC.
+pub(crate) fn tensor_cores_fill(
+    images: usize,
+    [oh, ow]: [usize; 2],
+    ocg: usize,
+    groups: usize,
+) -> bool {
+    let workgroups =
+        images * oh * ow.div_ceil(DIRECT_TILE_PIXELS) * ocg.div_ceil(TC_TILE_CHANNELS) * groups;
+    workgroups >= TC_MIN_WORKGROUPS
+}
 
 /// A convolution as the choice reads it: plain numbers and flags, per
 /// group where it says so, with any fused upsample applied to the input.
@@ -227,14 +246,12 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
         .map(|sp| sp.rows(s.kw, s.strides[1], s.dilations[1], s.ow));
     // ... except on tensor cores in float16, where the staged kernel with a
     // 16-channel tile takes those of more than SPLIT_TC_MAX_OUTPUTS.
-    let tc_workgroups =
-        s.oh * s.ow.div_ceil(DIRECT_TILE_PIXELS) * s.ocg.div_ceil(TC_TILE_CHANNELS) * s.groups;
     let tensor_cores = s.input_f16
         && s.filter_f16
         && t.f16_tensor_cores
         && !s.has_scale
         && s.nhwc
-        && tc_workgroups >= TC_MIN_WORKGROUPS;
+        && tensor_cores_fill(s.images, [s.oh, s.ow], s.ocg, s.groups);
     let few_staged = tensor_cores
         && split.is_some()
         && s.ocg > SPLIT_TC_MAX_OUTPUTS
@@ -603,6 +620,12 @@ mod tests {
             chosen(f16(conv(64, 64, 3, 65)), TC),
             ConvKernel::VecGemm(_)
         ));
+        // ... counted over the batch: two images of 65 rows fill 260.
+        let two = ConvShape {
+            images: 2,
+            ..f16(conv(64, 64, 3, 65))
+        };
+        assert!(matches!(chosen(two, TC), ConvKernel::CoopStaged(..)));
         // A fused residual: the blocked copy's kernel.
         let residual = ConvShape {
             has_residual: true,

@@ -34,6 +34,8 @@ mod tables;
 mod upsampled;
 mod winograd;
 
+pub(crate) use choose::tensor_cores_fill;
+
 #[cfg(test)]
 pub(super) use coop_blocked::Blocked;
 #[cfg(test)]
