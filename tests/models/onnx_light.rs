@@ -60,6 +60,18 @@ fn the_light_model_zoo_matches_on_the_cpu_context() {
     ctx.destroy();
 }
 
+/// AlexNet, ZFNet-512 and VGG-19 build their fully connected weights with
+/// ConstantOfShape at load (VGG-19's first: 102,760,448 elements), past the
+/// 2^24 elements that once bounded constants built at load.
+#[test]
+fn the_light_models_that_build_large_constants_match_on_the_cpu_context() {
+    let ctx = Context::cpu();
+    for name in ["bvlc_alexnet", "zfnet512", "vgg19"] {
+        assert!(run(&ctx, name) <= 1e-4, "light_{name}");
+    }
+    ctx.destroy();
+}
+
 /// The smaller architectures on the GPU context (software Vulkan in CI runs
 /// the rest too slowly to be worth it: the CPU test covers their import).
 #[test]
