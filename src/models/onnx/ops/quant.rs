@@ -42,7 +42,7 @@ pub(super) const CONTRIB: &[Entry] = &[
 ];
 
 /// The domain of [`CONTRIB`].
-pub(super) const CONTRIB_DOMAIN: &str = "com.microsoft";
+pub(in crate::models::onnx) const CONTRIB_DOMAIN: &str = "com.microsoft";
 
 /// A tensor's quantization: its scale and zero point, one each or one per
 /// index of `axis`, and the integer range of its type.
@@ -483,12 +483,12 @@ fn qlinear_pool<'s>(
         return Err(wr.err("channels_last is not supported"));
     }
     let x = real_in(wr, inputs, 0, 1)?;
-    let pool: Write = if n.op_type() == "QLinearGlobalAveragePool" {
+    let write: Write = if n.op_type() == "QLinearGlobalAveragePool" {
         pool::global_pool
     } else {
         pool::pool
     };
-    let y = pool(wr, n, attrs, &[Some(x)])?;
+    let y = write(wr, n, attrs, &[Some(x)])?;
     quantized_out(wr, inputs, &y, 3)
 }
 

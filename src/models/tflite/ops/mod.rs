@@ -158,19 +158,22 @@ impl<'s, 'a> Writer<'s, 'a> {
                 data.len()
             )));
         }
+        if let Some(q) = quantization {
+            // Integers (int8, uint8, int32 biases) as the real values they
+            // stand for, once, at load.
+            let raw: Vec<f32> = match file_type {
+                fb::TensorType::INT8 => data.iter().map(|&b| f32::from(b as i8)).collect(),
+                fb::TensorType::UINT8 => data.iter().map(|&b| f32::from(b)).collect(),
+                _ => bytemuck::pod_collect_to_vec::<u8, i32>(data)
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
+            };
+            let values = self.msg(q.dequantize(&shape, &raw))?;
+            self.finite(index, &values)?;
+            return Ok(Some((shape, Values::F32(values))));
+        }
         let values = match file_type {
-            _ if quantization.is_some() => {
-                let raw: Vec<f32> = match file_type {
-                    fb::TensorType::INT8 => data.iter().map(|&b| f32::from(b as i8)).collect(),
-                    fb::TensorType::UINT8 => data.iter().map(|&b| f32::from(b)).collect(),
-                    _ => bytemuck::pod_collect_to_vec::<u8, i32>(data)
-                        .iter()
-                        .map(|&v| v as f32)
-                        .collect(),
-                };
-                let q = quantization.unwrap_or_else(|| unreachable!());
-                Values::F32(self.msg(q.dequantize(&shape, &raw))?)
-            }
             fb::TensorType::INT64 => {
                 let wide: Vec<i64> = bytemuck::pod_collect_to_vec(data);
                 let narrow = wide
