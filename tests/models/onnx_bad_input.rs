@@ -160,7 +160,11 @@ fn unknown_domain() {
 /// quantizer writes are read; the message lists them.
 #[test]
 fn contrib_operator_outside_the_quantized_ones() {
-    let mut m = model(vec![node("FusedConv", "fused", &["x"], &["y"])], vec![], "y");
+    let mut m = model(
+        vec![node("FusedConv", "fused", &["x"], &["y"])],
+        vec![],
+        "y",
+    );
     m.graph.as_mut().unwrap().node[0].domain = Some("com.microsoft".into());
     m.opset_import.push(OperatorSetIdProto {
         domain: Some("com.microsoft".into()),
@@ -186,11 +190,18 @@ fn blocked_quantization() {
         i: Some(2),
         ..Default::default()
     });
-    let m = model(vec![q], vec![floats("scale", &[1, 2, 2, 4], vec![0.5; 16])], "y");
+    let m = model(
+        vec![q],
+        vec![floats("scale", &[1, 2, 2, 4], vec![0.5; 16])],
+        "y",
+    );
     load_err(
         "blocked",
         &m,
-        &["node 'quant'", "block_size 2: blocked quantization is not supported"],
+        &[
+            "node 'quant'",
+            "block_size 2: blocked quantization is not supported",
+        ],
     );
 }
 
@@ -477,7 +488,10 @@ fn tile_repeats_that_overflow() {
 fn folded_constant_whose_size_overflows() {
     crate::bad_input::fuzz_finding_fails(
         "onnx_folded_shape_overflow.onnx",
-        &["Transpose", "past the bound on constants built at load (134217728 elements: 1 GiB"],
+        &[
+            "Transpose",
+            "past the bound on constants built at load (134217728 elements: 1 GiB",
+        ],
     );
 }
 
@@ -487,7 +501,10 @@ fn folded_constant_whose_size_overflows() {
 fn constant_of_shape_too_large_to_fold() {
     crate::bad_input::fuzz_finding_fails(
         "onnx_huge_folded_constant.onnx",
-        &["ConstantOfShape", "past the bound on constants built at load (134217728 elements: 1 GiB"],
+        &[
+            "ConstantOfShape",
+            "past the bound on constants built at load (134217728 elements: 1 GiB",
+        ],
     );
 }
 

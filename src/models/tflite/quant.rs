@@ -49,7 +49,9 @@ pub(super) fn of(t: &fb::Tensor<'_>) -> std::result::Result<Option<Quant>, Strin
         }
     };
     if let Some(bad) = scale.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
-        return Err(format!("has quantization scale {bad}, not a positive number"));
+        return Err(format!(
+            "has quantization scale {bad}, not a positive number"
+        ));
     }
     let zero: Vec<f32> = match q.zero_point() {
         Some(z) if z.len() == scale.len() => z.iter().map(|v| v as f32).collect(),
@@ -62,8 +64,12 @@ pub(super) fn of(t: &fb::Tensor<'_>) -> std::result::Result<Option<Quant>, Strin
         }
         _ => vec![0.0; scale.len()],
     };
-    let axis = usize::try_from(q.quantized_dimension())
-        .map_err(|_| format!("quantized dimension {} is negative", q.quantized_dimension()))?;
+    let axis = usize::try_from(q.quantized_dimension()).map_err(|_| {
+        format!(
+            "quantized dimension {} is negative",
+            q.quantized_dimension()
+        )
+    })?;
     Ok(Some(Quant {
         scale,
         zero,

@@ -23,9 +23,9 @@ use super::fold::Fold::{self, Always, Cheap, Consts, Never};
 use super::graph::{Attrs, Value, Writer};
 use super::proto;
 use super::tensor::{Const, Elem};
-pub(super) use quant::CONTRIB_DOMAIN;
 use crate::error::Result;
 use crate::ml::{DataType, Operand};
+pub(super) use quant::CONTRIB_DOMAIN;
 
 /// Writes a node as builder calls: the writer, the node, its attributes and
 /// its inputs (`None`: an optional input left out).
@@ -281,7 +281,9 @@ mod tests {
     #[test]
     fn the_registry_is_sorted_and_each_operator_is_in_it_once() {
         assert!(REGISTRY.windows(2).all(|w| w[0].op < w[1].op));
-        assert!(NAMES.iter().all(|n| entry("", n).is_some_and(|e| e.op == *n)));
+        assert!(NAMES
+            .iter()
+            .all(|n| entry("", n).is_some_and(|e| e.op == *n)));
         assert!(quant::CONTRIB.windows(2).all(|w| w[0].op < w[1].op));
         assert!(CONTRIB_NAMES
             .iter()

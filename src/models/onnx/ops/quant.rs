@@ -22,8 +22,8 @@ use crate::ml::{DataType, Operand};
 use crate::models::onnx::fold::{get, norm_axis, Args, Fold::Never, Msg};
 use crate::models::onnx::graph::{Attrs, Value, Writer};
 use crate::models::onnx::proto;
-use crate::models::quantize::{range, to_grid};
 use crate::models::onnx::tensor::{Const, Elem};
+use crate::models::quantize::{range, to_grid};
 
 /// onnxruntime's quantized operators of the `com.microsoft` domain that
 /// wgnn reads, sorted by name. Each one's inputs are (x, scale, zero point)
@@ -31,13 +31,13 @@ use crate::models::onnx::tensor::{Const, Elem};
 #[rustfmt::skip]
 pub(super) const CONTRIB: &[Entry] = &[
     super::op("QGemm", Never, qgemm),
-    super::op("QLinearAdd", Never, qlinear_binary),
+    super::op("QLinearAdd", Never, qlinear_elementwise),
     super::op("QLinearAveragePool", Never, qlinear_pool),
     super::op("QLinearConcat", Never, qlinear_concat),
     super::op("QLinearGlobalAveragePool", Never, qlinear_pool),
-    super::op("QLinearLeakyRelu", Never, qlinear_unary),
-    super::op("QLinearMul", Never, qlinear_binary),
-    super::op("QLinearSigmoid", Never, qlinear_unary),
+    super::op("QLinearLeakyRelu", Never, qlinear_elementwise),
+    super::op("QLinearMul", Never, qlinear_elementwise),
+    super::op("QLinearSigmoid", Never, qlinear_elementwise),
     super::op("QLinearSoftmax", Never, qlinear_softmax),
 ];
 
@@ -233,7 +233,9 @@ fn quantized_elem(attrs: &Attrs<'_>, zero: Option<&Const>) -> std::result::Resul
 fn refuse_blocks(attrs: &Attrs<'_>) -> std::result::Result<(), String> {
     match attrs.int("block_size", 0) {
         0 => Ok(()),
-        b => Err(format!("block_size {b}: blocked quantization is not supported")),
+        b => Err(format!(
+            "block_size {b}: blocked quantization is not supported"
+        )),
     }
 }
 
@@ -274,7 +276,8 @@ pub(super) fn quantize_linear<'s>(
             elem.name()
         )));
     }
-    Ok(wr.one(quantize(wr, &x, &q)?))
+    let y = quantize(wr, &x, &q)?;
+    Ok(wr.one(y))
 }
 
 pub(super) fn dequantize_linear<'s>(
@@ -309,7 +312,8 @@ fn quantized_out(
         .ok_or_else(|| wr.err("the float operator wrote nothing"))?;
     let y = wr.operand(y)?;
     let q = quant_in(wr, inputs, s, s + 1, 1, y.shape().len())?;
-    Ok(wr.one(quantize(wr, &y, &q)?))
+    let y = quantize(wr, &y, &q)?;
+    Ok(wr.one(y))
 }
 
 /// A bias of int32 values in units of `x_scale * w_scale[channel]`, as floats.
@@ -394,41 +398,33 @@ fn qgemm<'s>(
     }
 }
 
-/// QLinearAdd and QLinearMul: (a triple), (b triple), c scale, c zero.
-fn qlinear_binary<'s>(
-    wr: &mut Writer<'s>,
-    n: &'s proto::NodeProto,
-    _attrs: &Attrs<'_>,
-    inputs: &[Option<Value>],
-) -> Result<Vec<Value>> {
-    let a = real_in(wr, inputs, 0, 1)?;
-    let c = real_in(wr, inputs, 3, 1)?;
-    let (a, c) = (wr.operand(&a)?, wr.operand(&c)?);
-    let b = wr.b;
-    let y = wr.ctx(if n.op_type() == "QLinearMul" {
-        b.mul(&a, &c)
-    } else {
-        b.add(&a, &c)
-    })?;
-    quantized_out(wr, inputs, &[wr.computed(y)], 6)
-}
-
+/// QLinearAdd and QLinearMul: (a triple), (b triple), c scale, c zero;
 /// QLinearSigmoid and QLinearLeakyRelu: (x triple), y scale, y zero.
-fn qlinear_unary<'s>(
+fn qlinear_elementwise<'s>(
     wr: &mut Writer<'s>,
     n: &'s proto::NodeProto,
     attrs: &Attrs<'_>,
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
-    let x = real_in(wr, inputs, 0, 1)?;
-    let x = wr.operand(&x)?;
+    let a = real_in(wr, inputs, 0, 1)?;
+    let a = wr.operand(&a)?;
     let b = wr.b;
-    let y = wr.ctx(if n.op_type() == "QLinearSigmoid" {
-        b.sigmoid(&x)
-    } else {
-        b.leaky_relu(&x, attrs.float("alpha", 0.01))
-    })?;
-    quantized_out(wr, inputs, &[wr.computed(y)], 3)
+    let (y, out) = match n.op_type() {
+        "QLinearAdd" | "QLinearMul" => {
+            let c = real_in(wr, inputs, 3, 1)?;
+            let c = wr.operand(&c)?;
+            let y = if n.op_type() == "QLinearMul" {
+                b.mul(&a, &c)
+            } else {
+                b.add(&a, &c)
+            };
+            (y, 6)
+        }
+        "QLinearSigmoid" => (b.sigmoid(&a), 3),
+        _ => (b.leaky_relu(&a, attrs.float("alpha", 0.01)), 3),
+    };
+    let y = wr.ctx(y)?;
+    quantized_out(wr, inputs, &[wr.computed(y)], out)
 }
 
 /// QLinearConcat: y scale, y zero, then a triple per input.

@@ -208,9 +208,8 @@ impl<'s, 'a> Writer<'s, 'a> {
 
     /// The quantization of tensor `index`, `None` for a float one.
     fn quant(&self, index: usize) -> Result<Option<Quant>> {
-        quant::of(&self.graph.tensors.get(index)).map_err(|e| {
-            self.err(format!("tensor {index} '{}' {e}", self.tensor_name(index)))
-        })
+        quant::of(&self.graph.tensors.get(index))
+            .map_err(|e| self.err(format!("tensor {index} '{}' {e}", self.tensor_name(index))))
     }
 
     fn msg<T>(&self, r: std::result::Result<T, String>) -> Result<T> {
