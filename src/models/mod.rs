@@ -8,6 +8,7 @@
 mod batch;
 pub mod onnx;
 mod precision;
+mod quantize;
 mod tfjs;
 mod tflite;
 

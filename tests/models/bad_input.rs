@@ -169,17 +169,18 @@ fn tflite_shapes_that_do_not_chain() {
     );
 }
 
-/// An int8 model (tests/data/tflite/bad, written by make_references.py, which
-/// LiteRT runs): refused up front, naming the first quantized tensor.
+/// A 16x8-quantized model (tests/data/tflite/bad, written by
+/// make_references.py, which LiteRT runs): int8 and uint8 models are read,
+/// an int16 one is refused up front, naming the first int16 tensor.
 #[test]
-fn tflite_quantized_model() {
-    let path = common::root().join("tests/data/tflite/bad/quantized_int8.tflite");
+fn tflite_int16_quantized_model() {
+    let path = common::root().join("tests/data/tflite/bad/quantized_int16.tflite");
     assert_has(
         &load_err(&path),
         &[
-            "tensor 0 'image_int8'",
-            "is quantized (INT8, scale 0.02, zero point 0)",
-            "quantized models are not supported",
+            "tensor 0 'image_int16'",
+            "is quantized as INT16 (scale 0.02)",
+            "wgnn reads int8 and uint8 quantized tensors",
         ],
     );
 }

@@ -15,6 +15,7 @@ mod face_detect;
 mod face_refs;
 mod fusion;
 mod golden;
+mod int8;
 mod litert_refs;
 mod load;
 mod mediapipe;

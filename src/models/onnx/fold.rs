@@ -17,20 +17,34 @@ use crate::error::Result;
 /// import fast and the file's constants shared.
 pub(super) const CHEAP: usize = 1 << 16;
 
-/// The most elements a folded constant may have. Folding runs at load time
-/// on the host: shape arithmetic and small tables, never a tensor the size
-/// of an activation map in a real model; past this a model is refused
-/// rather than allocating gigabytes (found by fuzz/ `onnx_structured`).
-const MAX_FOLDED: usize = 1 << 24;
+/// The most bytes a constant built at load (folded, ConstantOfShape, Range,
+/// Expand) may take on the host. Folding runs at load time: shape arithmetic
+/// and small tables, but also the weights of models that build them
+/// (ONNX's light model zoo fills VGG-19's 102,760,448-element first
+/// classifier weight with ConstantOfShape: 822 MB at 8 bytes). 1 GiB is what
+/// any machine that runs such a model can afford for one tensor; past it a
+/// model is refused rather than allocating gigabytes (found by fuzz/
+/// `onnx_structured` and `onnx`).
+const MAX_FOLDED_BYTES: usize = 1 << 30;
+
+/// Bytes the host holds per element of a folded constant at most: int64
+/// values and the index tables of gathers are 8 bytes.
+const HELD_BYTES: usize = 8;
 
 /// The element count of a folded result of `shape`, if it is within
-/// [`MAX_FOLDED`].
+/// [`MAX_FOLDED_BYTES`].
 pub(super) fn folded_len(shape: &[usize]) -> std::result::Result<usize, String> {
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .filter(|&n| n <= MAX_FOLDED)
-        .ok_or_else(|| format!("a constant of shape {shape:?} would exceed {MAX_FOLDED} elements"))
+        .filter(|&n| n <= MAX_FOLDED_BYTES / HELD_BYTES)
+        .ok_or_else(|| {
+            format!(
+                "a constant of shape {shape:?} is past the bound on constants built at load \
+                 ({} elements: 1 GiB at 8 bytes each)",
+                MAX_FOLDED_BYTES / HELD_BYTES
+            )
+        })
 }
 
 pub(super) type Msg = std::result::Result<Vec<Const>, String>;

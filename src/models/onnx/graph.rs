@@ -306,7 +306,8 @@ impl<'s> Writer<'s> {
 
     fn write_node(&mut self, n: &'s proto::NodeProto, index: usize) -> Result<()> {
         let domain = n.domain();
-        if !(domain.is_empty() || domain == "ai.onnx") {
+        let default = domain.is_empty() || domain == "ai.onnx";
+        if !default && domain != ops::CONTRIB_DOMAIN {
             let version = self
                 .src
                 .domain_versions
@@ -315,13 +316,22 @@ impl<'s> Writer<'s> {
                 .unwrap_or_default();
             self.location = describe(n, index, version);
             return Err(self.err(format!(
-                "domain '{domain}' is not supported (only the default ai.onnx domain is)"
+                "domain '{domain}' is not supported (only the default ai.onnx domain and \
+                 onnxruntime's quantized operators of {} are)",
+                ops::CONTRIB_DOMAIN
             )));
         }
         self.location = describe(n, index, self.src.opset);
         self.b.note_origin(&self.location);
-        let Some(entry) = ops::entry(n.op_type()) else {
-            return Err(self.err("operator not supported"));
+        let Some(entry) = ops::entry(domain, n.op_type()) else {
+            if default {
+                return Err(self.err("operator not supported"));
+            }
+            return Err(self.err(format!(
+                "operator not supported (of {}, wgnn reads {})",
+                ops::CONTRIB_DOMAIN,
+                ops::CONTRIB_NAMES.join(", ")
+            )));
         };
         if self.folded.contains(&index) {
             // A BatchNormalization folded into the Conv that writes its input:

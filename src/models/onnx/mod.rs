@@ -41,6 +41,10 @@ use tensor::{Const, Elem};
 /// two lists differ), and the fuzz target `onnx_structured` picks from it.
 pub const OPS: &[&str] = &ops::NAMES;
 
+/// The operators of onnxruntime's `com.microsoft` domain the importer reads
+/// (the quantized ones its quantizer writes), sorted.
+pub const CONTRIB_OPS: &[&str] = &ops::CONTRIB_NAMES;
+
 /// The oldest default-domain opset accepted: opset 7 introduced numpy
 /// broadcasting everywhere and dropped the legacy `broadcast`/`consumed_inputs`
 /// attributes, so every op below has one meaning per version range from here.

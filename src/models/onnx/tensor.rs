@@ -23,6 +23,8 @@ pub(crate) enum Elem {
     I32,
     Bool,
     U8,
+    /// Quantized weights and zero points; held as int32 when a graph value.
+    I8,
 }
 
 impl Elem {
@@ -35,9 +37,11 @@ impl Elem {
             Ok(T::Int32) => Elem::I32,
             Ok(T::Bool) => Elem::Bool,
             Ok(T::Uint8) => Elem::U8,
+            Ok(T::Int8) => Elem::I8,
             Ok(t) => {
                 return Err(format!(
-                    "type {} is not supported (float, float16, int64, int32, bool and uint8 are)",
+                    "type {} is not supported (float, float16, int64, int32, int8, uint8 and \
+                     bool are)",
                     t.as_str_name()
                 ))
             }
@@ -50,7 +54,7 @@ impl Elem {
         match self {
             Elem::F32 => DataType::Float32,
             Elem::F16 => DataType::Float16,
-            Elem::I64 | Elem::I32 => DataType::Int32,
+            Elem::I64 | Elem::I32 | Elem::I8 => DataType::Int32,
             Elem::Bool | Elem::U8 => DataType::Uint8,
         }
     }
@@ -68,12 +72,13 @@ impl Elem {
             Elem::I32 => "int32",
             Elem::Bool => "bool",
             Elem::U8 => "uint8",
+            Elem::I8 => "int8",
         }
     }
 }
 
 /// Values of a host tensor: floats (float16 held as the f32 it converts to
-/// exactly) or integers (int64, int32, bool and uint8 alike).
+/// exactly) or integers (int64, int32, int8, bool and uint8 alike).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Data {
     F(Vec<f32>),
@@ -245,6 +250,7 @@ pub(crate) fn decode(
                     .collect(),
             ),
             Elem::Bool | Elem::U8 => Data::I(raw.iter().map(|&b| i64::from(b)).collect()),
+            Elem::I8 => Data::I(raw.iter().map(|&b| i64::from(b as i8)).collect()),
         }
     } else {
         let data = match elem {
@@ -256,7 +262,7 @@ pub(crate) fn decode(
                     .collect(),
             ),
             Elem::I64 => Data::I(t.int64_data.clone()),
-            Elem::I32 | Elem::Bool | Elem::U8 => {
+            Elem::I32 | Elem::Bool | Elem::U8 | Elem::I8 => {
                 Data::I(t.int32_data.iter().map(|&v| i64::from(v)).collect())
             }
         };
@@ -277,7 +283,7 @@ fn byte_size(elem: Elem) -> usize {
         Elem::F32 | Elem::I32 => 4,
         Elem::F16 => 2,
         Elem::I64 => 8,
-        Elem::Bool | Elem::U8 => 1,
+        Elem::Bool | Elem::U8 | Elem::I8 => 1,
     }
 }
 

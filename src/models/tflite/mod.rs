@@ -4,6 +4,7 @@
 
 mod densify;
 mod ops;
+mod quant;
 mod strided_slice;
 #[allow(
     clippy::all,
@@ -41,7 +42,7 @@ pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
     };
     let model = source.root()?;
     let graph = source.subgraph(&model)?;
-    source.refuse_quantized(&graph)?;
+    source.check_quantization(&graph)?;
     let tensors = graph.tensors.len();
     let info = |list: Option<flatbuffers::Vector<'_, i32>>, what: &str, range| {
         let list = list.ok_or_else(|| source.err("subgraph 0", format!("has no {what}s")))?;
@@ -58,6 +59,11 @@ pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
                     })?;
                 let tensor = graph.tensors.get(index);
                 let (data_type, shape) = source.tensor_type(&tensor, index)?;
+                // A quantized input holds integers: the range they take.
+                let range = match (range, quant::of(&tensor).ok().flatten()) {
+                    (Some(r), Some(q)) => quant::input_range(&q, r),
+                    (r, _) => r,
+                };
                 Ok(TensorInfo {
                     name: tensor.name().unwrap_or_default().to_string(),
                     shape: shape.into_iter().map(Some).collect(),
@@ -108,41 +114,14 @@ impl TfliteSource {
         Ok(Subgraph { subgraph, tensors })
     }
 
-    /// Quantized models are refused up front, naming the first quantized
-    /// tensor, so a hybrid model (int8 weights behind DEQUANTIZE) gets the
-    /// same clear message as a fully quantized one.
-    fn refuse_quantized(&self, graph: &Subgraph<'_>) -> Result<()> {
+    /// Quantized tensors wgnn cannot hold (int16, int4) are refused up
+    /// front, naming the first, before any operator is read.
+    fn check_quantization(&self, graph: &Subgraph<'_>) -> Result<()> {
         for (index, tensor) in graph.tensors.iter().enumerate() {
-            let scales = tensor
-                .quantization()
-                .and_then(|q| q.scale())
-                .map(|s| s.iter().collect::<Vec<f32>>())
-                .unwrap_or_default();
-            let integer = matches!(
-                tensor.type_(),
-                fb::TensorType::INT8
-                    | fb::TensorType::UINT8
-                    | fb::TensorType::INT16
-                    | fb::TensorType::INT4
-                    | fb::TensorType::INT32
-            );
-            if integer && !scales.is_empty() {
+            quant::of(&tensor).map_err(|e| {
                 let name = tensor.name().unwrap_or_default();
-                let kind = tensor.type_().variant_name().unwrap_or("integer");
-                let zero = tensor
-                    .quantization()
-                    .and_then(|q| q.zero_point())
-                    .and_then(|z| z.iter().next())
-                    .unwrap_or(0);
-                return Err(self.err(
-                    format!("tensor {index} '{name}'"),
-                    format!(
-                        "is quantized ({kind}, scale {}, zero point {zero}); quantized \
-                         models are not supported, use the float32 or float16 model",
-                        scales[0]
-                    ),
-                ));
-            }
+                self.err(format!("tensor {index} '{name}'"), e)
+            })?;
         }
         Ok(())
     }
@@ -153,7 +132,10 @@ impl TfliteSource {
     fn tensor_type(&self, tensor: &fb::Tensor<'_>, index: usize) -> Result<(DataType, Vec<usize>)> {
         let name = tensor.name().unwrap_or_default();
         let location = format!("tensor {index} '{name}'");
+        let quantized = quant::of(tensor).map_err(|e| self.err(&location, e))?;
         let data_type = match tensor.type_() {
+            // Held as the real values they stand for (`quant`).
+            _ if quantized.is_some() => DataType::Float32,
             fb::TensorType::FLOAT32 => DataType::Float32,
             fb::TensorType::FLOAT16 => DataType::Float16,
             fb::TensorType::INT32 | fb::TensorType::INT64 => DataType::Int32,
@@ -195,7 +177,7 @@ fn file_element_bytes(t: fb::TensorType) -> usize {
     match t {
         fb::TensorType::INT64 => 8,
         fb::TensorType::FLOAT16 => 2,
-        fb::TensorType::UINT8 | fb::TensorType::BOOL => 1,
+        fb::TensorType::UINT8 | fb::TensorType::INT8 | fb::TensorType::BOOL => 1,
         _ => 4,
     }
 }

@@ -46,12 +46,13 @@ OPS = set(
     Softmax LogSoftmax ArgMax DepthToSpace SpaceToDepth Gather Expand Tile Where Equal
     Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range
     ArgMin ReduceMin ReduceProd ReduceL2 ReduceSumSquare ReduceLogSumExp GreaterOrEqual
-    LessOrEqual Not Gelu GatherND If Mod Mish""".split()
+    LessOrEqual Not Gelu GatherND If Mod Mish
+    QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul""".split()
 )
 SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
            "GlobalMaxPool", "InstanceNormalization", "LRN"}
 TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32,
-         TensorProto.BOOL, TensorProto.UINT8}
+         TensorProto.BOOL, TensorProto.UINT8, TensorProto.INT8}
 # Inputs (by position) that decide shapes or options and must be known at import.
 STATIC = {
     "Reshape": [1], "Slice": [1, 2, 3, 4], "Pad": [1, 2, 3], "Expand": [1], "Tile": [1],
@@ -60,6 +61,9 @@ STATIC = {
     "ReduceL2": [1], "ReduceSumSquare": [1], "ReduceLogSumExp": [1], "GatherND": [1],
     "If": [0], "ConstantOfShape": [0],
     "Range": [0, 1, 2],
+    # Scales and zero points.
+    "QuantizeLinear": [1, 2], "DequantizeLinear": [1, 2], "QLinearConv": [1, 2, 4, 5, 6, 7, 8],
+    "QLinearMatMul": [1, 2, 4, 5, 6, 7],
 }
 
 
@@ -95,6 +99,8 @@ def node_refusal(node, opset, used):
             return f"{op} {len(k)}-D"
         if attr(node, "storage_order", 0):
             return "MaxPool storage_order"
+    if op in ("QuantizeLinear", "DequantizeLinear") and attr(node, "block_size", 0):
+        return f"{op} block_size"
     if op == "Dropout" and len(node.input) > 2 and node.input[2]:
         return "Dropout training_mode"
     if op == "BatchNormalization" and attr(node, "training_mode", 0):
@@ -261,10 +267,20 @@ def main():
 
 # The "light" model zoo: whole ImageNet architectures whose weights are
 # ConstantOfShape fills, with the output for a 1x3x224x224 input (the same for
-# any input, the weights being constant). AlexNet, ZFNet-512 and VGG-19 are
-# left out: their fully connected layers fill 60-140 million weights (0.5-1.5
-# GB at import) for no operator the others lack.
-LIGHT = ["squeezenet", "shufflenet", "inception_v1", "inception_v2", "resnet50", "densenet121"]
+# any input, the weights being constant). AlexNet, ZFNet-512 and VGG-19 fill
+# 60-140 million weights of their fully connected layers at import: they check
+# the bound on constants built at load.
+LIGHT = [
+    "squeezenet",
+    "shufflenet",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "densenet121",
+    "bvlc_alexnet",
+    "zfnet512",
+    "vgg19",
+]
 
 
 def copy_light():

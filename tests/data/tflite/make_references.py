@@ -52,7 +52,8 @@ BUNDLED = [
 
 F32, I32, I64, F16 = (S.TensorType.FLOAT32, S.TensorType.INT32, S.TensorType.INT64,
                       S.TensorType.FLOAT16)
-NP = {F32: np.float32, I32: np.int32, I64: np.int64, F16: np.float16, S.TensorType.INT8: np.int8}
+NP = {F32: np.float32, I32: np.int32, I64: np.int64, F16: np.float16, S.TensorType.INT8: np.int8,
+      S.TensorType.INT16: np.int16}
 DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
          np.dtype(np.uint8): "u8"}
 
@@ -623,24 +624,25 @@ def bad_models(seed):
     """Models wgnn must refuse with a clear error (tests/models/bad_input.rs)."""
     os.makedirs(os.path.join(OUT, "bad"), exist_ok=True)
     rng = np.random.default_rng(seed)
-    # Fully int8-quantized: a convolution on an int8 input, per-tensor scales.
+    # 16x8-quantized (int16 activations, int8 weights, int64 bias): wgnn
+    # reads int8 and uint8 quantized models, not int16 ones.
     n = Net(rng)
-    x = n.input([1, 4, 4, 2], dtype=S.TensorType.INT8,
+    x = n.input([1, 4, 4, 2], dtype=S.TensorType.INT16,
                 values=rng.integers(-128, 128, size=[1, 4, 4, 2]))
-    n.tensors[x].name = "image_int8"
+    n.tensors[x].name = "image_int16"
     q = lambda scale: opts("QuantizationParameters", scale=[scale], zeroPoint=[0])
     n.tensors[x].quantization = q(0.02)
     w = n.tensor([3, 1, 1, 2], S.TensorType.INT8, rng.integers(-127, 128, size=[3, 1, 1, 2]))
     n.tensors[w].quantization = q(0.01)
-    b = n.tensor([3], I32, np.zeros(3))
+    b = n.tensor([3], I64, np.zeros(3))
     n.tensors[b].quantization = q(0.0002)
-    y = n.op(OP.CONV_2D, [x, w, b], opt_type=OPT.Conv2DOptions, out_dtype=S.TensorType.INT8,
+    y = n.op(OP.CONV_2D, [x, w, b], opt_type=OPT.Conv2DOptions, out_dtype=S.TensorType.INT16,
              opt=opts("Conv2DOptions", padding=S.Padding.VALID, strideW=1, strideH=1,
                       dilationWFactor=1, dilationHFactor=1))
     n.tensors[y].quantization = q(0.05)
     n.tensors[y].shape = [1, 4, 4, 3]
     n.outputs = [y]
-    models = {"quantized_int8.tflite": n.serialize()}
+    models = {"quantized_int16.tflite": n.serialize()}
     # An operator outside the list (LOG) at operator #1, after a RELU.
     n = Net(rng)
     r = n.op(OP.RELU, [n.input([1, 3])])

@@ -363,6 +363,7 @@ pub(super) fn wrap(elem: Elem, v: i64) -> i64 {
     match elem {
         Elem::I32 => i64::from(v as i32),
         Elem::U8 => i64::from(v as u8),
+        Elem::I8 => i64::from(v as i8),
         _ => v,
     }
 }

@@ -11,6 +11,7 @@ mod elementwise;
 mod linalg;
 mod normalization;
 mod pool;
+mod quant;
 mod reduce;
 mod resize;
 mod shape;
@@ -24,6 +25,7 @@ use super::proto;
 use super::tensor::{Const, Elem};
 use crate::error::Result;
 use crate::ml::{DataType, Operand};
+pub(super) use quant::CONTRIB_DOMAIN;
 
 /// Writes a node as builder calls: the writer, the node, its attributes and
 /// its inputs (`None`: an optional input left out).
@@ -65,6 +67,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Conv", Never, conv::conv),
     op("ConvTranspose", Never, conv::conv_transpose),
     op("DepthToSpace", Never, shape::depth_space),
+    op("DequantizeLinear", Consts(quant::fold_dequantize), quant::dequantize_linear),
     op("Div", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Dropout", Consts(control::fold_identity), control::identity),
     op("Elu", Never, elementwise::unary),
@@ -106,6 +109,9 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("PRelu", Never, elementwise::prelu),
     op("Pad", Never, slice::pad),
     op("Pow", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
+    op("QLinearConv", Never, quant::qlinear_conv),
+    op("QLinearMatMul", Never, quant::qlinear_matmul),
+    op("QuantizeLinear", Consts(quant::fold_quantize), quant::quantize_linear),
     op("Range", Consts(shape::fold_range), shape::not_at_import),
     op("Reciprocal", Cheap(elementwise::fold_unary), elementwise::unary),
     op("ReduceL2", Never, reduce::reduce),
@@ -150,13 +156,30 @@ pub(super) const NAMES: [&str; REGISTRY.len()] = {
     names
 };
 
-/// The registry entry of operator `op`, if it is supported.
-pub(super) fn entry(op: &str) -> Option<&'static Entry> {
-    REGISTRY
+/// The registry entry of operator `op` of `domain` (the default one, or
+/// onnxruntime's quantized operators: [`quant::CONTRIB`]), if it is supported.
+pub(super) fn entry(domain: &str, op: &str) -> Option<&'static Entry> {
+    let table = match domain {
+        "" | "ai.onnx" => REGISTRY,
+        quant::CONTRIB_DOMAIN => quant::CONTRIB,
+        _ => return None,
+    };
+    table
         .binary_search_by(|e| e.op.cmp(op))
         .ok()
-        .map(|i| &REGISTRY[i])
+        .map(|i| &table[i])
 }
+
+/// The operators of onnxruntime's `com.microsoft` domain that are read.
+pub(super) const CONTRIB_NAMES: [&str; quant::CONTRIB.len()] = {
+    let mut names = [""; quant::CONTRIB.len()];
+    let mut i = 0;
+    while i < quant::CONTRIB.len() {
+        names[i] = quant::CONTRIB[i].op;
+        i += 1;
+    }
+    names
+};
 
 impl<'s> Writer<'s> {
     pub(super) fn opnd(&mut self, inputs: &[Option<Value>], i: usize) -> Result<Operand> {
@@ -258,6 +281,12 @@ mod tests {
     #[test]
     fn the_registry_is_sorted_and_each_operator_is_in_it_once() {
         assert!(REGISTRY.windows(2).all(|w| w[0].op < w[1].op));
-        assert!(NAMES.iter().all(|n| entry(n).is_some_and(|e| e.op == *n)));
+        assert!(NAMES
+            .iter()
+            .all(|n| entry("", n).is_some_and(|e| e.op == *n)));
+        assert!(quant::CONTRIB.windows(2).all(|w| w[0].op < w[1].op));
+        assert!(CONTRIB_NAMES
+            .iter()
+            .all(|n| entry(quant::CONTRIB_DOMAIN, n).is_some_and(|e| e.op == *n)));
     }
 }

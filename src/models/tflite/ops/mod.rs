@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::densify::{densify, Sparsity};
 use super::fb;
+use super::quant::{self, Quant};
 use super::{file_element_bytes, Subgraph, TfliteSource};
 use crate::error::{Error, Result};
 use crate::ml::{DataType, GraphBuilder, Operand, OperandDescriptor};
@@ -146,6 +147,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             )));
         }
         let file_type = t.type_();
+        let quantization = self.quant(index)?;
         let count = shape.iter().product::<usize>();
         let want = count * file_element_bytes(file_type);
         if data.len() != want {
@@ -155,6 +157,21 @@ impl<'s, 'a> Writer<'s, 'a> {
                 file_type.variant_name().unwrap_or("?"),
                 data.len()
             )));
+        }
+        if let Some(q) = quantization {
+            // Integers (int8, uint8, int32 biases) as the real values they
+            // stand for, once, at load.
+            let raw: Vec<f32> = match file_type {
+                fb::TensorType::INT8 => data.iter().map(|&b| f32::from(b as i8)).collect(),
+                fb::TensorType::UINT8 => data.iter().map(|&b| f32::from(b)).collect(),
+                _ => bytemuck::pod_collect_to_vec::<u8, i32>(data)
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
+            };
+            let values = self.msg(q.dequantize(&shape, &raw))?;
+            self.finite(index, &values)?;
+            return Ok(Some((shape, Values::F32(values))));
         }
         let values = match file_type {
             fb::TensorType::INT64 => {
@@ -187,6 +204,16 @@ impl<'s, 'a> Writer<'s, 'a> {
             self.finite(index, v)?;
         }
         Ok(Some((shape, values)))
+    }
+
+    /// The quantization of tensor `index`, `None` for a float one.
+    fn quant(&self, index: usize) -> Result<Option<Quant>> {
+        quant::of(&self.graph.tensors.get(index))
+            .map_err(|e| self.err(format!("tensor {index} '{}' {e}", self.tensor_name(index))))
+    }
+
+    fn msg<T>(&self, r: std::result::Result<T, String>) -> Result<T> {
+        r.map_err(|e| self.err(e))
     }
 
     fn finite(&self, index: usize, values: &[f32]) -> Result<()> {
@@ -262,7 +289,10 @@ impl<'s, 'a> Writer<'s, 'a> {
                     )));
                 }
             }
-            let o = self.ctx(self.b.input(&name, OperandDescriptor::new(dt, shape)))?;
+            let mut o = self.ctx(self.b.input(&name, OperandDescriptor::new(dt, shape)))?;
+            if let Some(q) = self.quant(index)? {
+                o = self.ctx(quant::to_real(self.b, &o, &q))?;
+            }
             self.values.insert(index, o);
         }
         let operators = self
@@ -284,11 +314,14 @@ impl<'s, 'a> Writer<'s, 'a> {
         for raw in outputs {
             let index = self.tensor_index(raw)?;
             let name = self.tensor_name(index);
-            let o = self.values.get(&index).cloned().ok_or_else(|| {
+            let mut o = self.values.get(&index).cloned().ok_or_else(|| {
                 self.err(format!(
                     "output '{name}' (tensor {index}) is never computed"
                 ))
             })?;
+            if let Some(q) = self.quant(index)? {
+                o = self.ctx(quant::to_integers(self.b, &o, &q))?;
+            }
             named.push((name, o));
         }
         if named.is_empty() {
@@ -391,6 +424,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             B::GATHER => one(self.gather(&call)),
             B::ARG_MAX => one(self.arg_max(&call)),
             B::RESIZE_BILINEAR | B::RESIZE_NEAREST_NEIGHBOR => one(self.resize(&call, builtin)),
+            B::QUANTIZE => one(self.input(&call, 0)),
             B::DEQUANTIZE => match self.dequantize(&call)? {
                 Some(o) => Ok(vec![o]),
                 None => return Ok(()),
@@ -409,8 +443,11 @@ impl<'s, 'a> Writer<'s, 'a> {
                 values.len()
             )));
         }
-        for (&out, value) in call.outputs.iter().zip(values) {
+        for (&out, mut value) in call.outputs.iter().zip(values) {
             self.check_shape(out, &value)?;
+            if let Some(q) = self.quant(out)? {
+                value = self.ctx(quant::requantize(self.b, &value, &q))?;
+            }
             self.values.insert(out, value);
         }
         Ok(())
@@ -432,7 +469,12 @@ impl<'s, 'a> Writer<'s, 'a> {
             }
             return Ok(None);
         }
+        let quantized = self.quant(x)?.is_some();
         let x = self.operand(x)?;
+        if quantized {
+            // Already the real values (`quant`).
+            return Ok(Some(x));
+        }
         if x.data_type() != DataType::Float16 {
             return Err(self.err(format!(
                 "only float16 -> float32 is supported, input is {}",

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""int8 models and their reference outputs for tests/models/int8.rs.
+
+Writes, under tests/data/int8/:
+- float.onnx: a small float model (Conv, Relu, Add, Mul, Sigmoid, depthwise
+  Conv, Concat, MaxPool, GlobalAveragePool, Gemm, Softmax) written with
+  onnx.helper, seeded random weights; its outputs are the class
+  probabilities and the last feature map (so an error shows in 1024 values,
+  not only in 10);
+- qdq_tensor.onnx, qdq_channel.onnx, qop_tensor.onnx, qop_channel.onnx: it
+  quantized by onnxruntime.quantization.quantize_static in the QDQ and
+  QOperator formats, per tensor (uint8 activations) and per channel (int8
+  activations), calibrated on seeded random images;
+- int8.tflite: the same architecture in Keras, converted to a full-integer
+  TFLite model (int8 input and output, per-channel weights) by TensorFlow's
+  converter with a seeded representative dataset;
+- <model>.in / <model>.<k>.out: the committed input and each output of the
+  model's own runtime (onnxruntime, LiteRT), raw little-endian values;
+- references.json: per model its input (name, shape, dtype) and outputs
+  (name, shape, dtype, and the output's quantization step, the unit the
+  tests measure errors in).
+
+Needs tensorflow-cpu 2.21, ai-edge-litert 2.3.0, onnx 1.22.0, onnxruntime
+1.32.0 and numpy from PyPI (one virtual environment). Run from anywhere:
+    python3 tests/data/int8/make_models.py
+"""
+
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+SIZE = 16  # input height and width
+CLASSES = 10
+DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8"}
+
+
+def weights(rng, *shape, fan_in):
+    return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+
+def float_model(path):
+    rng = np.random.default_rng(0)
+    inits = []
+
+    def init(name, value):
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def conv(name, x, cin, cout, k, group=1):
+        w = init(f"{name}.w", weights(rng, cout, cin // group, k, k, fan_in=cin // group * k * k))
+        b = init(f"{name}.b", (rng.standard_normal(cout) * 0.1).astype(np.float32))
+        return helper.make_node("Conv", [x, w, b], [name], name=name, pads=[k // 2] * 4,
+                                group=group)
+
+    nodes = [
+        conv("conv1", "image", 3, 8, 3),
+        helper.make_node("Relu", ["conv1"], ["a"], name="relu1"),
+        conv("conv2", "a", 8, 8, 3),
+        helper.make_node("Add", ["a", "conv2"], ["c"], name="add"),
+        helper.make_node("Sigmoid", ["c"], ["sig"], name="sigmoid"),
+        helper.make_node("Mul", ["c", "sig"], ["d"], name="mul"),
+        conv("dw", "d", 8, 8, 3, group=8),
+        helper.make_node("Concat", ["d", "dw"], ["cat"], name="concat", axis=1),
+        helper.make_node("MaxPool", ["cat"], ["pool"], name="pool", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        conv("conv4", "pool", 16, 16, 1),
+        helper.make_node("Relu", ["conv4"], ["features"], name="relu4"),
+        helper.make_node("GlobalAveragePool", ["features"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+        helper.make_node("Gemm", ["flat", init("fc.w", weights(rng, CLASSES, 16, fan_in=16)),
+                                  init("fc.b", np.zeros(CLASSES, np.float32))],
+                         ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "int8_test",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, CLASSES]),
+         helper.make_tensor_value_info("features", TensorProto.FLOAT,
+                                       [1, 16, SIZE // 2, SIZE // 2])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+class Images(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(1)
+        self.data = iter([{"image": rng.random((1, 3, SIZE, SIZE), np.float32)}
+                          for _ in range(16)])
+
+    def get_next(self):
+        return next(self.data, None)
+
+
+def output_steps(path):
+    """Each graph output's quantization step: the scale of the
+    DequantizeLinear that writes it."""
+    m = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    steps = {}
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] in [o.name for o in m.graph.output]:
+            steps[n.output[0]] = float(inits[n.input[1]])
+    return steps
+
+
+def write(name, input_name, x, outputs, steps, refs):
+    x.tofile(os.path.join(OUT, f"{name}.in"))
+    outs = []
+    for k, (oname, y) in enumerate(outputs):
+        y.tofile(os.path.join(OUT, f"{name}.{k}.out"))
+        outs.append({"name": oname, "shape": list(y.shape), "dtype": DTYPE[y.dtype],
+                     "step": steps[oname]})
+    refs[name] = {"input": {"name": input_name, "shape": list(x.shape),
+                            "dtype": DTYPE[x.dtype]},
+                  "outputs": outs}
+
+
+def onnx_models(x, refs):
+    float_path = os.path.join(OUT, "float.onnx")
+    float_model(float_path)
+    for fmt, fname in [(QuantFormat.QDQ, "qdq"), (QuantFormat.QOperator, "qop")]:
+        for per_channel, kind, act in [(False, "tensor", QuantType.QUInt8),
+                                       (True, "channel", QuantType.QInt8)]:
+            name = f"{fname}_{kind}"
+            path = os.path.join(OUT, f"{name}.onnx")
+            quantize_static(float_path, path, Images(), quant_format=fmt,
+                            per_channel=per_channel, activation_type=act,
+                            weight_type=QuantType.QInt8)
+            s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            names = [o.name for o in s.get_outputs()]
+            ys = s.run(names, {"image": x})
+            write(name, "image", x, list(zip(names, ys)), output_steps(path), refs)
+
+
+def tflite_model(x, refs):
+    import tensorflow as tf
+    from ai_edge_litert import interpreter as litert
+
+    tf.keras.utils.set_random_seed(0)
+    L = tf.keras.layers
+    image = L.Input((SIZE, SIZE, 3), batch_size=1, name="image")
+    a = L.Conv2D(8, 3, padding="same", activation="relu")(image)
+    c = L.Add()([a, L.Conv2D(8, 3, padding="same")(a)])
+    d = L.Multiply()([c, L.Activation("sigmoid")(c)])
+    e = L.DepthwiseConv2D(3, padding="same")(d)
+    f = L.MaxPooling2D(2)(L.Concatenate()([d, e]))
+    features = L.Conv2D(16, 1, activation="relu", name="features")(f)
+    g = L.GlobalAveragePooling2D()(features)
+    probs = L.Softmax(name="probs")(L.Dense(CLASSES)(g))
+    model = tf.keras.Model(image, [probs, features])
+
+    def representative():
+        rng = np.random.default_rng(1)
+        for _ in range(16):
+            yield [rng.random((1, SIZE, SIZE, 3), np.float32)]
+
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    path = os.path.join(OUT, "int8.tflite")
+    with open(path, "wb") as f:
+        f.write(conv.convert())
+
+    it = litert.Interpreter(model_path=path)
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]
+    scale, zero = inp["quantization"]
+    # The ONNX models' input, NHWC, quantized as the model's input asks.
+    q = np.clip(np.round(x.transpose(0, 2, 3, 1) / scale) + zero, -128, 127).astype(np.int8)
+    it.set_tensor(inp["index"], q)
+    it.invoke()
+    outputs, steps = [], {}
+    for o in it.get_output_details():
+        outputs.append((o["name"], it.get_tensor(o["index"])))
+        # The outputs hold integers: one step is one.
+        steps[o["name"]] = 1.0
+    write("int8_tflite", inp["name"], q, outputs, steps, refs)
+
+
+def main():
+    x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
+    refs = {}
+    onnx_models(x, refs)
+    tflite_model(x, refs)
+    with open(os.path.join(OUT, "references.json"), "w") as f:
+        json.dump(refs, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
