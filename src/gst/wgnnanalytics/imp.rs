@@ -32,13 +32,13 @@ struct Settings {
 struct State {
     analytics: Analytics,
     out: ResultsOut,
-    size: Option<(u32, u32)>,
 }
 
 #[derive(Default)]
 pub struct WgnnAnalytics {
     settings: Mutex<Settings>,
     meter: FrameMeter,
+    size: pass_through::FrameSize,
     refusals: Refusals,
     state: Mutex<Option<State>>,
 }
@@ -183,7 +183,7 @@ impl WgnnAnalytics {
             if let Some(pts) = pts {
                 s.set("pts", pts);
             }
-            let _ = obj.post_message(gst::message::Element::builder(s).src(&*obj).build());
+            pass_through::post(obj.upcast_ref(), s);
         }
     }
 }
@@ -230,7 +230,6 @@ impl BaseTransformImpl for WgnnAnalytics {
         *self.state.lock().unwrap() = Some(State {
             analytics: Analytics::new(config),
             out,
-            size: None,
         });
         Ok(())
     }
@@ -241,11 +240,7 @@ impl BaseTransformImpl for WgnnAnalytics {
     }
 
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let size = pass_through::frame_size(incaps)
-            .ok_or_else(|| gst::loggable_error!(CAT, "no frame size in caps {incaps}"))?;
-        if let Some(state) = self.state.lock().unwrap().as_mut() {
-            state.size = Some(size);
-        }
+        self.size.set(*CAT, incaps)?;
         self.parent_set_caps(incaps, outcaps)
     }
 
@@ -253,7 +248,7 @@ impl BaseTransformImpl for WgnnAnalytics {
         let began = Instant::now();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let (w, h) = state.size.ok_or(gst::FlowError::NotNegotiated)?;
+        let (w, h) = self.size.get()?;
         let pts = buf.pts().map(|t| t.nseconds());
         let (results, ids) = analytics_meta::objects(buf, pts, w, h);
         let frame = state

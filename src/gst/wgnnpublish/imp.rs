@@ -63,7 +63,6 @@ impl Default for Settings {
 
 struct State {
     publisher: Publisher,
-    size: Option<(u32, u32)>,
     frame: u64,
 }
 
@@ -71,6 +70,7 @@ struct State {
 pub struct WgnnPublish {
     settings: Mutex<Settings>,
     meter: FrameMeter,
+    size: pass_through::FrameSize,
     refusals: Refusals,
     state: Mutex<Option<State>>,
     /// The counts of the last publisher, once it closed.
@@ -371,7 +371,7 @@ impl WgnnPublish {
             .field("queued", c.queued)
             .field("dropped", c.dropped)
             .build();
-        let _ = obj.post_message(gst::message::Element::builder(s).src(&*obj).build());
+        pass_through::post(obj.upcast_ref(), s);
     }
 }
 
@@ -392,7 +392,6 @@ impl BaseTransformImpl for WgnnPublish {
         *self.last.lock().unwrap() = Counts::default();
         *self.state.lock().unwrap() = Some(State {
             publisher,
-            size: None,
             frame: 0,
         });
         Ok(())
@@ -408,11 +407,7 @@ impl BaseTransformImpl for WgnnPublish {
     }
 
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let size = pass_through::frame_size(incaps)
-            .ok_or_else(|| gst::loggable_error!(CAT, "no frame size in caps {incaps}"))?;
-        if let Some(state) = self.state.lock().unwrap().as_mut() {
-            state.size = Some(size);
-        }
+        self.size.set(*CAT, incaps)?;
         self.parent_set_caps(incaps, outcaps)
     }
 
@@ -430,7 +425,7 @@ impl BaseTransformImpl for WgnnPublish {
         let began = Instant::now();
         let mut state = self.state.lock().unwrap();
         let state = state.as_mut().ok_or(gst::FlowError::NotNegotiated)?;
-        let (w, h) = state.size.ok_or(gst::FlowError::NotNegotiated)?;
+        let (w, h) = self.size.get()?;
         let pts = buf.pts().map(|t| t.nseconds());
         let (results, ids) = analytics_meta::objects(buf, pts, w, h);
         let mut message = frame_object(&results, &ids);
