@@ -204,7 +204,7 @@ fn bad_configs_are_refused_naming_the_file_and_the_entry() {
             "line 1 ('door') has 1 points; a line has 2",
         ),
         (
-            r#"{"zones": [{"name": "bow", "points": [[0, 0], [9, 9], [9, 0], [0, 9]]}]}"#,
+            r#"{"zones": [{"name": "bow", "points": [[0, 0], [10, 10], [10, 0], [0, 4]]}]}"#,
             "zone 1 ('bow'): its edges cross each other",
         ),
         (
@@ -218,6 +218,8 @@ fn bad_configs_are_refused_naming_the_file_and_the_entry() {
         std::fs::write(&path, text).unwrap();
         // Set while bad: a warning naming the file and the entry.
         let name = format!("badconfig{n}");
+        // Installs the collecting handler before the first warning.
+        wgnn_warnings(&name);
         let e = gst::ElementFactory::make("wgnnanalytics")
             .name(&name)
             .build()

@@ -163,7 +163,7 @@ mod tests {
                 "zone 1 ('z') encloses no area",
             ),
             (
-                r#"{"zones": [{"name": "bow", "points": [[0, 0], [9, 9], [9, 0], [0, 9]]}]}"#,
+                r#"{"zones": [{"name": "bow", "points": [[0, 0], [10, 10], [10, 0], [0, 4]]}]}"#,
                 "zone 1 ('bow'): its edges cross each other",
             ),
             (
