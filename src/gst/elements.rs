@@ -8,8 +8,8 @@ use gst::glib;
 use gst::prelude::*;
 
 use super::{
-    wgnnclassify, wgnndetect, wgnndownload, wgnninfer, wgnnoverlay, wgnnsegment, wgnnsink,
-    wgnnsuperres, wgnnupload,
+    wgnnanalytics, wgnnclassify, wgnndetect, wgnndownload, wgnninfer, wgnnoverlay, wgnnpublish,
+    wgnnsegment, wgnnsink, wgnnsuperres, wgnnupload,
 };
 
 /// One element of the plugin.
@@ -100,6 +100,21 @@ pub const ELEMENTS: &[ElementSpec] = &[
         rank: gst::Rank::NONE,
         description: "classification of the frame or of each region of interest",
         minimal: "wgnnclassify model={root}/tests/data/classify/mean_color.onnx",
+    },
+    ElementSpec {
+        name: "wgnnanalytics",
+        type_: wgnnanalytics::WgnnAnalytics::static_type,
+        rank: gst::Rank::NONE,
+        description: "counts tracked objects crossing lines and inside zones, with events",
+        minimal: "wgnnupload ! wgnnanalytics config={root}/tests/data/analytics/door.json ! \
+                  wgnndownload",
+    },
+    ElementSpec {
+        name: "wgnnpublish",
+        type_: wgnnpublish::WgnnPublish::static_type,
+        rank: gst::Rank::NONE,
+        description: "sends each frame's results as JSON to an MQTT broker or a file",
+        minimal: "wgnnupload ! wgnnpublish method=file file-location=/dev/null ! wgnndownload",
     },
     ElementSpec {
         name: "wgnnoverlay",

@@ -2,6 +2,7 @@
 //! default) so that the binaries can register them statically; the plugin crate
 //! `plugins/gst-wgnn` only wraps [`register`] into `libgstwgnn.so`.
 
+pub mod analytics_meta;
 pub mod app;
 mod arc_meta;
 pub mod caps;
@@ -17,6 +18,7 @@ pub mod instance;
 mod latency;
 mod memory_cache;
 mod model_element;
+mod pass_through;
 pub mod precision_choice;
 mod profile;
 pub mod property;
@@ -25,11 +27,13 @@ pub mod roi;
 mod stats;
 pub mod tensor_meta;
 mod transfer;
+mod wgnnanalytics;
 mod wgnnclassify;
 mod wgnndetect;
 mod wgnndownload;
 mod wgnninfer;
 mod wgnnoverlay;
+mod wgnnpublish;
 pub mod wgnnsegment;
 mod wgnnsink;
 mod wgnnsuperres;

@@ -102,17 +102,14 @@ impl ResultsOut {
         self.file.is_some() || self.post
     }
 
-    /// Appends `results` as one line and posts it; a write error is returned
-    /// naming the file (the element stops the stream with it).
-    pub fn emit(&mut self, element: &gst::Element, results: &FrameResults) -> crate::Result<()> {
-        if !self.wanted() {
-            return Ok(());
-        }
-        let line = results.to_json_line();
+    /// Appends `line` (one JSON object, no newline) to the file, if any;
+    /// a write error is returned naming the file.
+    pub fn append(&mut self, line: &str) -> crate::Result<()> {
         if let Some((path, file)) = &mut self.file {
             // One write per line, so that a reader never sees half a line
             // from us between frames.
-            let mut bytes = line.clone().into_bytes();
+            let mut bytes = Vec::with_capacity(line.len() + 1);
+            bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
             file.write_all(&bytes)
                 .and_then(|_| file.flush())
@@ -121,6 +118,17 @@ impl ResultsOut {
                     message: format!("cannot append results: {e}"),
                 })?;
         }
+        Ok(())
+    }
+
+    /// Appends `results` as one line and posts it; a write error is returned
+    /// naming the file (the element stops the stream with it).
+    pub fn emit(&mut self, element: &gst::Element, results: &FrameResults) -> crate::Result<()> {
+        if !self.wanted() {
+            return Ok(());
+        }
+        let line = results.to_json_line();
+        self.append(&line)?;
         if self.post {
             let mut s = gst::Structure::builder(MESSAGE)
                 .field("width", results.width)

@@ -21,6 +21,7 @@
 //! The GPU paths can mark their stages for callers that time them
 //! ([`StageMarks`], [`ModelTiming`]).
 
+pub mod analytics;
 mod background;
 mod classify;
 mod context;
@@ -30,6 +31,7 @@ mod infer;
 pub mod instance;
 pub mod model_proc;
 mod objects;
+pub mod publish;
 mod segment;
 #[cfg(test)]
 mod tests;

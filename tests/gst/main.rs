@@ -13,6 +13,7 @@ mod common;
 #[path = "../models/face_refs.rs"]
 mod face_refs;
 
+mod analytics;
 mod batch;
 mod classify;
 mod detect;
@@ -22,6 +23,7 @@ mod infer_models;
 mod overlay;
 mod precision;
 mod properties;
+mod publish;
 mod segment;
 mod segment_cpu;
 mod sink;

@@ -96,6 +96,44 @@ fn cases(dir: &Path) -> Vec<Case> {
             accepted: "RRGGBB",
         },
         Case {
+            element: "wgnnanalytics",
+            property: "config",
+            bad: s(&[&missing, &bad_json, &dir_s]),
+            good: common::root()
+                .join("tests/data/analytics/door.json")
+                .display()
+                .to_string(),
+            accepted: "JSON file of named lines",
+        },
+        Case {
+            element: "wgnnpublish",
+            property: "address",
+            bad: s(&["localhost", "host:0", ""]),
+            good: "127.0.0.1:1883".into(),
+            accepted: "host:port",
+        },
+        Case {
+            element: "wgnnpublish",
+            property: "topic",
+            bad: s(&["cameras/#", "cameras/+/door", ""]),
+            good: "cameras/door".into(),
+            accepted: "without wildcards",
+        },
+        Case {
+            element: "wgnnpublish",
+            property: "file-location",
+            bad: s(&[&dir_s, &results_in_missing_dir]),
+            good: results.clone(),
+            accepted: "existing directory",
+        },
+        Case {
+            element: "wgnnpublish",
+            property: "client-id",
+            bad: vec!["c".repeat(70_000)],
+            good: "camera-1".into(),
+            accepted: "65535 bytes",
+        },
+        Case {
             element: "wgnnclassify",
             property: "object-class",
             bad: s(&["   ", "fa\u{1}ce"]),
@@ -195,8 +233,9 @@ fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
     init();
     let dir = common::scratch("property-refusals");
     let cases = cases(&dir);
-    // 4 of single elements, `model` of 5 elements, 3 files of 2.
-    assert_eq!(cases.len(), 15, "cases of this table");
+    // 9 of single elements, `model` of 5 elements, 2 files of 2,
+    // results-location of 3.
+    assert_eq!(cases.len(), 21, "cases of this table");
     for (i, case) in cases.into_iter().enumerate() {
         let name = format!("refusing{i}");
         let element = gst::ElementFactory::make(case.element)

@@ -243,6 +243,16 @@ fn classify_cycles_leave_nothing_behind() {
 }
 
 #[test]
+fn analytics_cycles_leave_nothing_behind() {
+    soak("wgnnanalytics");
+}
+
+#[test]
+fn publish_cycles_leave_nothing_behind() {
+    soak("wgnnpublish");
+}
+
+#[test]
 fn overlay_cycles_leave_nothing_behind() {
     soak("wgnnoverlay");
 }

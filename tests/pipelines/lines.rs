@@ -31,7 +31,7 @@ fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
                         {
                             format!("model={}", root.join(p).display())
                         }
-                        Some((key @ ("location" | "results-location"), p)) => {
+                        Some((key @ ("location" | "results-location" | "file-location"), p)) => {
                             format!("{key}={}", out.join(p).display())
                         }
                         // Software Vulkan is slow: a few frames show the line works.
@@ -138,6 +138,7 @@ fn run(file: &Path, root: &Path, out: &Path) {
         if let Some(p) = w
             .strip_prefix("location=")
             .or_else(|| w.strip_prefix("results-location="))
+            .or_else(|| w.strip_prefix("file-location="))
         {
             let p = Path::new(p);
             if p.starts_with(out) {
