@@ -13,6 +13,7 @@ pub mod elements;
 pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
+pub mod inference_interval;
 pub mod instance;
 mod latency;
 mod memory_cache;
@@ -33,6 +34,7 @@ mod wgnnoverlay;
 pub mod wgnnsegment;
 mod wgnnsink;
 mod wgnnsuperres;
+mod wgnntrack;
 mod wgnnupload;
 
 use gst::glib;

@@ -195,8 +195,9 @@ fn every_string_property_refuses_bad_values_until_set_to_a_good_one() {
     init();
     let dir = common::scratch("property-refusals");
     let cases = cases(&dir);
-    // 4 of single elements, `model` of 5 elements, 3 files of 2.
-    assert_eq!(cases.len(), 15, "cases of this table");
+    // 4 of single elements, `model` of 5 elements, 3 files of 2,
+    // `results-location` of wgnntrack.
+    assert_eq!(cases.len(), 16, "cases of this table");
     for (i, case) in cases.into_iter().enumerate() {
         let name = format!("refusing{i}");
         let element = gst::ElementFactory::make(case.element)
