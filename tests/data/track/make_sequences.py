@@ -34,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 W, H = 640, 360
 FRAMES = 120
-TRACKERS = ["iou", "bytetrack"]
+TRACKERS = ["iou", "bytetrack", "bytetrack-every3"]
 SEQUENCES = ["crossing", "occlusion", "crowd"]
 # The pillar of the occlusion sequence: x from, x to (the whole height).
 PILLAR = (280.0, 360.0)
