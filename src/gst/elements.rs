@@ -9,7 +9,7 @@ use gst::prelude::*;
 
 use super::{
     wgnnanalytics, wgnnclassify, wgnndetect, wgnndownload, wgnninfer, wgnnoverlay, wgnnpublish,
-    wgnnsegment, wgnnsink, wgnnsuperres, wgnnupload,
+    wgnnsegment, wgnnsink, wgnnsuperres, wgnntrack, wgnnupload,
 };
 
 /// One element of the plugin.
@@ -100,6 +100,13 @@ pub const ELEMENTS: &[ElementSpec] = &[
         rank: gst::Rank::NONE,
         description: "classification of the frame or of each region of interest",
         minimal: "wgnnclassify model={root}/tests/data/classify/mean_color.onnx",
+    },
+    ElementSpec {
+        name: "wgnntrack",
+        type_: wgnntrack::WgnnTrack::static_type,
+        rank: gst::Rank::NONE,
+        description: "ids that persist across frames for the regions of interest (IoU, ByteTrack)",
+        minimal: "wgnnupload ! wgnntrack ! wgnndownload",
     },
     ElementSpec {
         name: "wgnnanalytics",

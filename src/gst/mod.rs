@@ -14,6 +14,7 @@ pub mod elements;
 pub mod frame_meta;
 mod frame_meter;
 pub mod frames;
+pub mod inference_interval;
 pub mod instance;
 mod latency;
 mod memory_cache;
@@ -37,6 +38,7 @@ mod wgnnpublish;
 pub mod wgnnsegment;
 mod wgnnsink;
 mod wgnnsuperres;
+mod wgnntrack;
 mod wgnnupload;
 
 use gst::glib;

@@ -90,6 +90,32 @@ impl Refusals {
     }
 }
 
+/// Whether `pspec`, a property read only when `element` starts (only
+/// `mutable_ready`), is refused because the element runs: in PAUSED or
+/// PLAYING the running element would not see the new value, and reading it
+/// back would lie. Warns naming the element and the property.
+pub fn refused_while_running(element: &gst::Element, pspec: &glib::ParamSpec) -> bool {
+    let flags = pspec.flags();
+    let only_ready = flags.contains(gst::PARAM_FLAG_MUTABLE_READY)
+        && !flags.intersects(gst::PARAM_FLAG_MUTABLE_PAUSED | gst::PARAM_FLAG_MUTABLE_PLAYING);
+    let state = match element.current_state() {
+        gst::State::Paused => "PAUSED",
+        gst::State::Playing => "PLAYING",
+        _ => return false,
+    };
+    if !only_ready {
+        return false;
+    }
+    glib::g_warning!(
+        LOG_DOMAIN,
+        "{}: refused {} while {state}: it is read when the element starts; set it in the \
+         READY or NULL state. The element keeps its current value",
+        label(element.upcast_ref()),
+        pspec.name()
+    );
+    true
+}
+
 /// The most characters of a user's value a message echoes.
 pub const ECHO_CHARS: usize = 80;
 

@@ -8,7 +8,11 @@
 //! - `keypoints` (where the model has them): `points`, an array of doubles
 //!   `x0, y0, x1, y1, ...`, 0..1 of the frame;
 //! - `classification`, one per class a classifier kept, best first:
-//!   `label`, `label_id`, `confidence`, `rank` (0 is the best).
+//!   `label`, `label_id`, `confidence`, `rank` (0 is the best);
+//! - `tracking` (`wgnntrack`): `id` (uint64, the track's, from 1, also the
+//!   meta's own id), `age` (uint, frames since the track started) and
+//!   `state` (`tracked` or `predicted`); with DL Streamer's `object_id`
+//!   (`id`, int) beside it.
 //!
 //! The meta's own rectangle is the box rounded to whole pixels; readers
 //! here prefer the `detection` param's sub-pixel corners where present.
@@ -21,6 +25,7 @@ use crate::tasks::{Classification, Detection, ObjectResult, Rect};
 pub const DETECTION: &str = "detection";
 pub const KEYPOINTS: &str = "keypoints";
 pub const CLASSIFICATION: &str = "classification";
+pub const TRACKING: &str = "tracking";
 
 /// The `roi_type` of the ROI a classifier attaches when it ran on the whole
 /// frame rather than on regions.
@@ -185,6 +190,7 @@ fn read_one(meta: &VideoRegionOfInterestMeta, width: u32, height: u32) -> Roi {
         ),
         keypoints: Vec::new(),
         classes: Vec::new(),
+        id: None,
     };
     let number = |s: &gst::StructureRef, name: &str| s.get::<f64>(name).ok().map(|v| v as f32);
     for s in meta.params() {
@@ -214,6 +220,7 @@ fn read_one(meta: &VideoRegionOfInterestMeta, width: u32, height: u32) -> Roi {
                     object.keypoints = v.chunks_exact(2).map(|p| [p[0] * fw, p[1] * fh]).collect();
                 }
             }
+            TRACKING => object.id = s.get::<u64>("id").ok(),
             CLASSIFICATION => {
                 let label = s.get::<&str>("label").unwrap_or_default().to_string();
                 let label_id = s.get::<i32>("label_id").unwrap_or_default().max(0) as usize;

@@ -12,6 +12,8 @@
 //!   -> the best classes of each.
 //! - [`Detector`]: image inference -> decoder (SSD anchors, YOLO) -> NMS ->
 //!   objects in frame pixels.
+//! - [`track::Tracker`]: persistent ids for the objects of successive
+//!   frames (IoU or ByteTrack), on boxes only.
 //!
 //! Each task runs on the GPU or the CPU, as the [`Device`] it is made for
 //! says: on the GPU it takes [`GpuFrame`](crate::video::GpuFrame)s and keeps
@@ -36,6 +38,7 @@ mod segment;
 #[cfg(test)]
 mod tests;
 mod timing;
+pub mod track;
 mod upscale;
 
 pub use background::BackgroundSpec;

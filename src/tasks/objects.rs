@@ -89,6 +89,8 @@ pub struct ObjectResult {
     pub keypoints: Vec<[f32; 2]>,
     /// Best first; empty where no classifier ran on it.
     pub classes: Vec<Classification>,
+    /// The id a tracker gave it (`wgnntrack`), the same on every frame.
+    pub id: Option<u64>,
 }
 
 impl From<Detection> for ObjectResult {
@@ -100,6 +102,7 @@ impl From<Detection> for ObjectResult {
             rect: d.rect,
             keypoints: d.keypoints,
             classes: Vec::new(),
+            id: None,
         }
     }
 }
@@ -116,9 +119,12 @@ pub struct FrameResults {
 }
 
 /// The JSON form of one object: `{"label", "label_id", "confidence", "x",
-/// "y", "w", "h"}`, plus `keypoints` and `classes` only where there are any.
+/// "y", "w", "h"}`, plus `id` (tracked objects), `keypoints` and `classes`
+/// only where there are any.
 #[derive(Serialize)]
 struct ObjectJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
     label: &'a str,
     label_id: usize,
     confidence: f32,
@@ -148,6 +154,7 @@ impl FrameResults {
             .objects
             .iter()
             .map(|o| ObjectJson {
+                id: o.id,
                 label: &o.label,
                 label_id: o.label_id,
                 confidence: finite(o.confidence),
@@ -292,6 +299,7 @@ mod tests {
                 rect: Rect::new(1.0, 2.0, 3.0, 4.0),
                 keypoints: vec![[5.0, 6.0]],
                 classes: Vec::new(),
+                id: None,
             }],
         };
         assert_eq!(
@@ -307,6 +315,14 @@ mod tests {
         assert!(line.contains(r#""confidence":0.0"#), "{line}");
         let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(parsed["objects"][0]["label"], "face");
+        results.objects[0].id = Some(7);
+        assert!(
+            results
+                .to_json_line()
+                .contains(r#""objects":[{"id":7,"label":"face","#),
+            "{}",
+            results.to_json_line()
+        );
     }
 
     #[test]

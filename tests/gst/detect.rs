@@ -167,6 +167,7 @@ fn json_objects(v: &serde_json::Value) -> Vec<ObjectResult> {
         .unwrap()
         .iter()
         .map(|o| ObjectResult {
+            id: o["id"].as_u64(),
             label: o["label"].as_str().unwrap().to_string(),
             label_id: o["label_id"].as_u64().unwrap() as usize,
             confidence: n(&o["confidence"]),

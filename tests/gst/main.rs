@@ -29,6 +29,7 @@ mod segment_cpu;
 mod sink;
 mod soak;
 mod superres;
+mod track;
 mod upload_download;
 
 /// `dmabuf` runs on the elements' own device choice here; tests/dmabuf runs

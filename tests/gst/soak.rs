@@ -243,6 +243,11 @@ fn classify_cycles_leave_nothing_behind() {
 }
 
 #[test]
+fn track_cycles_leave_nothing_behind() {
+    soak("wgnntrack");
+}
+
+#[test]
 fn analytics_cycles_leave_nothing_behind() {
     soak("wgnnanalytics");
 }

@@ -14,9 +14,10 @@ use crate::gst::caps;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::Processing;
 use crate::gst::frames::Intake;
+use crate::gst::inference_interval::{self, Cadence};
 use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
-use crate::gst::property::{self, Refusals, LOG_DOMAIN};
+use crate::gst::property::{self, Refusals};
 use crate::gst::results::ResultsOut;
 use crate::gst::stats::Stats;
 use crate::video::TexturePool;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub labels: Option<PathBuf>,
     pub results_location: Option<PathBuf>,
     pub post_messages: bool,
+    /// Run the model on one frame in this many.
+    pub inference_interval: u32,
     pub device: DeviceChoice,
     pub precision: PrecisionChoice,
     pub instance: InstanceSettings,
@@ -47,6 +50,7 @@ impl Default for Shared {
             labels: None,
             results_location: None,
             post_messages: DEFAULT_POST_MESSAGES,
+            inference_interval: inference_interval::DEFAULT,
             device: DEFAULT_DEVICE,
             precision: DEFAULT_PRECISION,
             instance: InstanceSettings::default(),
@@ -86,6 +90,8 @@ impl Shared {
 pub struct WgnnModelElement {
     pub(super) settings: Mutex<Shared>,
     frames: Mutex<Option<Arc<Frames>>>,
+    /// Which frames `inference-interval` lets the model run on.
+    cadence: Cadence,
     pub(super) core: Processing,
     pub(super) refusals: Refusals,
     pub(super) precision_log: PrecisionLog,
@@ -115,6 +121,7 @@ impl ObjectSubclass for WgnnModelElement {
         class.caps_set = |_, _| Err(gst::loggable_error!(gst::CAT_RUST, "abstract element"));
         class.resize_caps = |_, _, _| true;
         class.flushed = |_| {};
+        class.skipped = |_, _| {};
         class.analyse = |_, _, _, _| Err(gst::FlowError::NotSupported);
         class.produce = |_, _, _, _| Err(gst::FlowError::NotSupported);
     }
@@ -123,6 +130,7 @@ impl ObjectSubclass for WgnnModelElement {
         WgnnModelElement {
             settings: Mutex::default(),
             frames: Mutex::default(),
+            cadence: Cadence::default(),
             core: Processing::new((class.cat)()),
             refusals: Refusals::default(),
             precision_log: PrecisionLog::default(),
@@ -164,38 +172,8 @@ impl WgnnModelElement {
         self.core.on_cpu(choice)
     }
 
-    /// Whether `pspec`, a property read only when the element starts, is
-    /// refused because the element runs: in PAUSED or PLAYING the running
-    /// task would not see the new value, and reading it back would lie.
-    fn refused_while_running(&self, pspec: &glib::ParamSpec) -> bool {
-        let flags = pspec.flags();
-        let only_ready = flags.contains(gst::PARAM_FLAG_MUTABLE_READY)
-            && !flags.intersects(gst::PARAM_FLAG_MUTABLE_PAUSED | gst::PARAM_FLAG_MUTABLE_PLAYING);
-        let state = match self.obj().current_state() {
-            gst::State::Paused => "PAUSED",
-            gst::State::Playing => "PLAYING",
-            _ => return false,
-        };
-        if !only_ready {
-            return false;
-        }
-        let obj = self.obj();
-        let name = obj.name();
-        let label = match obj.factory() {
-            Some(f) if !name.starts_with(f.name().as_str()) => format!("{} {name}", f.name()),
-            _ => name.to_string(),
-        };
-        glib::g_warning!(
-            LOG_DOMAIN,
-            "{label}: refused {} while {state}: it is read when the element starts; set it in \
-             the READY or NULL state. The element keeps its current value",
-            pspec.name()
-        );
-        true
-    }
-
     pub(super) fn set_shared(&self, pspec: &glib::ParamSpec, value: &glib::Value) -> bool {
-        if self.refused_while_running(pspec) {
+        if property::refused_while_running(self.obj().upcast_ref(), pspec) {
             return true;
         }
         let name = pspec.name();
@@ -213,6 +191,10 @@ impl WgnnModelElement {
             "results-location" => &mut s.results_location,
             "post-messages" => {
                 s.post_messages = value.get().unwrap_or(DEFAULT_POST_MESSAGES);
+                return true;
+            }
+            inference_interval::PROPERTY => {
+                s.inference_interval = value.get().unwrap_or(inference_interval::DEFAULT);
                 return true;
             }
             _ => return false,
@@ -244,6 +226,7 @@ impl WgnnModelElement {
             "labels" => path_value(&s.labels),
             "results-location" => path_value(&s.results_location),
             "post-messages" => s.post_messages.to_value(),
+            inference_interval::PROPERTY => s.inference_interval.to_value(),
             "device" => s.device.to_value(),
             "precision" => s.precision.to_value(),
             "precision-used" => self.precision_log.used(),
@@ -274,7 +257,7 @@ impl ObjectImpl for WgnnModelElement {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.refused_while_running(pspec) {
+        if property::refused_while_running(self.obj().upcast_ref(), pspec) {
             return;
         }
         let mut s = self.settings.lock().unwrap();
@@ -330,6 +313,7 @@ impl BaseTransformImpl for WgnnModelElement {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
+        self.cadence.restart();
         let shared = self.settings.lock().unwrap().clone();
         (self.class().start_task)(&self.obj(), &shared).inspect_err(|_| {
             (self.class().stop_task)(&self.obj());
@@ -405,6 +389,7 @@ impl BaseTransformImpl for WgnnModelElement {
     fn sink_event(&self, event: gst::Event) -> bool {
         self.core.users.sink_event(&event);
         if let gst::EventView::FlushStop(_) = event.view() {
+            self.cadence.restart();
             (self.class().flushed)(&self.obj());
         }
         self.parent_sink_event(event)
@@ -419,6 +404,12 @@ impl BaseTransformImpl for WgnnModelElement {
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
         let began = Instant::now();
         let obj = self.obj();
+        let interval = self.settings.lock().unwrap().inference_interval;
+        if !self.cadence.due(interval) {
+            // Not counted: no model ran on it.
+            (self.class().skipped)(&obj, buf);
+            return Ok(gst::FlowSuccess::Ok);
+        }
         let mut moved = TransferStats::default();
         (self.class().analyse)(&obj, &*self.frames()?, buf, &mut moved)?;
         self.core

@@ -7,7 +7,9 @@
 //! The base owns what is the same in all of them: the properties `device`,
 //! `precision`, `precision-used` and the counters (inherited), the values
 //! of the optional shared properties a subclass lists ([`model_property`],
-//! `model-proc`, `labels`, `results-location`, `post-messages`, the model
+//! `model-proc`, `labels`, `results-location`, `post-messages`,
+//! `inference-interval` (the frames between pass untouched, see
+//! [`inference_interval`](crate::gst::inference_interval)), the model
 //! instance's and `profile` / `gpu-ms`), the pad templates of elements whose
 //! frames pass through, `set_context`, `sink_event`, `query`,
 //! `transform_caps`, `start` / `stop` (refusals checked, device opened,
@@ -61,6 +63,7 @@ pub struct Class {
     caps_set: fn(&WgnnModelElement, &Negotiated) -> Result<(), gst::LoggableError>,
     resize_caps: fn(&WgnnModelElement, &mut gst::StructureRef, gst::PadDirection) -> bool,
     flushed: fn(&WgnnModelElement),
+    skipped: fn(&WgnnModelElement, &mut gst::BufferRef),
     analyse:
         fn(&WgnnModelElement, &Frames, &mut gst::BufferRef, &mut TransferStats) -> FrameResult<()>,
     produce: fn(
@@ -137,6 +140,10 @@ pub trait ModelElementImpl:
     /// After a flush (a seek): the frames that follow are not continuous
     /// with the ones before.
     fn flushed(&self) {}
+
+    /// `AlwaysInPlace`: a frame `inference-interval` let pass without a
+    /// model run.
+    fn skipped(&self, _buf: &mut gst::BufferRef) {}
 
     /// `AlwaysInPlace`: runs the model on `buf` (one of `frames`),
     /// attaching what it found, adding the bytes moved to `moved`.
@@ -268,6 +275,7 @@ unsafe impl<T: ModelElementImpl> IsSubclassable<T> for WgnnModelElement {
         class.caps_set = |obj, n| imp::<T>(obj).caps_set(n);
         class.resize_caps = |obj, s, d| imp::<T>(obj).resize_caps(s, d);
         class.flushed = |obj| imp::<T>(obj).flushed();
+        class.skipped = |obj, buf| imp::<T>(obj).skipped(buf);
         class.analyse = |obj, frames, buf, moved| imp::<T>(obj).analyse(frames, buf, moved);
         class.produce = |obj, frames, inbuf, moved| imp::<T>(obj).produce(frames, inbuf, moved);
     }

@@ -10,6 +10,7 @@ use super::InferenceRegion;
 use crate::gpu::TransferStats;
 use crate::gst::caps::{self, Negotiated};
 use crate::gst::element::{fail, settings_error, unusable_model, with_cpu_frame, Started};
+use crate::gst::inference_interval;
 use crate::gst::model_element::{
     file_property, instance_properties, model_property, Frames, ModelElementImpl,
     ModelElementImplExt, Shared, WgnnModelElement,
@@ -227,6 +228,7 @@ impl ObjectImpl for WgnnClassify {
                     .build(),
             ];
             props.extend(results::properties());
+            props.push(inference_interval::property());
             props.extend(instance_properties());
             props
         });

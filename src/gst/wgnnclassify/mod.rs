@@ -18,6 +18,7 @@
 //! `labels` (a file, one name per line) overrides its labels. `device=cpu`
 //! runs on system memory only. `results-location` and `post-messages` give
 //! every frame's ROIs with their classes as JSON lines and bus messages.
+//! `inference-interval=N` classifies every Nth frame only.
 //!
 //! The element is glue (properties, caps, metas, bus errors) around
 //! [`Classifier`](crate::tasks::Classifier).

@@ -9,6 +9,7 @@ use gst_base::subclass::prelude::*;
 use crate::gpu::TransferStats;
 use crate::gst::caps;
 use crate::gst::element::{fail, settings_error, unusable_model, with_cpu_frame};
+use crate::gst::inference_interval;
 use crate::gst::model_element::{
     file_property, instance_properties, model_property, Frames, ModelElementImpl,
     ModelElementImplExt, Shared, WgnnModelElement,
@@ -162,6 +163,7 @@ impl ObjectImpl for WgnnDetect {
                 ),
             ];
             props.extend(results::properties());
+            props.push(inference_interval::property());
             props.extend(instance_properties());
             props
         });
@@ -251,6 +253,10 @@ impl ModelElementImpl for WgnnDetect {
 
     fn stop_task(&self) {
         self.run.lock().unwrap().take();
+    }
+
+    fn skipped(&self, buf: &mut gst::BufferRef) {
+        inference_interval::mark_skipped(buf, &self.obj().name());
     }
 
     fn analyse(

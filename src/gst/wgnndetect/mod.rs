@@ -22,7 +22,9 @@
 //! back (counted in `bytes-downloaded`). `device=cpu` runs on system memory.
 //! `results-location` appends one JSON line per frame and `post-messages`
 //! posts the same as `wgnn-results` element messages (see
-//! [`crate::gst::results`]).
+//! [`crate::gst::results`]). `inference-interval=N` runs the model on every
+//! Nth frame; the frames between pass with no new objects, marked as
+//! skipped so that `wgnntrack` predicts its tracked objects there.
 //!
 //! The element is glue (properties, caps, buffers, bus errors) around
 //! [`Detector`](crate::tasks::Detector).
