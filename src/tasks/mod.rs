@@ -34,6 +34,7 @@ mod segment;
 #[cfg(test)]
 mod tests;
 mod timing;
+mod ultralytics;
 mod upscale;
 
 pub use background::BackgroundSpec;

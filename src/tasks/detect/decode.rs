@@ -5,6 +5,10 @@
 
 use super::spec::{Scheme, Spec};
 
+/// The largest class id an end2end row may hold: 2^24, past which f32
+/// holds no longer every whole number.
+pub(crate) const MAX_CLASS_ID: f32 = 16_777_216.0;
+
 /// One box whose score passed the threshold, before NMS.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Candidate {
@@ -56,11 +60,15 @@ impl Spec {
             Scheme::Ssd { .. } => i * self.classes + c,
             Scheme::Yolo { v8: false, .. } => i * (self.classes + 5) + 5 + c,
             Scheme::Yolo { v8: true, .. } => (4 + c) * self.n + i,
+            Scheme::End2End { .. } => return f32::NAN,
         };
         scores.get(at).copied().unwrap_or(f32::NAN)
     }
 
     fn decode_one(&self, boxes: &[f32], scores: &[f32], i: usize) -> Option<Candidate> {
+        if let Scheme::End2End { row, normalized } = self.scheme {
+            return self.decode_row(boxes, i, row, normalized);
+        }
         let (class, best) = self.best(scores, i)?;
         let v = |at: usize| boxes.get(at).copied().unwrap_or(f32::NAN);
         let [in_w, in_h] = self.input;
@@ -143,7 +151,31 @@ impl Spec {
                     keypoints: Vec::new(),
                 })
             }
+            Scheme::End2End { .. } => None,
         }
+    }
+
+    /// Box `i` of the end2end layout: x1, y1, x2, y2, score, class. The
+    /// class is an id held as a float: a row whose id is no whole number
+    /// from 0 to 2^24 (exact in f32) is dropped.
+    fn decode_row(&self, values: &[f32], i: usize, row: usize, normalized: bool) -> Option<Candidate> {
+        let v = |j: usize| values.get(i * row + j).copied().unwrap_or(f32::NAN);
+        let raw = v(4);
+        if raw.is_nan() || raw < self.raw_threshold {
+            return None;
+        }
+        let class = v(5);
+        if !(0.0..=MAX_CLASS_ID).contains(&class) || class.fract() != 0.0 {
+            return None;
+        }
+        let [sx, sy] = if normalized { self.input } else { [1.0; 2] };
+        Some(Candidate {
+            index: i as u32,
+            class: class as u32,
+            raw,
+            corners: [v(0) * sx, v(1) * sy, v(2) * sx, v(3) * sy],
+            keypoints: Vec::new(),
+        })
     }
 
     /// Candidates from the GPU decoder's records (`record_words` u32 each).
