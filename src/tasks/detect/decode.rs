@@ -158,7 +158,13 @@ impl Spec {
     /// Box `i` of the end2end layout: x1, y1, x2, y2, score, class. The
     /// class is an id held as a float: a row whose id is no whole number
     /// from 0 to 2^24 (exact in f32) is dropped.
-    fn decode_row(&self, values: &[f32], i: usize, row: usize, normalized: bool) -> Option<Candidate> {
+    fn decode_row(
+        &self,
+        values: &[f32],
+        i: usize,
+        row: usize,
+        normalized: bool,
+    ) -> Option<Candidate> {
         let v = |j: usize| values.get(i * row + j).copied().unwrap_or(f32::NAN);
         let raw = v(4);
         if raw.is_nan() || raw < self.raw_threshold {

@@ -246,8 +246,9 @@ mod tests {
 
     #[test]
     fn python_reprs_parse() {
-        let names = Literal::parse(r#"{0: 'person', 1: "it's", 2: 'say "hi"', 3: 'a\\b\n\x41\u00e9'}"#)
-            .unwrap();
+        let names =
+            Literal::parse(r#"{0: 'person', 1: "it's", 2: 'say "hi"', 3: 'a\\b\n\x41\u00e9'}"#)
+                .unwrap();
         assert_eq!(
             names,
             Dict(vec![
@@ -273,7 +274,10 @@ mod tests {
     fn malformed_literals_are_refused_saying_where() {
         for (text, needle) in [
             ("{0: 'person'", "expected ',' or '}' at character 12"),
-            ("{0 'person'}", "expected ':' after a dict key at character 3"),
+            (
+                "{0 'person'}",
+                "expected ':' after a dict key at character 3",
+            ),
             ("{0: 'person}", "a string is not closed at character 4"),
             ("{0: person}", "'person' is not a literal at character 4"),
             ("[1, 2] x", "unexpected text after the value at character 7"),

@@ -24,7 +24,9 @@ fn metadata(task: &str, nms: &str, end2end: &str) -> Vec<(String, String)> {
 
 #[test]
 fn an_ultralytics_export_implies_its_model_proc() {
-    let proc = implied(&metadata("detect", "None", "False")).unwrap().unwrap();
+    let proc = implied(&metadata("detect", "None", "False"))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         proc,
         json!({
@@ -46,7 +48,9 @@ fn an_ultralytics_export_implies_its_model_proc() {
         assert_eq!(proc["decoder"]["layout"], layout, "{task} {nms} {end2end}");
         assert_eq!(proc["decoder"]["task"], task);
     }
-    let classify = implied(&metadata("classify", "None", "False")).unwrap().unwrap();
+    let classify = implied(&metadata("classify", "None", "False"))
+        .unwrap()
+        .unwrap();
     assert_eq!(classify["decoder"], json!({"type": "classification"}));
     assert_eq!(classify["input"]["resize"], "crop");
     // Another exporter's metadata implies nothing.
@@ -62,13 +66,25 @@ fn bad_metadata_is_refused_in_one_line() {
         implied(&m).unwrap_err()
     };
     for (key, value, needle) in [
-        ("names", "{0: 'a', 2: 'b'}", "names: class ids must be 0 to 1; 2 is not"),
+        (
+            "names",
+            "{0: 'a', 2: 'b'}",
+            "names: class ids must be 0 to 1; 2 is not",
+        ),
         ("names", "{0: 'a', 0: 'b'}", "names: class 0 is named twice"),
-        ("names", "{0: 'a', 1: 2}", "names: the name of class 1 is not a string"),
+        (
+            "names",
+            "{0: 'a', 1: 2}",
+            "names: the name of class 1 is not a string",
+        ),
         ("names", "{'a': 'b'}", "names: a key is not a class id"),
         ("names", "['a', 'b']", "names: not a dict"),
         ("names", "{}", "names: no classes"),
-        ("names", "{0: 'a'", "names: expected ',' or '}' at character 7"),
+        (
+            "names",
+            "{0: 'a'",
+            "names: expected ',' or '}' at character 7",
+        ),
         ("imgsz", "[64]", "imgsz: not an integer or a list of two"),
         ("imgsz", "[0, 64]", "imgsz: 0 is not an image size"),
         ("task", "depth", "task 'depth' is not one wgnn reads"),
@@ -82,7 +98,9 @@ fn bad_metadata_is_refused_in_one_line() {
 
 #[test]
 fn a_model_proc_file_overrides_field_by_field() {
-    let mut proc = implied(&metadata("detect", "None", "False")).unwrap().unwrap();
+    let mut proc = implied(&metadata("detect", "None", "False"))
+        .unwrap()
+        .unwrap();
     overlay(
         &mut proc,
         json!({"input": {"pad": [0, 0, 0]}, "threshold": 0.5, "labels": "coco.txt",
