@@ -372,6 +372,67 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn end2end_rows_decode_as_they_are_with_no_nms() {
+        // Two overlapping boxes of one class: the graph kept both, so both
+        // stay; a padding row of score 0 and one below the threshold go.
+        let rows = [
+            [10.0, 8.0, 30.0, 20.0, 0.9, 1.0],
+            [11.0, 8.0, 31.0, 20.0, 0.8, 1.0],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 5.0, 5.0, 0.2, 2.0],
+        ];
+        let values: Vec<f32> = rows.iter().flatten().copied().collect();
+        let spec = yolo("end2end", false, &[1, 4, 6]);
+        let c = spec.decode(&values, &values);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!((c[0].index, c[0].class, c[0].raw), (0, 1, 0.9));
+        assert_eq!(c[0].corners, [10.0, 8.0, 30.0, 20.0]);
+        let labels = crate::tasks::objects::Labels::none();
+        let to_frame =
+            super::super::post::ToFrame::new(crate::video::Resize::Stretch, (64, 32), (128, 64));
+        let found = super::super::post::detections(&spec, c, 0.45, &to_frame, &labels);
+        assert_eq!(found.len(), 2, "no NMS: {found:?}");
+        assert_eq!(found[1].rect.x, 22.0);
+        // Boxes 0..1 of the input, and a shape of fewer than 6 values.
+        let spec = yolo("end2end", true, &[1, 4, 6]);
+        assert_eq!(
+            spec.decode(&values, &values)[0].corners,
+            [640.0, 256.0, 1920.0, 640.0]
+        );
+        let decoder: Decoder =
+            serde_json::from_str(r#"{"type": "yolo", "layout": "end2end"}"#).unwrap();
+        let err = Spec::new(
+            Path::new("m.onnx"),
+            &decoder,
+            &[output("o", &[1, 300, 5])],
+            (64, 64),
+            0.25,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("output 'o' is 1x300x5, expected [1, N, 6 + extra]"),
+            "{err}"
+        );
+        let decoder: Decoder =
+            serde_json::from_str(r#"{"type": "yolo", "layout": "yolov8", "task": "pose"}"#)
+                .unwrap();
+        let err = Spec::new(
+            Path::new("m.onnx"),
+            &decoder,
+            &[output("o", &[1, 56, 84])],
+            (64, 64),
+            0.25,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("m.onnx: decoder yolo: task pose is not decoded here"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn records_parse_back() {
         let spec = face_spec();
         let mut words = vec![
