@@ -73,8 +73,10 @@ fn ultralytics_exports_run_with_no_model_proc_on_both_devices() {
         for device in ["gpu", "cpu"] {
             let what = format!("{} on {device}", model.display());
             let json = dir.join(format!("{ran}.jsonl"));
+            // float32: the objects are compared to float rounding, and
+            // `auto` may pick float16 on a GPU.
             let launch = format!(
-                "wgnndetect device={device} model={} results-location={}",
+                "wgnndetect device={device} precision=f32 model={} results-location={}",
                 model.display(),
                 json.display()
             );
