@@ -7,6 +7,7 @@ use wgnn::ml::Context;
 use wgnn::models::onnx::read_tensor_file;
 
 use crate::common;
+use crate::onnx_torch::relative_error;
 
 const CASES: [&str; 2] = ["yolov8n_detect", "yolo11n_dynamic"];
 
@@ -27,18 +28,7 @@ fn worst_errors(ctx: &Context) -> Vec<f64> {
             let name = model.inputs()[0].name.clone();
             let outputs = model.run(ctx, hw, &[(name.as_str(), input)]).unwrap();
             assert_eq!(outputs.len(), 1, "{case}");
-            let (got, want) = (outputs[0].1.to_f32(), want.to_f32());
-            assert_eq!(got.len(), want.len(), "{case}");
-            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b).abs())
-                .fold(
-                    0f32,
-                    |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) },
-                );
-            let rel = f64::from(worst / scale);
+            let rel = relative_error(&outputs[0].1, &want);
             println!("{case}: max relative error {rel:.2e}");
             rel
         })

@@ -399,33 +399,20 @@ pub(crate) mod tests {
             spec.decode(&values, &values)[0].corners,
             [640.0, 256.0, 1920.0, 640.0]
         );
-        let decoder: Decoder =
-            serde_json::from_str(r#"{"type": "yolo", "layout": "end2end"}"#).unwrap();
-        let err = Spec::new(
-            Path::new("m.onnx"),
-            &decoder,
-            &[output("o", &[1, 300, 5])],
-            (64, 64),
-            0.25,
-        )
-        .unwrap_err()
-        .to_string();
+        let refused = |decoder: &str, shape: &[usize]| {
+            let decoder: Decoder = serde_json::from_str(decoder).unwrap();
+            let outputs = [output("o", shape)];
+            Spec::new(Path::new("m.onnx"), &decoder, &outputs, (64, 64), 0.25)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = refused(r#"{"type": "yolo", "layout": "end2end"}"#, &[1, 300, 5]);
         assert!(
             err.contains("output 'o' is 1x300x5, expected [1, N, 6 + extra]"),
             "{err}"
         );
-        let decoder: Decoder =
-            serde_json::from_str(r#"{"type": "yolo", "layout": "yolov8", "task": "pose"}"#)
-                .unwrap();
-        let err = Spec::new(
-            Path::new("m.onnx"),
-            &decoder,
-            &[output("o", &[1, 56, 84])],
-            (64, 64),
-            0.25,
-        )
-        .unwrap_err()
-        .to_string();
+        let pose = r#"{"type": "yolo", "layout": "yolov8", "task": "pose"}"#;
+        let err = refused(pose, &[1, 56, 84]);
         assert!(
             err.contains("m.onnx: decoder yolo: task pose is not decoded here"),
             "{err}"
