@@ -166,6 +166,7 @@ fn imgsz(size: &Literal) -> std::result::Result<[u32; 2], String> {
             .ok()
             .filter(|&d| (1..=1 << 16).contains(&d))
             .ok_or_else(|| format!("{i} is not an image size")),
+        Literal::Float(f) => Err(format!("{f} is not a whole number of pixels")),
         _ => Err("not a list of two integers".into()),
     };
     match size {

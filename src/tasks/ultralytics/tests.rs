@@ -87,6 +87,11 @@ fn bad_metadata_is_refused_in_one_line() {
         ),
         ("imgsz", "[64]", "imgsz: not an integer or a list of two"),
         ("imgsz", "[0, 64]", "imgsz: 0 is not an image size"),
+        (
+            "imgsz",
+            "[64.5, 64]",
+            "imgsz: 64.5 is not a whole number of pixels",
+        ),
         ("task", "depth", "task 'depth' is not one wgnn reads"),
         ("args", "{'nms': Tru}", "args: 'Tru' is not a literal"),
     ] {
