@@ -98,8 +98,8 @@ fn end2end(i: u32) {
     if is_nan(raw) || !(raw >= params.threshold) {
         return;
     }
-    let class = class_value(i, 0u);
-    if !(class >= 0.0 && class <= 16777216.0) || fract(class) != 0.0 {
+    let id = class_value(i, 0u);
+    if !(id >= 0.0 && id <= 16777216.0) || fract(id) != 0.0 {
         return;
     }
     let r = take_slot();
@@ -111,7 +111,7 @@ fn end2end(i: u32) {
         s = params.input_size;
     }
     out.words[r] = i;
-    out.words[r + 1u] = u32(class);
+    out.words[r + 1u] = u32(id);
     put(r + 2u, raw);
     put(r + 3u, box_value(i * params.row) * s.x);
     put(r + 4u, box_value(i * params.row + 1u) * s.y);
