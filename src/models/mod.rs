@@ -69,6 +69,13 @@ pub(crate) trait Source: Send + Sync {
     /// Number of operators (layers, nodes) in the file, for reporting what
     /// import and fusion made of them.
     fn operator_count(&self) -> usize;
+
+    /// The file's free-form key/value metadata, in file order (ONNX's
+    /// `metadata_props`, where exporters such as Ultralytics record the
+    /// labels, input size and task); empty where the format has none.
+    fn metadata(&self) -> &[(String, String)] {
+        &[]
+    }
 }
 
 /// (context id, input size) of a cached graph or precision choice.
@@ -292,6 +299,11 @@ impl Model {
 
     pub fn outputs(&self) -> &[TensorInfo] {
         &self.outputs
+    }
+
+    /// The file's key/value metadata ([`Source::metadata`]).
+    pub fn metadata(&self) -> &[(String, String)] {
+        self.source.metadata()
     }
 
     /// Number of operators (TFLite operators, ONNX nodes, TF.js layers) in

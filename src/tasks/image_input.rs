@@ -34,6 +34,9 @@ pub struct ImageInput {
     /// Where each input pixel samples the frame (half-pixel unless the
     /// model was trained on another resizer's output).
     pub sampling: Sampling,
+    /// `size` was chosen for a model that takes any size
+    /// ([`ImageInput::with_size`]), not declared by it.
+    chosen_size: bool,
 }
 
 impl ImageInput {
@@ -99,7 +102,29 @@ impl ImageInput {
             data_type: input.data_type,
             mean_std: None,
             sampling: Sampling::HalfPixel,
+            chosen_size: false,
         })
+    }
+
+    /// The same input fed at `size` (width, height) where the model takes
+    /// any size (`None`: at the frame's size); a model of a declared size
+    /// must declare this one.
+    pub fn with_size(mut self, size: Option<(u32, u32)>) -> Result<ImageInput> {
+        match (size, self.size) {
+            (None, _) => {}
+            (Some(want), None) => {
+                self.size = Some(want);
+                self.chosen_size = true;
+            }
+            (Some(want), Some(declared)) if want != declared => {
+                return Err(Error::invalid(format!(
+                    "input size {}x{} was asked for, but input '{}' is {}x{}",
+                    want.0, want.1, self.name, declared.0, declared.1
+                )))
+            }
+            (Some(_), Some(_)) => {}
+        }
+        Ok(self)
     }
 
     /// The same input with the values in `range` (`None`: as it was).
@@ -151,9 +176,10 @@ impl ImageInput {
 
     /// The (height, width) to build the model's graph with for a `frame`
     /// (width, height) frame: `None` (the declared size) unless the model
-    /// takes any size.
+    /// takes any size (then the chosen size, else the frame's).
     pub fn build_size(&self, frame: (u32, u32)) -> Option<(usize, usize)> {
         match self.size {
+            Some((w, h)) if self.chosen_size => Some((h as usize, w as usize)),
             Some(_) => None,
             None => Some((frame.1 as usize, frame.0 as usize)),
         }

@@ -39,6 +39,7 @@ mod segment;
 mod tests;
 mod timing;
 pub mod track;
+mod ultralytics;
 mod upscale;
 
 pub use background::BackgroundSpec;

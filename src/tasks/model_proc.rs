@@ -66,6 +66,10 @@ pub struct InputProc {
     /// MediaPipe's CPU graphs use).
     #[serde(default)]
     pub coordinates: CoordinatesProc,
+    /// [width, height] fed to a model that takes any input size; unset: the
+    /// frame's own size. A model of a declared size must match it.
+    #[serde(default)]
+    pub size: Option<[u32; 2]>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -214,6 +218,9 @@ pub struct Yolo {
     /// Most objects kept per frame after NMS.
     #[serde(default = "max_detections")]
     pub max_detections: usize,
+    /// What the head predicts besides boxes; only `detect` decodes here.
+    #[serde(default)]
+    pub task: YoloTask,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -221,6 +228,32 @@ pub struct Yolo {
 pub enum YoloLayout {
     Yolov5,
     Yolov8,
+    /// `[1, N, 6 + extra]` rows of x1, y1, x2, y2, score, class from a graph
+    /// that ends in its own NMS or top-k (Ultralytics `nms=True`, YOLOv10,
+    /// YOLO26): read as they are, no NMS.
+    End2end,
+}
+
+impl YoloLayout {
+    /// The name as written in a model-proc.
+    pub fn name(self) -> &'static str {
+        match self {
+            YoloLayout::Yolov5 => "yolov5",
+            YoloLayout::Yolov8 => "yolov8",
+            YoloLayout::End2end => "end2end",
+        }
+    }
+}
+
+/// Ultralytics' tasks, by their names there.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum YoloTask {
+    #[default]
+    Detect,
+    Segment,
+    Pose,
+    Obb,
 }
 
 /// A classifier's scores.
@@ -264,26 +297,46 @@ impl ModelProc {
         };
         let text = crate::files::read_regular(path)
             .map_err(|e| bad(format!("cannot read the model-proc: {e}")))?;
-        let mut proc: ModelProc = serde_json::from_slice(&text)
+        let proc: ModelProc = serde_json::from_slice(&text)
             .map_err(|e| bad(format!("not a valid model-proc: {e}")))?;
-        proc.path = path.to_path_buf();
-        proc.check().map_err(bad)?;
-        Ok(proc)
+        proc.checked(path)
+    }
+
+    /// A model-proc from its JSON form, read from (or made for) `path`.
+    pub(crate) fn from_json(path: &Path, value: serde_json::Value) -> Result<ModelProc> {
+        let proc: ModelProc = serde_json::from_value(value).map_err(|e| Error::File {
+            path: path.to_path_buf(),
+            message: format!("not a valid model-proc: {e}"),
+        })?;
+        proc.checked(path)
+    }
+
+    fn checked(mut self, path: &Path) -> Result<ModelProc> {
+        self.path = path.to_path_buf();
+        self.check().map_err(|message| Error::File {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(self)
     }
 
     /// The model-proc for the model at `model`: `explicit` when given (it
     /// must exist), else `<model file stem>.json` beside the model when
     /// there is one.
     pub fn for_model(model: &Path, explicit: Option<&Path>) -> Result<Option<ModelProc>> {
+        ModelProc::file_for(model, explicit)
+            .map(|path| ModelProc::load(&path))
+            .transpose()
+    }
+
+    /// The model-proc file [`ModelProc::for_model`] reads, if any.
+    pub(crate) fn file_for(model: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
         if let Some(path) = explicit {
-            return ModelProc::load(path).map(Some);
+            return Some(path.to_path_buf());
         }
         let beside = model.with_extension("json");
         // A TF.js model is itself a .json file: it is no model-proc.
-        if beside == model || !beside.is_file() {
-            return Ok(None);
-        }
-        ModelProc::load(&beside).map(Some)
+        (beside != model && beside.is_file()).then_some(beside)
     }
 
     fn check(&self) -> std::result::Result<(), String> {
@@ -312,6 +365,9 @@ impl ModelProc {
                 ))
             }
             _ => {}
+        }
+        if self.input.size.is_some_and(|[w, h]| w == 0 || h == 0) {
+            return Err("input.size has a zero; it is [width, height] in pixels".into());
         }
         if let Some(LabelsProc::List(names)) = &self.labels {
             if names.is_empty() {
@@ -366,6 +422,7 @@ impl ModelProc {
                 CoordinatesProc::Asymmetric => Sampling::Asymmetric,
             },
             precision: crate::ml::Precision::F32,
+            size: self.input.size.map(|[w, h]| (w, h)),
         }
     }
 

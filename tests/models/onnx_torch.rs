@@ -13,7 +13,7 @@ use crate::common;
 /// Largest |got - want| relative to the reference tensor's largest
 /// magnitude: networks' outputs span orders of magnitude, and an element
 /// near zero says little about the error of the sum that made it.
-fn relative_error(got: &HostTensor, want: &HostTensor) -> f64 {
+pub(crate) fn relative_error(got: &HostTensor, want: &HostTensor) -> f64 {
     assert_eq!(got.shape, want.shape, "output shape");
     let (g, w) = (got.to_f32(), want.to_f32());
     let scale = w.iter().fold(0f64, |m, &v| m.max(f64::from(v).abs()));

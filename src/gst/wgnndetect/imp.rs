@@ -1,4 +1,3 @@
-use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use gst::glib;
@@ -17,6 +16,7 @@ use crate::gst::model_element::{
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
 use crate::ml::Precision;
+use crate::models::Model;
 use crate::tasks::{
     DetectOptions, Detector, FrameResults, Labels, ModelInstance, ModelProc, ObjectResult,
 };
@@ -53,14 +53,17 @@ struct Setup {
 }
 
 impl Setup {
-    /// Reads the model-proc (`model-proc`, or the one beside `model`) and
-    /// the labels (the `labels` file, or the model-proc's).
-    fn read(shared: &Shared, settings: Settings, model: &Path) -> crate::Result<Setup> {
-        let proc = ModelProc::for_model(model, shared.model_proc.as_deref())?.ok_or_else(|| {
+    /// Reads the model-proc (`model-proc`, or the one beside `model`, over
+    /// what the model's metadata implies) and the labels (the `labels`
+    /// file, or the model-proc's).
+    fn read(shared: &Shared, settings: Settings, model: &Model) -> crate::Result<Setup> {
+        let explicit = shared.model_proc.as_deref();
+        let proc = ModelProc::for_loaded_model(model, explicit)?.ok_or_else(|| {
+            let path = model.path();
             crate::Error::Invalid(format!(
                 "no model-proc for {}: set the model-proc property or put {} beside it",
-                model.display(),
-                model.with_extension("json").display()
+                path.display(),
+                path.with_extension("json").display()
             ))
         })?;
         let labels = match &shared.labels {
@@ -232,9 +235,10 @@ impl ModelElementImpl for WgnnDetect {
     fn start_task(&self, shared: &Shared) -> Result<(), gst::ErrorMessage> {
         let path = shared.required_model("a detection model file")?;
         let settings = *self.settings.lock().unwrap();
-        let setup = Setup::read(shared, settings, &path).map_err(|e| settings_error(&e))?;
         let results = shared.results(&path)?;
         let started = self.start_model(shared, &path, |_| Ok(()))?;
+        let setup = Setup::read(shared, settings, started.instance.model())
+            .map_err(|e| settings_error(&e))?;
         // Made now, so that a decoder that does not fit the model's outputs
         // or labels short of its classes fail the state change; remade at
         // the first frame only if the stream's colours differ.

@@ -45,6 +45,7 @@ impl Settings {
             mean_std: None,
             sampling: crate::video::Sampling::HalfPixel,
             precision: precision.into(),
+            size: None,
         }
     }
 }

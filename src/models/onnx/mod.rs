@@ -171,6 +171,11 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
         domain_versions,
         initializers,
         inputs: inputs.clone(),
+        metadata: model
+            .metadata_props
+            .iter()
+            .map(|p| (p.key().to_string(), p.value().to_string()))
+            .collect(),
     };
     Ok((
         inputs.into_iter().map(|(i, _)| i).collect(),
@@ -188,6 +193,8 @@ pub(crate) struct OnnxSource {
     domain_versions: HashMap<String, i64>,
     initializers: HashMap<String, Arc<Const>>,
     inputs: Vec<(TensorInfo, Elem)>,
+    /// `metadata_props`, in file order.
+    metadata: Vec<(String, String)>,
 }
 
 impl Source for OnnxSource {
@@ -217,6 +224,10 @@ impl Source for OnnxSource {
 
     fn operator_count(&self) -> usize {
         self.graph.node.len()
+    }
+
+    fn metadata(&self) -> &[(String, String)] {
+        &self.metadata
     }
 }
 

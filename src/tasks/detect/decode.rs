@@ -5,6 +5,10 @@
 
 use super::spec::{Scheme, Spec};
 
+/// The largest class id an end2end row may hold: 2^24, past which f32
+/// holds no longer every whole number.
+pub(crate) const MAX_CLASS_ID: f32 = 16_777_216.0;
+
 /// One box whose score passed the threshold, before NMS.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Candidate {
@@ -56,11 +60,15 @@ impl Spec {
             Scheme::Ssd { .. } => i * self.classes + c,
             Scheme::Yolo { v8: false, .. } => i * (self.classes + 5) + 5 + c,
             Scheme::Yolo { v8: true, .. } => (4 + c) * self.n + i,
+            Scheme::End2End { .. } => return f32::NAN,
         };
         scores.get(at).copied().unwrap_or(f32::NAN)
     }
 
     fn decode_one(&self, boxes: &[f32], scores: &[f32], i: usize) -> Option<Candidate> {
+        if let Scheme::End2End { row, normalized } = self.scheme {
+            return self.decode_row(boxes, i, row, normalized);
+        }
         let (class, best) = self.best(scores, i)?;
         let v = |at: usize| boxes.get(at).copied().unwrap_or(f32::NAN);
         let [in_w, in_h] = self.input;
@@ -143,7 +151,37 @@ impl Spec {
                     keypoints: Vec::new(),
                 })
             }
+            Scheme::End2End { .. } => None,
         }
+    }
+
+    /// Box `i` of the end2end layout: x1, y1, x2, y2, score, class. The
+    /// class is an id held as a float: a row whose id is no whole number
+    /// from 0 to 2^24 (exact in f32) is dropped.
+    fn decode_row(
+        &self,
+        values: &[f32],
+        i: usize,
+        row: usize,
+        normalized: bool,
+    ) -> Option<Candidate> {
+        let v = |j: usize| values.get(i * row + j).copied().unwrap_or(f32::NAN);
+        let raw = v(4);
+        if raw.is_nan() || raw < self.raw_threshold {
+            return None;
+        }
+        let class = v(5);
+        if !(0.0..=MAX_CLASS_ID).contains(&class) || class.fract() != 0.0 {
+            return None;
+        }
+        let [sx, sy] = if normalized { self.input } else { [1.0; 2] };
+        Some(Candidate {
+            index: i as u32,
+            class: class as u32,
+            raw,
+            corners: [v(0) * sx, v(1) * sy, v(2) * sx, v(3) * sy],
+            keypoints: Vec::new(),
+        })
     }
 
     /// Candidates from the GPU decoder's records (`record_words` u32 each).
@@ -331,6 +369,54 @@ pub(crate) mod tests {
         assert_eq!((c[0].index, c[0].class, c[0].raw), (0, 1, 0.7));
         assert_eq!(c[0].corners, [24.0, 8.0, 40.0, 24.0]);
         assert_eq!((c[1].index, c[1].class), (2, 0));
+    }
+
+    #[test]
+    fn end2end_rows_decode_as_they_are_with_no_nms() {
+        // Two overlapping boxes of one class: the graph kept both, so both
+        // stay; a padding row of score 0 and one below the threshold go.
+        let rows = [
+            [10.0, 8.0, 30.0, 20.0, 0.9, 1.0],
+            [11.0, 8.0, 31.0, 20.0, 0.8, 1.0],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 5.0, 5.0, 0.2, 2.0],
+        ];
+        let values: Vec<f32> = rows.iter().flatten().copied().collect();
+        let spec = yolo("end2end", false, &[1, 4, 6]);
+        let c = spec.decode(&values, &values);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!((c[0].index, c[0].class, c[0].raw), (0, 1, 0.9));
+        assert_eq!(c[0].corners, [10.0, 8.0, 30.0, 20.0]);
+        let labels = crate::tasks::objects::Labels::none();
+        let to_frame =
+            super::super::post::ToFrame::new(crate::video::Resize::Stretch, (64, 32), (128, 64));
+        let found = super::super::post::detections(&spec, c, 0.45, &to_frame, &labels);
+        assert_eq!(found.len(), 2, "no NMS: {found:?}");
+        assert_eq!(found[1].rect.x, 22.0);
+        // Boxes 0..1 of the input, and a shape of fewer than 6 values.
+        let spec = yolo("end2end", true, &[1, 4, 6]);
+        assert_eq!(
+            spec.decode(&values, &values)[0].corners,
+            [640.0, 256.0, 1920.0, 640.0]
+        );
+        let refused = |decoder: &str, shape: &[usize]| {
+            let decoder: Decoder = serde_json::from_str(decoder).unwrap();
+            let outputs = [output("o", shape)];
+            Spec::new(Path::new("m.onnx"), &decoder, &outputs, (64, 64), 0.25)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = refused(r#"{"type": "yolo", "layout": "end2end"}"#, &[1, 300, 5]);
+        assert!(
+            err.contains("output 'o' is 1x300x5, expected [1, N, 6 + extra]"),
+            "{err}"
+        );
+        let pose = r#"{"type": "yolo", "layout": "yolov8", "task": "pose"}"#;
+        let err = refused(pose, &[1, 56, 84]);
+        assert!(
+            err.contains("m.onnx: decoder yolo: task pose is not decoded here"),
+            "{err}"
+        );
     }
 
     #[test]

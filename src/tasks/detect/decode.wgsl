@@ -4,8 +4,8 @@
 // index, class, raw score (bits), x0, y0, x1, y1 in model input pixels, then
 // x, y per keypoint. Only the counter and the records are read back.
 // Prepended (gpu.rs): the element types `box_t` and `score_t` (f32 or f16)
-// and DECODER (0 SSD anchors, 1 YOLOv5 rows, 2 YOLOv8 columns). The same
-// formulas as decode.rs.
+// and DECODER (0 SSD anchors, 1 YOLOv5 rows, 2 YOLOv8 columns, 3 end2end
+// rows). The same formulas as decode.rs.
 
 struct Params {
     // SSD: x, y, w, h scales.
@@ -19,7 +19,8 @@ struct Params {
     clip: f32,
     n: u32,
     classes: u32,
-    // Values per box: SSD num_coords, YOLOv5 5 + C (unused for YOLOv8).
+    // Values per box: SSD num_coords, YOLOv5 5 + C, end2end 6 + extra
+    // (unused for YOLOv8).
     row: u32,
     box_offset: u32,
     keypoint_offset: u32,
@@ -63,7 +64,7 @@ fn class_value(i: u32, c: u32) -> f32 {
     if DECODER == 0u {
         return f32(scores[i * params.classes + c]);
     }
-    if DECODER == 1u {
+    if DECODER == 1u || DECODER == 3u {
         return f32(scores[i * params.row + 5u + c]);
     }
     return f32(scores[(4u + c) * params.n + i]);
@@ -81,10 +82,51 @@ fn put(at: u32, v: f32) {
     out.words[at] = bitcast<u32>(v);
 }
 
+// A slot for one record, or none when the buffer is full.
+fn take_slot() -> u32 {
+    let slot = atomicAdd(&out.count, 1u);
+    if slot >= params.cap {
+        return 0xffffffffu;
+    }
+    return slot * params.record_words;
+}
+
+// An end2end row: x1, y1, x2, y2, score, class id (a whole number 0..2^24
+// held as a float), boxes read as they are: the graph did its NMS.
+fn end2end(i: u32) {
+    let raw = box_value(i * params.row + 4u);
+    if is_nan(raw) || !(raw >= params.threshold) {
+        return;
+    }
+    let id = class_value(i, 0u);
+    if !(id >= 0.0 && id <= 16777216.0) || fract(id) != 0.0 {
+        return;
+    }
+    let r = take_slot();
+    if r == 0xffffffffu {
+        return;
+    }
+    var s = vec2<f32>(1.0);
+    if params.normalized != 0u {
+        s = params.input_size;
+    }
+    out.words[r] = i;
+    out.words[r + 1u] = u32(id);
+    put(r + 2u, raw);
+    put(r + 3u, box_value(i * params.row) * s.x);
+    put(r + 4u, box_value(i * params.row + 1u) * s.y);
+    put(r + 5u, box_value(i * params.row + 2u) * s.x);
+    put(r + 6u, box_value(i * params.row + 3u) * s.y);
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
     if i >= params.n {
+        return;
+    }
+    if DECODER == 3u {
+        end2end(i);
         return;
     }
     var found = false;
@@ -114,11 +156,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if is_nan(raw) || !(raw >= params.threshold) {
         return;
     }
-    let slot = atomicAdd(&out.count, 1u);
-    if slot >= params.cap {
+    let r = take_slot();
+    if r == 0xffffffffu {
         return;
     }
-    let r = slot * params.record_words;
     out.words[r] = i;
     out.words[r + 1u] = best_class;
     put(r + 2u, raw);

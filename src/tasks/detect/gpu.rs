@@ -78,6 +78,10 @@ impl DecodeParams {
                 p.row = if *v8 { 0 } else { spec.classes as u32 + 5 };
                 p.normalized = u32::from(*normalized);
             }
+            Scheme::End2End { row, normalized } => {
+                p.row = *row as u32;
+                p.normalized = u32::from(*normalized);
+            }
         }
         p
     }
@@ -87,7 +91,7 @@ impl DecodeParams {
 /// types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct DecodeSwitches {
-    /// 0 SSD anchors, 1 YOLOv5, 2 YOLOv8.
+    /// 0 SSD anchors, 1 YOLOv5, 2 YOLOv8, 3 end2end.
     pub decoder: u32,
     pub box_f16: bool,
     pub score_f16: bool,
@@ -100,6 +104,7 @@ impl DecodeSwitches {
                 Scheme::Ssd { .. } => 0,
                 Scheme::Yolo { v8: false, .. } => 1,
                 Scheme::Yolo { v8: true, .. } => 2,
+                Scheme::End2End { .. } => 3,
             },
             box_f16: spec.boxes.data_type == DataType::Float16,
             score_f16: spec.scores.data_type == DataType::Float16,
@@ -124,7 +129,7 @@ impl DecodeSwitches {
     #[cfg(test)]
     pub(crate) fn all() -> Vec<DecodeSwitches> {
         let mut all = Vec::new();
-        for decoder in 0..3 {
+        for decoder in 0..4 {
             for box_f16 in [false, true] {
                 for score_f16 in [false, true] {
                     all.push(DecodeSwitches {
@@ -188,7 +193,7 @@ impl GpuDecoder {
                 .iter()
                 .map(|a| [a.x_center, a.y_center, a.w, a.h])
                 .collect(),
-            Scheme::Yolo { .. } => vec![[0.0; 4]],
+            Scheme::Yolo { .. } | Scheme::End2End { .. } => vec![[0.0; 4]],
         };
         let anchor_bytes: &[u8] = bytemuck::cast_slice(&anchors);
         let anchors = gpu.create_buffer_with_data(

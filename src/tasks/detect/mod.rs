@@ -35,7 +35,7 @@ use crate::models::{Model, PrecisionChoice};
 use crate::video::cpu::CpuFrame;
 use crate::video::{ColorSpec, GpuFrame, Resize};
 
-use super::model_proc::{Decoder, ModelProc, YoloLayout};
+use super::model_proc::{Decoder, ModelProc};
 use super::objects::{Detection, Labels};
 use super::{
     wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs, ModelInstance,
@@ -220,10 +220,7 @@ impl Detector {
                     "{e} (decoder yolo: output '{}' {:?} read as {}: {} boxes of {} classes)",
                     spec.boxes.name,
                     spec.boxes.shape,
-                    match y.layout {
-                        YoloLayout::Yolov5 => "yolov5",
-                        YoloLayout::Yolov8 => "yolov8",
-                    },
+                    y.layout.name(),
                     spec.n,
                     spec.classes
                 )),

@@ -10,7 +10,7 @@ use crate::tasks::objects::{Detection, Labels, Rect};
 use crate::video::Resize;
 
 use super::decode::Candidate;
-use super::spec::Spec;
+use super::spec::{Scheme, Spec};
 
 /// The most candidates (boxes over the threshold, before NMS) a frame
 /// keeps. The GPU decoder's buffer holds this many; when more pass, the GPU
@@ -175,8 +175,13 @@ pub(crate) fn detections(
     to_frame: &ToFrame,
     labels: &Labels,
 ) -> Vec<Detection> {
-    let sorted = usable(spec, candidates);
+    let mut sorted = usable(spec, candidates);
     let kept = match spec.nms {
+        // The graph did its NMS.
+        _ if matches!(spec.scheme, Scheme::End2End { .. }) => {
+            sorted.truncate(spec.max_detections);
+            sorted
+        }
         NmsKind::Weighted => weighted(sorted, iou),
         NmsKind::Hard => hard(sorted, iou, spec.max_detections),
     };

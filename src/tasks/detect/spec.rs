@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::ml::DataType;
-use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout};
+use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout, YoloTask};
 
 use super::anchors::{self, Anchor};
 use super::decode::Candidate;
@@ -38,6 +38,12 @@ pub(crate) enum Scheme {
     },
     Yolo {
         v8: bool,
+        normalized: bool,
+    },
+    /// Rows of x1, y1, x2, y2, score, class (then values left unread) from
+    /// a graph that did its own NMS: `row` values per box.
+    End2End {
+        row: usize,
         normalized: bool,
     },
 }
@@ -166,6 +172,20 @@ impl Spec {
                         .ok_or_else(|| fail("the model has no output".into()))?,
                 };
                 float(&out)?;
+                if y.task != YoloTask::Detect {
+                    return Err(fail(format!(
+                        "task {} is not decoded here; only detect is",
+                        match y.task {
+                            YoloTask::Segment => "segment",
+                            YoloTask::Pose => "pose",
+                            _ => "obb",
+                        }
+                    )));
+                }
+                if y.layout == YoloLayout::End2end {
+                    return end2end(out, y.normalized, input_px, threshold, y.max_detections)
+                        .map_err(fail);
+                }
                 let v8 = y.layout == YoloLayout::Yolov8;
                 let (n, classes) = match (v8, out.shape.as_slice()) {
                     (false, &[1, n, row]) if row > 5 && n >= 1 => (n, row - 5),
@@ -235,7 +255,7 @@ impl Spec {
         let decoder = match &self.scheme {
             Scheme::Ssd { options, .. } if options.sigmoid_score => return Ok(()),
             Scheme::Ssd { .. } => "ssd-anchors",
-            Scheme::Yolo { .. } => "yolo",
+            Scheme::Yolo { .. } | Scheme::End2End { .. } => "yolo",
         };
         let Some(c) = candidates.iter().find(|c| c.raw > 1.0 + MAX_SCORE_SLACK) else {
             return Ok(());
@@ -258,6 +278,46 @@ impl Spec {
             _ => raw,
         }
     }
+}
+
+/// The end2end layout's spec: `[1, N, 6 + extra]` rows; the class count is
+/// not in the shape (classes are ids in the rows), so labels are not
+/// checked against one.
+fn end2end(
+    out: OutputInfo,
+    normalized: bool,
+    input: [f32; 2],
+    threshold: f32,
+    max_detections: usize,
+) -> std::result::Result<Spec, String> {
+    let (n, row) = match out.shape.as_slice() {
+        &[1, n, row] if row >= 6 && n >= 1 => (n, row),
+        _ => {
+            return Err(format!(
+                "output '{}' is {}, expected [1, N, 6 + extra] (end2end: one row of x1, y1, x2,                  y2, score, class per box)",
+                out.name,
+                shape_text(&out.shape)
+            ))
+        }
+    };
+    if n > MAX_BOXES {
+        return Err(format!(
+            "output '{}' holds {n} boxes; at most {MAX_BOXES} are supported",
+            out.name
+        ));
+    }
+    Ok(Spec {
+        scheme: Scheme::End2End { row, normalized },
+        boxes: out.clone(),
+        scores: out,
+        n,
+        classes: 0,
+        keypoints: 0,
+        input,
+        raw_threshold: threshold,
+        nms: NmsKind::Hard,
+        max_detections,
+    })
 }
 
 /// Whether `out`, read in a YOLO layout, looks like a YOLO head rather than

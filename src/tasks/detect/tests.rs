@@ -167,6 +167,31 @@ fn gpu_decoding_matches_the_rust_decoders() {
     assert!(!cpu.is_empty());
     let (on_gpu, _, _) = gpu_decode(&gpu, &spec, &cols, None);
     assert_same(&on_gpu, &cpu, "yolov8");
+
+    // end2end: 90 rows of 7 (one extra value), normalized; class ids that
+    // are fractional, negative, NaN or past 2^24 drop their row.
+    let spec = yolo_spec("end2end", true, &[1, 90, 7], 0.4);
+    let mut rows: Vec<f32> = (0..90)
+        .flat_map(|i| {
+            let class = [2.0, 0.0, 1.5, -1.0, f32::NAN, 3e7, 79.0][i % 7];
+            let x0 = rng.random_range(0.0f32..0.5);
+            [
+                x0,
+                0.1,
+                x0 + 0.3,
+                0.6,
+                rng.random_range(0.0f32..1.0),
+                class,
+                9.0,
+            ]
+        })
+        .collect();
+    rows[4] = f32::NAN;
+    let cpu = spec.decode(&rows, &rows);
+    assert!(cpu.len() > 5, "{}", cpu.len());
+    assert!(cpu.iter().all(|c| [0, 2, 79].contains(&c.class)), "{cpu:?}");
+    let (on_gpu, _, _) = gpu_decode(&gpu, &spec, &rows, None);
+    assert_same(&on_gpu, &cpu, "end2end");
     gpu.check().unwrap();
 }
 

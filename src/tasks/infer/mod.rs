@@ -39,6 +39,9 @@ pub struct InferOptions {
     pub color: ColorSpec,
     /// What the model computes in ([`Model::build_with`]), per input size.
     pub precision: Precision,
+    /// (width, height) for a model that takes any input size; `None`: the
+    /// frame's own size.
+    pub size: Option<(u32, u32)>,
 }
 
 /// How a runner fills the model input from a frame.
@@ -303,7 +306,8 @@ impl ImageInference {
             .with_range(options.range)
             .bgr(options.bgr)
             .with_mean_std(options.mean_std)
-            .with_sampling(options.sampling))
+            .with_sampling(options.sampling)
+            .with_size(options.size)?)
     }
 
     pub fn input(&self) -> &ImageInput {
