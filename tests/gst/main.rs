@@ -16,6 +16,7 @@ mod face_refs;
 mod batch;
 mod classify;
 mod detect;
+mod detect_tasks;
 mod dmabuf;
 mod infer;
 mod infer_models;

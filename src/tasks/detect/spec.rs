@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::ml::DataType;
-use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout};
+use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout, YoloTask};
 
 use super::anchors::{self, Anchor};
 use super::decode::Candidate;
@@ -61,6 +61,15 @@ pub(crate) struct Spec {
     pub raw_threshold: f32,
     pub nms: NmsKind,
     pub max_detections: usize,
+    /// What the head predicts besides boxes and classes.
+    pub task: YoloTask,
+    /// Values per box after the class scores (mask coefficients, keypoint
+    /// values, the angle), copied into each candidate as they are.
+    pub extras: usize,
+    /// Segment: the prototypes' output and (channels, height, width).
+    pub protos: Option<(OutputInfo, [usize; 3])>,
+    /// Pose: values per keypoint (2 or 3).
+    pub keypoint_values: usize,
 }
 
 impl Spec {
@@ -155,6 +164,10 @@ impl Spec {
                     },
                     nms: s.nms,
                     max_detections: usize::MAX,
+                    task: YoloTask::Detect,
+                    extras: 0,
+                    protos: None,
+                    keypoint_values: 0,
                 }
             }
             Decoder::Yolo(y) => {
@@ -167,16 +180,26 @@ impl Spec {
                 };
                 float(&out)?;
                 let v8 = y.layout == YoloLayout::Yolov8;
+                let head = super::heads::Head::of(y, &out, outputs).map_err(fail)?;
+                let extras = head.extras;
                 let (n, classes) = match (v8, out.shape.as_slice()) {
-                    (false, &[1, n, row]) if row > 5 && n >= 1 => (n, row - 5),
-                    (true, &[1, row, n]) if row > 4 && n >= 1 => (n, row - 4),
+                    (false, &[1, n, row]) if row > 5 + extras && n >= 1 => (n, row - 5 - extras),
+                    (true, &[1, row, n]) if row > 4 + extras && n >= 1 => (n, row - 4 - extras),
                     _ => {
                         let expected = if v8 {
-                            "[1, 4 + C, N] (YOLOv8/v11: cx, cy, w, h and C >= 1 class scores \
-                             per box, boxes along the last axis)"
+                            format!(
+                                "[1, 4 + C{}, N] (YOLOv8/v11: cx, cy, w, h, C >= 1 class \
+                                 scores{} per box, boxes along the last axis)",
+                                head.extras_shape(),
+                                head.extras_text()
+                            )
                         } else {
-                            "[1, N, 5 + C] (YOLOv5: one row of cx, cy, w, h, objectness and \
-                             C >= 1 class scores per box)"
+                            format!(
+                                "[1, N, 5 + C{}] (YOLOv5: one row of cx, cy, w, h, objectness, \
+                                 C >= 1 class scores{} per box)",
+                                head.extras_shape(),
+                                head.extras_text()
+                            )
                         };
                         return Err(fail(format!(
                             "output '{}' is {:?}, expected {expected}",
@@ -205,6 +228,10 @@ impl Spec {
                     raw_threshold: threshold,
                     nms: NmsKind::Hard,
                     max_detections: y.max_detections,
+                    task: y.task,
+                    extras,
+                    protos: head.protos,
+                    keypoint_values: head.keypoint_values,
                 }
             }
             Decoder::Classification(_) => {
@@ -219,9 +246,10 @@ impl Spec {
     }
 
     /// Words (u32) of one candidate record as the GPU decoder writes it:
-    /// index, class, raw score, four corners, then x, y per keypoint.
+    /// index, class, raw score, four corners, then x, y per keypoint, then
+    /// the extras.
     pub fn record_words(&self) -> usize {
-        7 + 2 * self.keypoints
+        7 + 2 * self.keypoints + self.extras
     }
 
     /// Refuses candidates whose scores are no probabilities where the
