@@ -46,7 +46,10 @@ pub fn params(extras: &Extras) -> (Option<gst::Array>, Vec<gst::Structure>) {
                 .field("y", m.y)
                 .field("width", m.width)
                 .field("height", m.height)
-                .field("counts", array(m.rle().into_iter().map(|c| c.to_send_value())))
+                .field(
+                    "counts",
+                    array(m.rle().into_iter().map(|c| c.to_send_value())),
+                )
                 .build(),
         );
     }

@@ -169,7 +169,12 @@ impl FrameResults {
                 w: finite(o.rect.w),
                 h: finite(o.rect.h),
                 keypoints: &o.keypoints,
-                keypoint_scores: o.extras.keypoint_scores.iter().map(|&v| finite(v)).collect(),
+                keypoint_scores: o
+                    .extras
+                    .keypoint_scores
+                    .iter()
+                    .map(|&v| finite(v))
+                    .collect(),
                 angle: o.extras.angle.map(finite),
                 mask: o.extras.mask.as_ref().map(|m| m.to_json()),
                 classes: &o.classes,

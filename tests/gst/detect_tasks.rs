@@ -80,7 +80,10 @@ fn segment_pose_and_obb_objects_reach_json_and_roi_metas() {
                     }
                     _ => {
                         let angle = o["angle"].as_f64().unwrap();
-                        assert!((0.0..std::f64::consts::FRAC_PI_2).contains(&angle), "{what}");
+                        assert!(
+                            (0.0..std::f64::consts::FRAC_PI_2).contains(&angle),
+                            "{what}"
+                        );
                         let meta = r.object.extras.angle.unwrap();
                         assert!((f64::from(meta) - angle).abs() < 1e-6, "{what}");
                     }

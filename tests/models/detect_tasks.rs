@@ -39,7 +39,10 @@ pub fn proc_for(doc: &Value, m: &Value) -> Value {
 fn reference_mask(counts: &[Value], size: usize) -> Vec<bool> {
     let mut column_major = Vec::new();
     for (k, c) in counts.iter().enumerate() {
-        column_major.extend(std::iter::repeat_n(k % 2 == 1, c.as_u64().unwrap() as usize));
+        column_major.extend(std::iter::repeat_n(
+            k % 2 == 1,
+            c.as_u64().unwrap() as usize,
+        ));
     }
     assert_eq!(column_major.len(), size * size);
     let mut bits = vec![false; size * size];
@@ -77,7 +80,12 @@ fn assert_matches(task: &str, found: &[Detection], want: &[Value], size: usize, 
         assert_eq!(d.label_id as u64, w["label_id"].as_u64().unwrap(), "{what}");
         near(d.confidence, w["confidence"].as_f64().unwrap(), 1e-4, what);
         if task == "obb" {
-            let o: Vec<f64> = w["obb"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            let o: Vec<f64> = w["obb"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
             near(d.rect.x + d.rect.w / 2.0, o[0], 0.01, what);
             near(d.rect.y + d.rect.h / 2.0, o[1], 0.01, what);
             near(d.rect.w, o[2], 0.01, what);
@@ -85,7 +93,12 @@ fn assert_matches(task: &str, found: &[Detection], want: &[Value], size: usize, 
             near(d.extras.angle.unwrap(), o[4], 0.01, what);
             continue;
         }
-        let b: Vec<f64> = w["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap().clamp(0.0, s)).collect();
+        let b: Vec<f64> = w["box"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap().clamp(0.0, s))
+            .collect();
         near(d.rect.x, b[0], 0.01, what);
         near(d.rect.y, b[1], 0.01, what);
         near(d.rect.x + d.rect.w, b[2], 0.01, what);
@@ -94,7 +107,12 @@ fn assert_matches(task: &str, found: &[Detection], want: &[Value], size: usize, 
             let kps = w["keypoints"].as_array().unwrap();
             assert_eq!(d.keypoints.len(), kps.len(), "{what}");
             for ((p, score), k) in d.keypoints.iter().zip(&d.extras.keypoint_scores).zip(kps) {
-                let k: Vec<f64> = k.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+                let k: Vec<f64> = k
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .collect();
                 near(p[0], k[0].clamp(0.0, s), 1.0, what);
                 near(p[1], k[1].clamp(0.0, s), 1.0, what);
                 near(*score, k[2], 1e-4, what);
@@ -144,7 +162,12 @@ fn segment_pose_and_obb_heads_match_ultralytics() {
                 let frame = upload_frame(&gpu, &pool, &layout, &bytes).unwrap();
                 let (found, stats) = detector.detect_gpu(&frame).unwrap();
                 // The candidates, and for masks their bits: never the frame.
-                let most = 4096 + if task == "segment" { size * size / 8 * found.len() as u32 } else { 0 };
+                let most = 4096
+                    + if task == "segment" {
+                        size * size / 8 * found.len() as u32
+                    } else {
+                        0
+                    };
                 assert!(stats.download_bytes <= u64::from(most), "{what}: {stats}");
                 found
             };

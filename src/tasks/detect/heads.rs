@@ -47,9 +47,10 @@ impl Head {
             }
             YoloTask::Segment => {
                 let protos = match &y.protos {
-                    Some(name) => outputs.iter().find(|o| &o.name == name).ok_or_else(|| {
-                        format!("the model has no output '{name}' (protos)")
-                    })?,
+                    Some(name) => outputs
+                        .iter()
+                        .find(|o| &o.name == name)
+                        .ok_or_else(|| format!("the model has no output '{name}' (protos)"))?,
                     None => outputs
                         .iter()
                         .find(|o| o.name != out.name && o.shape.len() == 4)
@@ -152,7 +153,11 @@ pub(crate) fn rotated_nms(boxes: &[([f32; 5], u32)], iou: f32, max: usize) -> Ve
 pub(crate) fn regularize(b: [f32; 5]) -> [f32; 5] {
     use std::f32::consts::{FRAC_PI_2, PI};
     let t = b[4].rem_euclid(PI);
-    let (w, h) = if t >= FRAC_PI_2 { (b[3], b[2]) } else { (b[2], b[3]) };
+    let (w, h) = if t >= FRAC_PI_2 {
+        (b[3], b[2])
+    } else {
+        (b[2], b[3])
+    };
     [b[0], b[1], w, h, b[4].rem_euclid(FRAC_PI_2)]
 }
 
@@ -181,6 +186,9 @@ mod tests {
         let r = regularize([1.0, 2.0, 3.0, 4.0, 2.0]);
         assert_eq!(&r[..4], &[1.0, 2.0, 4.0, 3.0]);
         assert!((r[4] - (2.0 - std::f32::consts::FRAC_PI_2)).abs() < 1e-6);
-        assert_eq!(regularize([0.0, 0.0, 3.0, 4.0, 0.5]), [0.0, 0.0, 3.0, 4.0, 0.5]);
+        assert_eq!(
+            regularize([0.0, 0.0, 3.0, 4.0, 0.5]),
+            [0.0, 0.0, 3.0, 4.0, 0.5]
+        );
     }
 }

@@ -213,9 +213,8 @@ impl GpuMasks {
                 most * 32
             )));
         }
-        let upload = |label: &str, bytes: &[u8], usage| {
-            gpu.create_buffer_with_data(label, bytes, usage)
-        };
+        let upload =
+            |label: &str, bytes: &[u8], usage| gpu.create_buffer_with_data(label, bytes, usage);
         let params = upload(
             "wgnn detect mask params",
             bytemuck::bytes_of(&params),
@@ -322,14 +321,26 @@ mod tests {
             input: [4.0, 4.0],
         };
         let to_frame = ToFrame::new(crate::video::Resize::Stretch, (4, 4), (4, 4));
-        let full = MaskJob::new(&Rect::new(0.0, 0.0, 4.0, 4.0), [0.0, 0.0, 4.0, 4.0], vec![1.0]);
+        let full = MaskJob::new(
+            &Rect::new(0.0, 0.0, 4.0, 4.0),
+            [0.0, 0.0, 4.0, 4.0],
+            vec![1.0],
+        );
         let m = &masks_cpu(&[-1.0, 1.0, 1.0, -1.0], grid, &to_frame, &[full])[0];
         let rows: Vec<String> = (0..4)
-            .map(|j| (0..4).map(|i| if m.get(i, j) { '#' } else { '.' }).collect())
+            .map(|j| {
+                (0..4)
+                    .map(|i| if m.get(i, j) { '#' } else { '.' })
+                    .collect()
+            })
             .collect();
         assert_eq!(rows, ["..##", "..##", "##..", "##.."].map(String::from));
         // Cropped to x < 3 (input pixels) and a region of the box.
-        let crop = MaskJob::new(&Rect::new(2.0, 0.0, 1.0, 2.0), [2.0, 0.0, 3.0, 2.0], vec![1.0]);
+        let crop = MaskJob::new(
+            &Rect::new(2.0, 0.0, 1.0, 2.0),
+            [2.0, 0.0, 3.0, 2.0],
+            vec![1.0],
+        );
         let m = &masks_cpu(&[-1.0, 1.0, 1.0, -1.0], grid, &to_frame, &[crop])[0];
         assert_eq!((m.x, m.y, m.width, m.height), (2, 0, 1, 2));
         assert_eq!(m.bits, [true, true]);

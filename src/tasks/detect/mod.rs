@@ -339,7 +339,10 @@ fn mask_jobs(found: &[(Detection, decode::Candidate)]) -> Vec<MaskJob> {
         .collect()
 }
 
-fn with_masks(found: Vec<(Detection, decode::Candidate)>, masks: Vec<masks::Mask>) -> Vec<Detection> {
+fn with_masks(
+    found: Vec<(Detection, decode::Candidate)>,
+    masks: Vec<masks::Mask>,
+) -> Vec<Detection> {
     found
         .into_iter()
         .zip(masks)

@@ -183,7 +183,8 @@ pub(crate) fn detections(
     let kept = match spec.nms {
         NmsKind::Weighted => weighted(sorted, iou),
         NmsKind::Hard if spec.task == YoloTask::Obb => {
-            let boxes: Vec<([f32; 5], u32)> = sorted.iter().map(|s| (rotated(&s.c), s.c.class)).collect();
+            let boxes: Vec<([f32; 5], u32)> =
+                sorted.iter().map(|s| (rotated(&s.c), s.c.class)).collect();
             let keep = heads::rotated_nms(&boxes, iou, spec.max_detections);
             keep.into_iter().map(|k| sorted[k].clone()).collect()
         }
@@ -205,7 +206,11 @@ fn detection(spec: &Spec, s: &Scored, to_frame: &ToFrame, labels: &Labels) -> Op
     let (w, h) = to_frame.frame;
     let clamp = |[x, y]: [f32; 2]| [x.clamp(0.0, w as f32), y.clamp(0.0, h as f32)];
     let mut extras = Extras::default();
-    let mut keypoints: Vec<[f32; 2]> = s.c.keypoints.iter().map(|&k| clamp(to_frame.point(k))).collect();
+    let mut keypoints: Vec<[f32; 2]> =
+        s.c.keypoints
+            .iter()
+            .map(|&k| clamp(to_frame.point(k)))
+            .collect();
     let rect = if spec.task == YoloTask::Obb {
         let [cx, cy, bw, bh, angle] = heads::regularize(rotated(&s.c));
         let [fx, fy] = to_frame.point([cx, cy]);
