@@ -5,7 +5,6 @@
 //! objects Ultralytics' own post-processing finds (tests/models/detect_tasks
 //! checks the values closely; here what the element writes).
 
-use gst::prelude::*;
 use gst_check::Harness;
 use serde_json::Value;
 
