@@ -288,29 +288,6 @@ impl GpuMasks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::shader::testing::{assert_same_layout, offsets};
-
-    fn source_text() -> String {
-        Specialization::new()
-            .alias("proto_t", "f32")
-            .module(&[], include_str!("masks.wgsl"))
-    }
-
-    #[test]
-    fn the_shader_structs_match_rust() {
-        assert_same_layout(
-            &source_text(),
-            "Params",
-            size_of::<MaskParams>(),
-            &offsets!(MaskParams: scale, offset, input_size, channels, proto_h, proto_w, jobs),
-        );
-        assert_same_layout(
-            &source_text(),
-            "Job",
-            size_of::<JobRecord>(),
-            &offsets!(JobRecord: box_in, region, word),
-        );
-    }
 
     #[test]
     fn a_mask_is_the_upsampled_logit_inside_the_box() {
