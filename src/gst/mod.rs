@@ -25,6 +25,7 @@ mod profile;
 pub mod property;
 pub mod results;
 pub mod roi;
+pub mod roi_extras;
 mod stats;
 pub mod tensor_meta;
 mod transfer;

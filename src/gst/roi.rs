@@ -7,6 +7,7 @@
 //!   frame);
 //! - `keypoints` (where the model has them): `points`, an array of doubles
 //!   `x0, y0, x1, y1, ...`, 0..1 of the frame;
+//! - `rotation`, `mask` and keypoint `scores`: see `roi_extras`;
 //! - `classification`, one per class a classifier kept, best first:
 //!   `label`, `label_id`, `confidence`, `rank` (0 is the best);
 //! - `tracking` (`wgnntrack`): `id` (uint64, the track's, from 1, also the
@@ -88,6 +89,7 @@ pub fn attach_detection(
     meta.set_id(id);
     meta.set_parent_id(parent_id);
     meta.add_param(s);
+    let (scores, extras) = super::roi_extras::params(&detection.extras);
     if !detection.keypoints.is_empty() {
         let points = detection
             .keypoints
@@ -97,8 +99,12 @@ pub fn attach_detection(
         meta.add_param(
             gst::Structure::builder(KEYPOINTS)
                 .field("points", gst::Array::from_values(points))
+                .field_if_some("scores", scores)
                 .build(),
         );
+    }
+    for p in extras {
+        meta.add_param(p);
     }
     id
 }
@@ -188,6 +194,7 @@ fn read_one(meta: &VideoRegionOfInterestMeta, width: u32, height: u32) -> Roi {
             pixels.2 as f32,
             pixels.3 as f32,
         ),
+        extras: Default::default(),
         keypoints: Vec::new(),
         classes: Vec::new(),
         id: None,
@@ -219,6 +226,7 @@ fn read_one(meta: &VideoRegionOfInterestMeta, width: u32, height: u32) -> Roi {
                         .collect();
                     object.keypoints = v.chunks_exact(2).map(|p| [p[0] * fw, p[1] * fh]).collect();
                 }
+                super::roi_extras::read_scores(s, &mut object);
             }
             TRACKING => object.id = s.get::<u64>("id").ok(),
             CLASSIFICATION => {
@@ -231,7 +239,9 @@ fn read_one(meta: &VideoRegionOfInterestMeta, width: u32, height: u32) -> Roi {
                     confidence,
                 });
             }
-            _ => {}
+            _ => {
+                super::roi_extras::read(s, &mut object);
+            }
         }
     }
     Roi {
@@ -256,11 +266,13 @@ mod tests {
             label_id: 0,
             confidence: 0.75,
             rect: Rect::new(10.5, 20.25, 30.0, 40.0),
+            extras: Default::default(),
             keypoints: vec![[12.0, 25.0], [30.0, 26.0]],
         };
         let a = attach_detection(buf, &face, 200, 100, -1);
         let outside = Detection {
             rect: Rect::new(190.0, 90.0, 50.0, 50.0),
+            extras: Default::default(),
             keypoints: Vec::new(),
             ..face.clone()
         };

@@ -218,9 +218,31 @@ pub struct Yolo {
     /// Most objects kept per frame after NMS.
     #[serde(default = "max_detections")]
     pub max_detections: usize,
-    /// What the head predicts besides boxes; only `detect` decodes here.
+    /// What the head predicts besides boxes and classes.
     #[serde(default)]
     pub task: YoloTask,
+    /// Segment: the output holding the mask prototypes `[1, 32, H/4, W/4]`;
+    /// unset: the model's 4-D output.
+    #[serde(default)]
+    pub protos: Option<String>,
+    /// Pose: keypoints per object and values per keypoint (2: x, y; 3: x,
+    /// y, score), as Ultralytics' `kpt_shape`; unset: [17, 3].
+    #[serde(default)]
+    pub kpt_shape: Option<[usize; 2]>,
+}
+
+/// The head of an Ultralytics model, as its `task` metadata names it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum YoloTask {
+    #[default]
+    Detect,
+    /// Boxes, classes and 32 mask coefficients per box, with prototypes.
+    Segment,
+    /// Boxes, one class and keypoints per box.
+    Pose,
+    /// Boxes rotated by an angle in radians (cx, cy, w, h, classes, angle).
+    Obb,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -243,17 +265,6 @@ impl YoloLayout {
             YoloLayout::End2end => "end2end",
         }
     }
-}
-
-/// Ultralytics' tasks, by their names there.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum YoloTask {
-    #[default]
-    Detect,
-    Segment,
-    Pose,
-    Obb,
 }
 
 /// A classifier's scores.

@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+use super::mask::{Extras, MaskJson};
+
 /// A rectangle in frame pixels; floating point because decoders give
 /// sub-pixel boxes (the ROI meta rounds them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -76,6 +78,8 @@ pub struct Detection {
     pub rect: Rect,
     /// (x, y) per keypoint, in frame pixels; empty where the model has none.
     pub keypoints: Vec<[f32; 2]>,
+    /// Keypoint scores, the angle of an oriented box, the mask.
+    pub extras: Extras,
 }
 
 /// One object as the results of a frame list it: a detection (or a region
@@ -87,6 +91,7 @@ pub struct ObjectResult {
     pub confidence: f32,
     pub rect: Rect,
     pub keypoints: Vec<[f32; 2]>,
+    pub extras: Extras,
     /// Best first; empty where no classifier ran on it.
     pub classes: Vec<Classification>,
     /// The id a tracker gave it (`wgnntrack`), the same on every frame.
@@ -101,6 +106,7 @@ impl From<Detection> for ObjectResult {
             confidence: d.confidence,
             rect: d.rect,
             keypoints: d.keypoints,
+            extras: d.extras,
             classes: Vec::new(),
             id: None,
         }
@@ -119,8 +125,8 @@ pub struct FrameResults {
 }
 
 /// The JSON form of one object: `{"label", "label_id", "confidence", "x",
-/// "y", "w", "h"}`, plus `id` (tracked objects), `keypoints` and `classes`
-/// only where there are any.
+/// "y", "w", "h"}`, plus `id` (tracked objects), `keypoints`,
+/// `keypoint_scores`, `angle`, `mask` and `classes` only where there are any.
 #[derive(Serialize)]
 struct ObjectJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +140,12 @@ struct ObjectJson<'a> {
     h: f32,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     keypoints: &'a [[f32; 2]],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    keypoint_scores: Vec<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    angle: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mask: Option<MaskJson>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     classes: &'a [Classification],
 }
@@ -163,6 +175,14 @@ impl FrameResults {
                 w: finite(o.rect.w),
                 h: finite(o.rect.h),
                 keypoints: &o.keypoints,
+                keypoint_scores: o
+                    .extras
+                    .keypoint_scores
+                    .iter()
+                    .map(|&v| finite(v))
+                    .collect(),
+                angle: o.extras.angle.map(finite),
+                mask: o.extras.mask.as_ref().map(|m| m.to_json()),
                 classes: &o.classes,
             })
             .collect();
@@ -298,6 +318,7 @@ mod tests {
                 confidence: 0.5,
                 rect: Rect::new(1.0, 2.0, 3.0, 4.0),
                 keypoints: vec![[5.0, 6.0]],
+                extras: Extras::default(),
                 classes: Vec::new(),
                 id: None,
             }],

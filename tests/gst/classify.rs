@@ -56,6 +56,7 @@ fn detection(label: &str, rect: Rect) -> Detection {
         label_id: 0,
         confidence: 0.9,
         rect,
+        extras: Default::default(),
         keypoints: Vec::new(),
     }
 }

@@ -172,6 +172,7 @@ fn json_objects(v: &serde_json::Value) -> Vec<ObjectResult> {
             label_id: o["label_id"].as_u64().unwrap() as usize,
             confidence: n(&o["confidence"]),
             rect: wgnn::tasks::Rect::new(n(&o["x"]), n(&o["y"]), n(&o["w"]), n(&o["h"])),
+            extras: Default::default(),
             keypoints: o["keypoints"]
                 .as_array()
                 .unwrap()

@@ -28,6 +28,7 @@ fn detection(label: &str, label_id: usize, rect: Rect) -> Detection {
         label_id,
         confidence: 0.87,
         rect,
+        extras: Default::default(),
         keypoints: Vec::new(),
     }
 }

@@ -238,6 +238,7 @@ fn rois_are_scaled_with_the_frame() {
         label_id: 0,
         confidence: 0.5,
         rect: Rect::new(4.0, 2.0, 8.0, 6.0),
+        extras: Default::default(),
         keypoints: vec![[6.0, 4.0]],
     };
     for (launch, scaled) in [

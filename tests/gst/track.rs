@@ -23,6 +23,7 @@ fn frame_with(boxes: &[(f32, f32)], pts_ms: u64) -> gst::Buffer {
             confidence: 0.9,
             rect: Rect::new(*x, *y, 12.0, 16.0),
             keypoints: Vec::new(),
+            extras: Default::default(),
         };
         roi::attach_detection(b.get_mut().unwrap(), &d, W, H, -1);
     }

@@ -170,6 +170,7 @@ fn roi_metas_cross_upload_and_download() {
                     label_id: 0,
                     confidence: 0.5,
                     rect: Rect::new(8.0, 4.0, 16.0, 20.0),
+                    extras: Default::default(),
                     keypoints: vec![[10.0, 10.0]],
                 };
                 roi::attach_detection(b.make_mut(), &face, 64, 48, -1);

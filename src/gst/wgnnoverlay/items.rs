@@ -156,6 +156,7 @@ mod tests {
             label_id: 3,
             confidence: 0.8749,
             rect: Rect::new(10.5, 5.0, 20.0, 30.0),
+            extras: Default::default(),
             keypoints: vec![[12.0, 8.0]],
         };
         let id = roi::attach_detection(buf, &det, 100, 50, -1);
@@ -214,6 +215,7 @@ mod tests {
             label_id: 0,
             confidence: 0.5,
             rect: Rect::new(1.0, 2.0, 3.0, 4.0),
+            extras: Default::default(),
             keypoints: vec![[1.0, 1.0], [2.0, 2.0]],
         };
         let parent = roi::attach_detection(a.get_mut().unwrap(), &det, 100, 50, -1);

@@ -23,6 +23,7 @@ pub fn detections(buf: &gst::BufferRef, width: u32, height: u32) -> Vec<(i32, De
                 confidence: o.confidence,
                 rect: o.rect,
                 keypoints: o.keypoints,
+                extras: o.extras,
             };
             (r.id, d)
         })
@@ -46,6 +47,7 @@ pub fn attach_predicted(
                 confidence: t.confidence,
                 rect: t.rect,
                 keypoints: Vec::new(),
+                extras: Default::default(),
             };
             roi::attach_detection(buf, &d, width, height, -1)
         })

@@ -22,6 +22,9 @@ pub(crate) struct Candidate {
     pub corners: [f32; 4],
     /// (x, y) in model input pixels.
     pub keypoints: Vec<[f32; 2]>,
+    /// The values after the class scores as the model gives them (YOLO
+    /// segment, pose, obb heads: see [`Spec::extras`]).
+    pub extras: Vec<f32>,
 }
 
 impl Spec {
@@ -58,11 +61,16 @@ impl Spec {
     fn class_value(&self, scores: &[f32], i: usize, c: usize) -> f32 {
         let at = match self.scheme {
             Scheme::Ssd { .. } => i * self.classes + c,
-            Scheme::Yolo { v8: false, .. } => i * (self.classes + 5) + 5 + c,
+            Scheme::Yolo { v8: false, .. } => i * self.yolov5_row() + 5 + c,
             Scheme::Yolo { v8: true, .. } => (4 + c) * self.n + i,
             Scheme::End2End { .. } => return f32::NAN,
         };
         scores.get(at).copied().unwrap_or(f32::NAN)
+    }
+
+    /// Values per box of the YOLOv5 layout.
+    fn yolov5_row(&self) -> usize {
+        self.classes + 5 + self.extras
     }
 
     fn decode_one(&self, boxes: &[f32], scores: &[f32], i: usize) -> Option<Candidate> {
@@ -122,6 +130,7 @@ impl Spec {
                     raw,
                     corners,
                     keypoints,
+                    extras: Vec::new(),
                 })
             }
             Scheme::Yolo { v8, normalized } => {
@@ -129,7 +138,7 @@ impl Spec {
                     if *v8 {
                         v(j * self.n + i)
                     } else {
-                        v(i * (self.classes + 5) + j)
+                        v(i * self.yolov5_row() + j)
                     }
                 };
                 let raw = if *v8 { best } else { value(4) * best };
@@ -143,12 +152,14 @@ impl Spec {
                 };
                 let (cx, cy) = (value(0) * sx, value(1) * sy);
                 let (w, h) = (value(2) * sx, value(3) * sy);
+                let first = if *v8 { 4 } else { 5 } + self.classes;
                 Some(Candidate {
                     index: i as u32,
                     class,
                     raw,
                     corners: [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0],
                     keypoints: Vec::new(),
+                    extras: (first..first + self.extras).map(value).collect(),
                 })
             }
             Scheme::End2End { .. } => None,
@@ -181,12 +192,14 @@ impl Spec {
             raw,
             corners: [v(0) * sx, v(1) * sy, v(2) * sx, v(3) * sy],
             keypoints: Vec::new(),
+            extras: Vec::new(),
         })
     }
 
     /// Candidates from the GPU decoder's records (`record_words` u32 each).
     pub fn parse_records(&self, words: &[u32]) -> Vec<Candidate> {
         let f = f32::from_bits;
+        let extras_at = 7 + 2 * self.keypoints;
         words
             .chunks_exact(self.record_words())
             .map(|r| Candidate {
@@ -194,7 +207,11 @@ impl Spec {
                 class: r[1],
                 raw: f(r[2]),
                 corners: [f(r[3]), f(r[4]), f(r[5]), f(r[6])],
-                keypoints: r[7..].chunks_exact(2).map(|p| [f(p[0]), f(p[1])]).collect(),
+                keypoints: r[7..extras_at]
+                    .chunks_exact(2)
+                    .map(|p| [f(p[0]), f(p[1])])
+                    .collect(),
+                extras: r[extras_at..].iter().map(|&w| f(w)).collect(),
             })
             .collect()
     }
@@ -392,7 +409,7 @@ pub(crate) mod tests {
             super::super::post::ToFrame::new(crate::video::Resize::Stretch, (64, 32), (128, 64));
         let found = super::super::post::detections(&spec, c, 0.45, &to_frame, &labels);
         assert_eq!(found.len(), 2, "no NMS: {found:?}");
-        assert_eq!(found[1].rect.x, 22.0);
+        assert_eq!(found[1].0.rect.x, 22.0);
         // Boxes 0..1 of the input, and a shape of fewer than 6 values.
         let spec = yolo("end2end", true, &[1, 4, 6]);
         assert_eq!(
@@ -411,10 +428,10 @@ pub(crate) mod tests {
             err.contains("output 'o' is 1x300x5, expected [1, N, 6 + extra]"),
             "{err}"
         );
-        let pose = r#"{"type": "yolo", "layout": "yolov8", "task": "pose"}"#;
-        let err = refused(pose, &[1, 56, 84]);
+        let pose = r#"{"type": "yolo", "layout": "end2end", "task": "pose"}"#;
+        let err = refused(pose, &[1, 300, 57]);
         assert!(
-            err.contains("m.onnx: decoder yolo: task pose is not decoded here"),
+            err.contains("m.onnx: decoder yolo: task pose is decoded in the yolov8 layout only"),
             "{err}"
         );
     }

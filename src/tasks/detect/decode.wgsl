@@ -2,7 +2,7 @@
 // best class, compares the raw score with the threshold, and only for a box
 // that passes takes a slot from the atomic counter and writes one record:
 // index, class, raw score (bits), x0, y0, x1, y1 in model input pixels, then
-// x, y per keypoint. Only the counter and the records are read back.
+// x, y per keypoint, then the YOLO extras as they are. Only the counter and the records are read back.
 // Prepended (gpu.rs): the element types `box_t` and `score_t` (f32 or f16)
 // and DECODER (0 SSD anchors, 1 YOLOv5 rows, 2 YOLOv8 columns, 3 end2end
 // rows). The same formulas as decode.rs.
@@ -19,8 +19,8 @@ struct Params {
     clip: f32,
     n: u32,
     classes: u32,
-    // Values per box: SSD num_coords, YOLOv5 5 + C, end2end 6 + extra
-    // (unused for YOLOv8).
+    // Values per box: SSD num_coords, YOLOv5 5 + C + extras, end2end 6 +
+    // extras (unused for YOLOv8).
     row: u32,
     box_offset: u32,
     keypoint_offset: u32,
@@ -33,7 +33,9 @@ struct Params {
     // Records the buffer holds.
     cap: u32,
     record_words: u32,
-    _pad0: u32,
+    // YOLO: values per box after the class scores (mask coefficients,
+    // keypoints, angle), copied into the record after the corners.
+    extras: u32,
 }
 
 struct Out {
@@ -209,5 +211,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         put(r + 4u, cy - h / 2.0);
         put(r + 5u, cx + w / 2.0);
         put(r + 6u, cy + h / 2.0);
+        var first = 5u + params.classes;
+        if DECODER == 2u {
+            first = 4u + params.classes;
+        }
+        for (var e = 0u; e < params.extras; e++) {
+            put(r + 7u + e, yolo_value(i, first + e));
+        }
     }
 }

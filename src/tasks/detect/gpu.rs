@@ -36,7 +36,7 @@ pub(crate) struct DecodeParams {
     pub normalized: u32,
     pub cap: u32,
     pub record_words: u32,
-    pub _pad0: u32,
+    pub extras: u32,
 }
 
 impl DecodeParams {
@@ -57,7 +57,7 @@ impl DecodeParams {
             normalized: 0,
             cap: MAX_CANDIDATES as u32,
             record_words: spec.record_words() as u32,
-            _pad0: 0,
+            extras: spec.extras as u32,
         };
         match &spec.scheme {
             Scheme::Ssd { options, clip, .. } => {
@@ -75,7 +75,11 @@ impl DecodeParams {
                 p.xywh = u32::from(options.reverse_output_order);
             }
             Scheme::Yolo { v8, normalized } => {
-                p.row = if *v8 { 0 } else { spec.classes as u32 + 5 };
+                p.row = if *v8 {
+                    0
+                } else {
+                    (spec.classes + 5 + spec.extras) as u32
+                };
                 p.normalized = u32::from(*normalized);
             }
             Scheme::End2End { row, normalized } => {

@@ -5,7 +5,9 @@
 //!   scores) and its weighted non-maximum suppression;
 //! - **`yolo`**: the YOLOv5 layout `[1, N, 5 + C]` (score = objectness x
 //!   best class) and the YOLOv8/v11 layout `[1, 4 + C, N]` (score = best
-//!   class), boxes in input pixels or 0..1, class-aware hard NMS.
+//!   class), boxes in input pixels or 0..1, class-aware hard NMS; with
+//!   Ultralytics' segment (masks, `masks.rs`), pose (keypoints with scores)
+//!   and obb (rotated boxes, rotated NMS) heads (`heads.rs`).
 //!
 //! On the GPU the frame is tensorized into the model input, the model runs,
 //! and one compute shader (`decode.wgsl`) thresholds every box, decodes the
@@ -21,6 +23,8 @@
 mod anchors;
 mod decode;
 mod gpu;
+mod heads;
+mod masks;
 mod post;
 mod spec;
 #[cfg(test)]
@@ -41,6 +45,7 @@ use super::{
     wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs, ModelInstance,
 };
 use gpu::GpuDecoder;
+use masks::{GpuMasks, MaskJob, ProtoGrid};
 use post::ToFrame;
 pub use post::MAX_CANDIDATES;
 use spec::{OutputInfo, Spec};
@@ -63,6 +68,8 @@ struct Prepared {
     size: (u32, u32),
     spec: Spec,
     gpu: Option<GpuDecoder>,
+    /// Segment models on the GPU: the mask pass.
+    masks: Option<GpuMasks>,
 }
 
 /// Runs a detection model on frames, on the GPU or the CPU (see [`Device`]),
@@ -230,7 +237,16 @@ impl Detector {
             Some(gpu) => Some(GpuDecoder::new(gpu, &spec)?),
             None => None,
         };
-        self.prepared = Some(Prepared { size, spec, gpu });
+        let masks = match (&self.gpu, &spec.protos) {
+            (Some(gpu), Some((protos, _))) => Some(GpuMasks::new(gpu, protos.data_type)?),
+            _ => None,
+        };
+        self.prepared = Some(Prepared {
+            size,
+            spec,
+            gpu,
+            masks,
+        });
         Ok(())
     }
 
@@ -263,7 +279,15 @@ impl Detector {
         spec.check_scores(self.model.path(), &candidates)?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
         let found = post::detections(spec, candidates, self.iou, &to_frame, &self.labels);
-        Ok((found, stats))
+        let (Some((protos, _)), Some(pass)) = (&spec.protos, &p.masks) else {
+            return Ok((found.into_iter().map(|(d, _)| d).collect(), stats));
+        };
+        let jobs = mask_jobs(&found);
+        let protos = ctx.export_to_gpu(output(&outputs, &protos.name)?)?;
+        let (masks, moved) = pass.run((&protos).into(), proto_grid(spec), &to_frame, &jobs)?;
+        let mut stats = stats;
+        stats += moved;
+        Ok((with_masks(found, masks), stats))
     }
 
     /// CPU: tensorize + model on the CPU context, then the same decoders on
@@ -288,14 +312,42 @@ impl Detector {
         };
         spec.check_scores(self.model.path(), &candidates)?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
-        Ok(post::detections(
-            spec,
-            candidates,
-            self.iou,
-            &to_frame,
-            &self.labels,
-        ))
+        let found = post::detections(spec, candidates, self.iou, &to_frame, &self.labels);
+        let Some((protos, _)) = &spec.protos else {
+            return Ok(found.into_iter().map(|(d, _)| d).collect());
+        };
+        let protos = read_values(&outputs, &protos.name)?;
+        let masks = masks::masks_cpu(&protos, proto_grid(spec), &to_frame, &mask_jobs(&found));
+        Ok(with_masks(found, masks))
     }
+}
+
+fn proto_grid(spec: &Spec) -> ProtoGrid {
+    ProtoGrid {
+        dims: spec.protos.as_ref().map_or([0; 3], |(_, dims)| *dims),
+        input: spec.input,
+    }
+}
+
+fn mask_jobs(found: &[(Detection, decode::Candidate)]) -> Vec<MaskJob> {
+    found
+        .iter()
+        .map(|(d, c)| MaskJob::new(&d.rect, c.corners, c.extras.clone()))
+        .collect()
+}
+
+fn with_masks(
+    found: Vec<(Detection, decode::Candidate)>,
+    masks: Vec<masks::Mask>,
+) -> Vec<Detection> {
+    found
+        .into_iter()
+        .zip(masks)
+        .map(|((mut d, _), m)| {
+            d.extras.mask = Some(m);
+            d
+        })
+        .collect()
 }
 
 fn output<'a>(outputs: &'a InferenceOutputs, name: &str) -> Result<&'a crate::ml::Tensor> {

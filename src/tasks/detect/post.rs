@@ -5,11 +5,13 @@
 
 use std::cmp::Ordering;
 
-use crate::tasks::model_proc::NmsKind;
+use crate::tasks::mask::Extras;
+use crate::tasks::model_proc::{NmsKind, YoloTask};
 use crate::tasks::objects::{Detection, Labels, Rect};
 use crate::video::Resize;
 
 use super::decode::Candidate;
+use super::heads;
 use super::spec::{Scheme, Spec};
 
 /// The most candidates (boxes over the threshold, before NMS) a frame
@@ -20,9 +22,9 @@ pub const MAX_CANDIDATES: usize = 1024;
 /// Model input pixels -> frame pixels: `frame = input * scale + offset`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct ToFrame {
-    scale: [f32; 2],
-    offset: [f32; 2],
-    frame: (u32, u32),
+    pub scale: [f32; 2],
+    pub offset: [f32; 2],
+    pub frame: (u32, u32),
 }
 
 impl ToFrame {
@@ -165,16 +167,18 @@ fn hard(sorted: Vec<Scored>, iou: f32, max: usize) -> Vec<Scored> {
     kept
 }
 
-/// Candidates -> detections in frame pixels, best first. Boxes that end up
-/// empty once clamped to the frame (wholly in the letterbox border, say)
-/// are dropped; keypoints are clamped to the frame.
+/// Candidates -> detections in frame pixels, best first, each with the
+/// candidate it came from (segment masks are made of its extras). Boxes
+/// that end up empty once clamped to the frame (wholly in the letterbox
+/// border, say) are dropped; keypoints are clamped to the frame. Oriented
+/// boxes keep their own width, height and angle, not clamped.
 pub(crate) fn detections(
     spec: &Spec,
     candidates: Vec<Candidate>,
     iou: f32,
     to_frame: &ToFrame,
     labels: &Labels,
-) -> Vec<Detection> {
+) -> Vec<(Detection, Candidate)> {
     let mut sorted = usable(spec, candidates);
     let kept = match spec.nms {
         // The graph did its NMS.
@@ -183,35 +187,67 @@ pub(crate) fn detections(
             sorted
         }
         NmsKind::Weighted => weighted(sorted, iou),
+        NmsKind::Hard if spec.task == YoloTask::Obb => {
+            let boxes: Vec<([f32; 5], u32)> =
+                sorted.iter().map(|s| (rotated(&s.c), s.c.class)).collect();
+            let keep = heads::rotated_nms(&boxes, iou, spec.max_detections);
+            keep.into_iter().map(|k| sorted[k].clone()).collect()
+        }
         NmsKind::Hard => hard(sorted, iou, spec.max_detections),
     };
-    let (w, h) = to_frame.frame;
     kept.into_iter()
-        .filter_map(|s| {
-            let [x0, y0, x1, y1] = s.c.corners;
-            let p0 = to_frame.point([x0, y0]);
-            let p1 = to_frame.point([x1, y1]);
-            let rect = Rect::from_corners(p0[0], p0[1], p1[0], p1[1]).clamped(w, h);
-            if !(rect.w > 0.0 && rect.h > 0.0) {
-                return None;
-            }
-            let keypoints =
-                s.c.keypoints
-                    .iter()
-                    .map(|&k| {
-                        let [x, y] = to_frame.point(k);
-                        [x.clamp(0.0, w as f32), y.clamp(0.0, h as f32)]
-                    })
-                    .collect();
-            Some(Detection {
-                label: labels.name(s.c.class as usize),
-                label_id: s.c.class as usize,
-                confidence: s.score,
-                rect,
-                keypoints,
-            })
-        })
+        .filter_map(|s| Some((detection(spec, &s, to_frame, labels)?, s.c)))
         .collect()
+}
+
+/// An oriented candidate as (cx, cy, w, h, angle) in model input pixels.
+fn rotated(c: &Candidate) -> [f32; 5] {
+    let [x0, y0, x1, y1] = c.corners;
+    let angle = c.extras.first().copied().unwrap_or(0.0);
+    [(x0 + x1) / 2.0, (y0 + y1) / 2.0, x1 - x0, y1 - y0, angle]
+}
+
+fn detection(spec: &Spec, s: &Scored, to_frame: &ToFrame, labels: &Labels) -> Option<Detection> {
+    let (w, h) = to_frame.frame;
+    let clamp = |[x, y]: [f32; 2]| [x.clamp(0.0, w as f32), y.clamp(0.0, h as f32)];
+    let mut extras = Extras::default();
+    let mut keypoints: Vec<[f32; 2]> =
+        s.c.keypoints
+            .iter()
+            .map(|&k| clamp(to_frame.point(k)))
+            .collect();
+    let rect = if spec.task == YoloTask::Obb {
+        let [cx, cy, bw, bh, angle] = heads::regularize(rotated(&s.c));
+        let [fx, fy] = to_frame.point([cx, cy]);
+        let [sx, sy] = to_frame.scale;
+        extras.angle = Some(angle);
+        Rect::new(fx - bw * sx / 2.0, fy - bh * sy / 2.0, bw * sx, bh * sy)
+    } else {
+        let [x0, y0, x1, y1] = s.c.corners;
+        let p0 = to_frame.point([x0, y0]);
+        let p1 = to_frame.point([x1, y1]);
+        Rect::from_corners(p0[0], p0[1], p1[0], p1[1]).clamped(w, h)
+    };
+    if !(rect.w > 0.0 && rect.h > 0.0) {
+        return None;
+    }
+    if spec.task == YoloTask::Pose {
+        let d = spec.keypoint_values;
+        for k in s.c.extras.chunks_exact(d) {
+            keypoints.push(clamp(to_frame.point([k[0], k[1]])));
+            if d == 3 {
+                extras.keypoint_scores.push(k[2]);
+            }
+        }
+    }
+    Some(Detection {
+        label: labels.name(s.c.class as usize),
+        label_id: s.c.class as usize,
+        confidence: s.score,
+        rect,
+        keypoints,
+        extras,
+    })
 }
 
 #[cfg(test)]
@@ -226,6 +262,7 @@ mod tests {
             raw,
             corners,
             keypoints: Vec::new(),
+            extras: Vec::new(),
         }
     }
 
@@ -303,7 +340,10 @@ mod tests {
         border.keypoints = vec![[0.0, 0.0]];
         let labels = Labels::from_names(vec!["face".into()], "test");
         let to_frame = ToFrame::new(Resize::Letterbox { pad: [0; 3] }, (64, 64), (200, 100));
-        let d = detections(&spec, vec![inside, border], 0.3, &to_frame, &labels);
+        let d: Vec<Detection> = detections(&spec, vec![inside, border], 0.3, &to_frame, &labels)
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
         assert_eq!(d.len(), 1, "the box in the border goes: {d:?}");
         assert_eq!(d[0].label, "face");
         assert_eq!(d[0].rect, Rect::new(50.0, 0.0, 50.0, 100.0));

@@ -67,6 +67,15 @@ pub(crate) struct Spec {
     pub raw_threshold: f32,
     pub nms: NmsKind,
     pub max_detections: usize,
+    /// What the head predicts besides boxes and classes.
+    pub task: YoloTask,
+    /// Values per box after the class scores (mask coefficients, keypoint
+    /// values, the angle), copied into each candidate as they are.
+    pub extras: usize,
+    /// Segment: the prototypes' output and (channels, height, width).
+    pub protos: Option<(OutputInfo, [usize; 3])>,
+    /// Pose: values per keypoint (2 or 3).
+    pub keypoint_values: usize,
 }
 
 impl Spec {
@@ -161,6 +170,10 @@ impl Spec {
                     },
                     nms: s.nms,
                     max_detections: usize::MAX,
+                    task: YoloTask::Detect,
+                    extras: 0,
+                    protos: None,
+                    keypoint_values: 0,
                 }
             }
             Decoder::Yolo(y) => {
@@ -172,9 +185,10 @@ impl Spec {
                         .ok_or_else(|| fail("the model has no output".into()))?,
                 };
                 float(&out)?;
-                if y.task != YoloTask::Detect {
+                if y.layout == YoloLayout::End2end && y.task != YoloTask::Detect {
                     return Err(fail(format!(
-                        "task {} is not decoded here; only detect is",
+                        "task {} is decoded in the yolov8 layout only, not in end2end: export \
+                         without nms=True",
                         match y.task {
                             YoloTask::Segment => "segment",
                             YoloTask::Pose => "pose",
@@ -187,16 +201,26 @@ impl Spec {
                         .map_err(fail);
                 }
                 let v8 = y.layout == YoloLayout::Yolov8;
+                let head = super::heads::Head::of(y, &out, outputs).map_err(fail)?;
+                let extras = head.extras;
                 let (n, classes) = match (v8, out.shape.as_slice()) {
-                    (false, &[1, n, row]) if row > 5 && n >= 1 => (n, row - 5),
-                    (true, &[1, row, n]) if row > 4 && n >= 1 => (n, row - 4),
+                    (false, &[1, n, row]) if row > 5 + extras && n >= 1 => (n, row - 5 - extras),
+                    (true, &[1, row, n]) if row > 4 + extras && n >= 1 => (n, row - 4 - extras),
                     _ => {
                         let expected = if v8 {
-                            "[1, 4 + C, N] (YOLOv8/v11: cx, cy, w, h and C >= 1 class scores \
-                             per box, boxes along the last axis)"
+                            format!(
+                                "[1, 4 + C{}, N] (YOLOv8/v11: cx, cy, w, h, C >= 1 class \
+                                 scores{} per box, boxes along the last axis)",
+                                head.extras_shape(),
+                                head.extras_text()
+                            )
                         } else {
-                            "[1, N, 5 + C] (YOLOv5: one row of cx, cy, w, h, objectness and \
-                             C >= 1 class scores per box)"
+                            format!(
+                                "[1, N, 5 + C{}] (YOLOv5: one row of cx, cy, w, h, objectness, \
+                                 C >= 1 class scores{} per box)",
+                                head.extras_shape(),
+                                head.extras_text()
+                            )
                         };
                         return Err(fail(format!(
                             "output '{}' is {:?}, expected {expected}",
@@ -225,6 +249,10 @@ impl Spec {
                     raw_threshold: threshold,
                     nms: NmsKind::Hard,
                     max_detections: y.max_detections,
+                    task: y.task,
+                    extras,
+                    protos: head.protos,
+                    keypoint_values: head.keypoint_values,
                 }
             }
             Decoder::Classification(_) => {
@@ -239,9 +267,10 @@ impl Spec {
     }
 
     /// Words (u32) of one candidate record as the GPU decoder writes it:
-    /// index, class, raw score, four corners, then x, y per keypoint.
+    /// index, class, raw score, four corners, then x, y per keypoint, then
+    /// the extras.
     pub fn record_words(&self) -> usize {
-        7 + 2 * self.keypoints
+        7 + 2 * self.keypoints + self.extras
     }
 
     /// Refuses candidates whose scores are no probabilities where the
@@ -317,6 +346,10 @@ fn end2end(
         raw_threshold: threshold,
         nms: NmsKind::Hard,
         max_detections,
+        task: YoloTask::Detect,
+        extras: 0,
+        protos: None,
+        keypoint_values: 0,
     })
 }
 

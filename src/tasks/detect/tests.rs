@@ -229,7 +229,7 @@ fn every_decode_kernel_variant_validates_and_params_match() {
         size_of::<DecodeParams>(),
         &offsets!(DecodeParams: scale, input_size, threshold, clip, n, classes, row,
             box_offset, keypoint_offset, keypoints, keypoint_stride, xywh, normalized, cap,
-            record_words, _pad0),
+            record_words, extras),
     );
 }
 

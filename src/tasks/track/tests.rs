@@ -66,6 +66,7 @@ fn run(kind: TrackerKind, interval: u32, detections: &[MotBox], frames: u32) -> 
                         d.rect[3] as f32,
                     ),
                     keypoints: Vec::new(),
+                    extras: Default::default(),
                 })
                 .collect();
             tracker.update(&dets).into_iter().flatten().collect()
@@ -164,6 +165,7 @@ fn ids_persist_and_a_missed_frame_keeps_the_id() {
         confidence: c,
         rect: Rect::new(x, 10.0, 20.0, 40.0),
         keypoints: Vec::new(),
+        extras: Default::default(),
     };
     for kind in [TrackerKind::Iou, TrackerKind::ByteTrack] {
         let mut t = Tracker::new(TrackerOptions {
