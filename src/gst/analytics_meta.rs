@@ -83,12 +83,7 @@ pub fn objects(
         .collect();
     let results = FrameResults {
         pts,
-        width,
-        height,
-        objects: crate::gst::roi::read(buf, width, height)
-            .into_iter()
-            .map(|r| r.object)
-            .collect(),
+        ..crate::gst::roi::frame_results(buf, width, height)
     };
     (results, ids)
 }

@@ -21,7 +21,7 @@
 use gst::prelude::ToSendValue;
 use gst_video::VideoRegionOfInterestMeta;
 
-use crate::tasks::{Classification, Detection, ObjectResult, Rect};
+use crate::tasks::{Classification, Detection, FrameResults, ObjectResult, Rect};
 
 pub const DETECTION: &str = "detection";
 pub const KEYPOINTS: &str = "keypoints";
@@ -171,6 +171,20 @@ pub fn copy(from: &gst::BufferRef, to: &mut gst::BufferRef, scale: (f64, f64)) {
         for p in params {
             copy.add_param(p);
         }
+    }
+}
+
+/// The frame's results as its ROI metas hold them (what the elements that
+/// write `results-location` after the detector write).
+pub fn frame_results(buf: &gst::BufferRef, width: u32, height: u32) -> FrameResults {
+    FrameResults {
+        pts: buf.pts().map(|t| t.nseconds()),
+        width,
+        height,
+        objects: read(buf, width, height)
+            .into_iter()
+            .map(|r| r.object)
+            .collect(),
     }
 }
 

@@ -308,6 +308,10 @@ pub enum Activation {
     GeluTanh,
     /// x * tanh(softplus(x)).
     Mish,
+    /// cos(x), x in radians.
+    Cos,
+    /// sin(x), x in radians.
+    Sin,
 }
 
 /// GELU's tanh approximation's constants: sqrt(2 / pi) and the cube's
@@ -339,6 +343,8 @@ impl Activation {
             Activation::Gelu => "gelu",
             Activation::GeluTanh => "geluTanh",
             Activation::Mish => "mish",
+            Activation::Cos => "cos",
+            Activation::Sin => "sin",
         }
     }
 
@@ -395,6 +401,8 @@ impl Activation {
                 (0.5 * x * (1.0 + inner.tanh())) as f32
             }
             Activation::Mish => x * Activation::Softplus.apply(x).tanh(),
+            Activation::Cos => x.cos(),
+            Activation::Sin => x.sin(),
         }
     }
 

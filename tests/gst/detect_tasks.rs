@@ -40,8 +40,11 @@ fn segment_pose_and_obb_objects_reach_json_and_roi_metas() {
             });
             std::fs::write(&proc, text.to_string()).unwrap();
             let results = dir.join("out.jsonl");
+            // float32: thresholds sit between scores a few 1e-3 apart, and
+            // `auto` may pick float16 on a GPU.
             let mut h = Harness::new_parse(&format!(
-                "wgnndetect device={device} model={} model-proc={} results-location={}",
+                "wgnndetect device={device} precision=f32 model={} model-proc={} \
+                 results-location={}",
                 data().join(m["model"].as_str().unwrap()).display(),
                 proc.display(),
                 results.display()

@@ -27,8 +27,14 @@ fn frame(doc: &Value) -> (Vec<u8>, u32, u32) {
 }
 
 /// Ultralytics' objects against the JSON line's, in order (best first).
+/// Ultralytics keeps the boxes of no area a random-weight head predicts
+/// (a negative width or height); wgnn drops them (MODEL_PROC.md), so they
+/// are left out of the comparison.
 fn assert_objects(got: &Value, want: &[Value], what: &str) {
     let got = got.as_array().unwrap();
+    let positive = |o: &&Value| o["w"].as_f64().unwrap() > 0.0 && o["h"].as_f64().unwrap() > 0.0;
+    let want: Vec<&Value> = want.iter().filter(positive).collect();
+    assert!(!want.is_empty(), "{what}: no object with an area");
     assert_eq!(got.len(), want.len(), "{what}: {got:?}");
     for (g, w) in got.iter().zip(want) {
         assert_eq!(g["label"], w["label"], "{what}");

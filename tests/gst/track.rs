@@ -1,6 +1,8 @@
 //! wgnntrack as a GStreamer user meets it: ids that persist over frames on
 //! ROIs from an appsrc-like harness (system memory and texture memory),
-//! and bad settings refused.
+//! `inference-interval=3` on wgnndetect with the face detector on the
+//! sample clip (detections on one frame in three, the ids going on through
+//! the predicted frames), and bad settings refused.
 
 use gst::prelude::*;
 use gst_check::Harness;
@@ -8,7 +10,8 @@ use gst_video::VideoRegionOfInterestMeta;
 use wgnn::gst::roi;
 use wgnn::tasks::{Detection, Rect};
 
-use crate::common::harness::{buffer, caps, element, init, start_error};
+use crate::common;
+use crate::common::harness::{buffer, caps, element, expect_eos, init, launch, start_error};
 
 const W: u32 = 64;
 const H: u32 = 48;
@@ -88,6 +91,74 @@ fn ids_persist_over_frames_in_both_memories() {
         assert_eq!(track.property::<u64>("frames"), 5);
         assert_eq!(track.property::<u64>("bytes-uploaded"), 0);
         assert_eq!(track.property::<u64>("bytes-downloaded"), 0);
+    }
+}
+
+#[test]
+fn detections_on_one_frame_in_three_keep_their_ids_through_predicted_frames() {
+    init();
+    let dir = common::scratch("track-interval");
+    let (detected, tracked) = (dir.join("detect.jsonl"), dir.join("track.jsonl"));
+    for f in [&detected, &tracked] {
+        let _ = std::fs::remove_file(f);
+    }
+    let model = wgnn::models::bundled("mediapipe/face_detection_short_range.tflite");
+    let clip = common::root().join("assets/samples/astronaut.mp4");
+    let pipeline = launch(&format!(
+        "filesrc location={} ! decodebin ! identity eos-after=10 ! videoconvert ! \
+         video/x-raw,format=RGBA ! wgnndetect name=detect device=cpu model={} \
+         inference-interval=3 results-location={} ! wgnntrack name=track tracker=bytetrack \
+         results-location={} ! fakesink",
+        clip.display(),
+        model.display(),
+        detected.display(),
+        tracked.display()
+    ));
+    pipeline.set_state(gst::State::Playing).unwrap();
+    expect_eos(&pipeline, 300, "detect ! track");
+    let detect = pipeline.by_name("detect").unwrap();
+    let ran = detect.property::<u64>("frames");
+    assert_eq!(detect.property::<u32>("inference-interval"), 3);
+    pipeline.set_state(gst::State::Null).unwrap();
+    let lines = |p: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // identity's eos-after lets a frame or so more through than it names:
+    // the tracker's lines count the frames.
+    let frames = lines(&tracked);
+    assert!(frames.len() >= 10, "the tracker writes every frame");
+    let every_third = frames.len().div_ceil(3);
+    assert_eq!(
+        ran as usize,
+        every_third,
+        "frames 0, 3, 6, ... of {}",
+        frames.len()
+    );
+    assert_eq!(
+        lines(&detected).len(),
+        every_third,
+        "the detector wrote the frames it ran on"
+    );
+    let ids: Vec<Vec<u64>> = frames
+        .iter()
+        .map(|f| {
+            f["objects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|o| o["id"].as_u64())
+                .collect()
+        })
+        .collect();
+    // Frame 0 starts the track, frame 3 confirms it (min-hits 2); from
+    // there the face has one id, predicted on the frames between.
+    assert!(ids[0].is_empty() && ids[1].is_empty(), "{ids:?}");
+    for (i, f) in ids.iter().enumerate().skip(3) {
+        assert_eq!(f, &vec![1], "frame {i}: {ids:?}");
     }
 }
 

@@ -42,6 +42,8 @@ fn unary_graph(g: &GraphBuilder, x: &[Operand]) -> Outs {
         g.erf(v)?,
         g.elu(v, 0.7)?,
         g.softplus(v)?,
+        g.cos(v)?,
+        g.sin(v)?,
         g.log(p)?,
         g.sqrt(p)?,
         g.reciprocal(p)?,

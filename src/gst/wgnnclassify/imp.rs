@@ -17,7 +17,7 @@ use crate::gst::model_element::{
 };
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
-use crate::tasks::{Classifier, ClassifyOptions, FrameResults, Labels, ModelProc, Rect};
+use crate::tasks::{Classifier, ClassifyOptions, Labels, ModelProc, Rect};
 use crate::video::ColorSpec;
 
 crate::gst::element_category!("wgnnclassify", "wgnn classification element");
@@ -394,15 +394,7 @@ impl ModelElementImpl for WgnnClassify {
             }
         }
         if results.wanted() {
-            let found = FrameResults {
-                pts: buf.pts().map(|t| t.nseconds()),
-                width,
-                height,
-                objects: roi::read(buf, width, height)
-                    .into_iter()
-                    .map(|r| r.object)
-                    .collect(),
-            };
+            let found = roi::frame_results(buf, width, height);
             results
                 .emit(element, &found)
                 .map_err(|e| fail(element, "cannot write the results", e))?;

@@ -16,7 +16,7 @@ use crate::gst::results::{self, ResultsOut};
 use crate::gst::stats::Stats;
 use crate::gst::{caps, inference_interval, roi};
 use crate::tasks::track::{self, TrackInfo, TrackerOptions};
-use crate::tasks::{Detection, FrameResults};
+use crate::tasks::Detection;
 
 crate::gst::element_category!("wgnntrack", "wgnn object tracking element");
 
@@ -317,15 +317,7 @@ impl BaseTransformImpl for WgnnTrack {
         let (width, height) = state.size.ok_or(gst::FlowError::NotNegotiated)?;
         self.track(state, buf, width, height);
         if state.results.wanted() {
-            let results = FrameResults {
-                pts: buf.pts().map(|t| t.nseconds()),
-                width,
-                height,
-                objects: roi::read(buf, width, height)
-                    .into_iter()
-                    .map(|r| r.object)
-                    .collect(),
-            };
+            let results = roi::frame_results(buf, width, height);
             state
                 .results
                 .emit(element, &results)

@@ -68,6 +68,14 @@ impl GraphBuilder {
     pub fn mish(&self, input: &Operand) -> Result<Operand> {
         self.unary(Activation::Mish, input)
     }
+    /// WebNN `cos` (radians).
+    pub fn cos(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Cos, input)
+    }
+    /// WebNN `sin` (radians).
+    pub fn sin(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Sin, input)
+    }
 
     /// WebNN `pow`: float operands, numpy broadcasting; C's `powf` (a
     /// negative base with an integral exponent gives the signed result).

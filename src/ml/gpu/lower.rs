@@ -319,6 +319,8 @@ pub(crate) fn activation_fn(
             }
             // softplus is at least 0, and tanh of it 1 from 15 on.
             Activation::Mish => format!("y = y * tanh(min({SOFTPLUS}, 15.0));"),
+            Activation::Cos => "y = cos(y);".to_string(),
+            Activation::Sin => "y = sin(y);".to_string(),
         };
         let _ = writeln!(body, "    {line}");
     }

@@ -34,6 +34,8 @@ pub(super) fn unary<'s>(
         "HardSwish" => b.hard_swish(&x),
         "Softplus" => b.softplus(&x),
         "Mish" => b.mish(&x),
+        "Cos" => b.cos(&x),
+        "Sin" => b.sin(&x),
         "Erf" => b.erf(&x),
         "Abs" => b.abs(&x),
         "Neg" => b.neg(&x),
