@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::ml::DataType;
-use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, YoloLayout, YoloTask};
+use crate::tasks::model_proc::{Decoder, NmsKind, SsdAnchors, Yolo, YoloLayout, YoloTask};
 
 use super::anchors::{self, Anchor};
 use super::decode::Candidate;
@@ -185,75 +185,7 @@ impl Spec {
                         .ok_or_else(|| fail("the model has no output".into()))?,
                 };
                 float(&out)?;
-                if y.layout == YoloLayout::End2end && y.task != YoloTask::Detect {
-                    return Err(fail(format!(
-                        "task {} is decoded in the yolov8 layout only, not in end2end: export \
-                         without nms=True",
-                        match y.task {
-                            YoloTask::Segment => "segment",
-                            YoloTask::Pose => "pose",
-                            _ => "obb",
-                        }
-                    )));
-                }
-                if y.layout == YoloLayout::End2end {
-                    return end2end(out, y.normalized, input_px, threshold, y.max_detections)
-                        .map_err(fail);
-                }
-                let v8 = y.layout == YoloLayout::Yolov8;
-                let head = super::heads::Head::of(y, &out, outputs).map_err(fail)?;
-                let extras = head.extras;
-                let (n, classes) = match (v8, out.shape.as_slice()) {
-                    (false, &[1, n, row]) if row > 5 + extras && n >= 1 => (n, row - 5 - extras),
-                    (true, &[1, row, n]) if row > 4 + extras && n >= 1 => (n, row - 4 - extras),
-                    _ => {
-                        let expected = if v8 {
-                            format!(
-                                "[1, 4 + C{}, N] (YOLOv8/v11: cx, cy, w, h, C >= 1 class \
-                                 scores{} per box, boxes along the last axis)",
-                                head.extras_shape(),
-                                head.extras_text()
-                            )
-                        } else {
-                            format!(
-                                "[1, N, 5 + C{}] (YOLOv5: one row of cx, cy, w, h, objectness, \
-                                 C >= 1 class scores{} per box)",
-                                head.extras_shape(),
-                                head.extras_text()
-                            )
-                        };
-                        return Err(fail(format!(
-                            "output '{}' is {:?}, expected {expected}",
-                            out.name, out.shape
-                        )));
-                    }
-                };
-                check_yolo_fit(&out, v8, n, classes, outputs).map_err(fail)?;
-                if n > MAX_BOXES {
-                    return Err(fail(format!(
-                        "output '{}' holds {n} boxes; at most {MAX_BOXES} are supported",
-                        out.name
-                    )));
-                }
-                Spec {
-                    scheme: Scheme::Yolo {
-                        v8,
-                        normalized: y.normalized,
-                    },
-                    boxes: out.clone(),
-                    scores: out,
-                    n,
-                    classes,
-                    keypoints: 0,
-                    input: input_px,
-                    raw_threshold: threshold,
-                    nms: NmsKind::Hard,
-                    max_detections: y.max_detections,
-                    task: y.task,
-                    extras,
-                    protos: head.protos,
-                    keypoint_values: head.keypoint_values,
-                }
+                yolo(y, out, outputs, input_px, threshold).map_err(fail)?
             }
             Decoder::Classification(_) => {
                 return Err(fail(
@@ -307,6 +239,84 @@ impl Spec {
             _ => raw,
         }
     }
+}
+
+/// The spec of a YOLO decoder reading `out` (float, checked), or why not.
+fn yolo(
+    y: &Yolo,
+    out: OutputInfo,
+    outputs: &[OutputInfo],
+    input_px: [f32; 2],
+    threshold: f32,
+) -> std::result::Result<Spec, String> {
+    if y.layout == YoloLayout::End2end && y.task != YoloTask::Detect {
+        return Err(format!(
+            "task {} is decoded in the yolov8 layout only, not in end2end: export \
+             without nms=True",
+            match y.task {
+                YoloTask::Segment => "segment",
+                YoloTask::Pose => "pose",
+                _ => "obb",
+            }
+        ));
+    }
+    if y.layout == YoloLayout::End2end {
+        return end2end(out, y.normalized, input_px, threshold, y.max_detections);
+    }
+    let v8 = y.layout == YoloLayout::Yolov8;
+    let head = super::heads::Head::of(y, &out, outputs)?;
+    let extras = head.extras;
+    let (n, classes) = match (v8, out.shape.as_slice()) {
+        (false, &[1, n, row]) if row > 5 + extras && n >= 1 => (n, row - 5 - extras),
+        (true, &[1, row, n]) if row > 4 + extras && n >= 1 => (n, row - 4 - extras),
+        _ => {
+            let expected = if v8 {
+                format!(
+                    "[1, 4 + C{}, N] (YOLOv8/v11: cx, cy, w, h, C >= 1 class \
+                     scores{} per box, boxes along the last axis)",
+                    head.extras_shape(),
+                    head.extras_text()
+                )
+            } else {
+                format!(
+                    "[1, N, 5 + C{}] (YOLOv5: one row of cx, cy, w, h, objectness, \
+                     C >= 1 class scores{} per box)",
+                    head.extras_shape(),
+                    head.extras_text()
+                )
+            };
+            return Err(format!(
+                "output '{}' is {:?}, expected {expected}",
+                out.name, out.shape
+            ));
+        }
+    };
+    check_yolo_fit(&out, v8, n, classes, outputs)?;
+    if n > MAX_BOXES {
+        return Err(format!(
+            "output '{}' holds {n} boxes; at most {MAX_BOXES} are supported",
+            out.name
+        ));
+    }
+    Ok(Spec {
+        scheme: Scheme::Yolo {
+            v8,
+            normalized: y.normalized,
+        },
+        boxes: out.clone(),
+        scores: out,
+        n,
+        classes,
+        keypoints: 0,
+        input: input_px,
+        raw_threshold: threshold,
+        nms: NmsKind::Hard,
+        max_detections: y.max_detections,
+        task: y.task,
+        extras,
+        protos: head.protos,
+        keypoint_values: head.keypoint_values,
+    })
 }
 
 /// The end2end layout's spec: `[1, N, 6 + extra]` rows; the class count is
