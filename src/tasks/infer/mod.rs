@@ -302,12 +302,12 @@ impl ImageInference {
 
     /// The model's input as frames fill it with `options`.
     pub fn input_of(model: &Model, options: &InferOptions) -> Result<ImageInput> {
-        Ok(ImageInput::of(model)?
+        ImageInput::of(model)?
             .with_range(options.range)
             .bgr(options.bgr)
             .with_mean_std(options.mean_std)
             .with_sampling(options.sampling)
-            .with_size(options.size)?)
+            .with_size(options.size)
     }
 
     pub fn input(&self) -> &ImageInput {
