@@ -181,17 +181,24 @@ fn dequantize(wr: &mut Writer<'_>, x: &Value, q: &Quant) -> Result<Value> {
     Ok(wr.computed(wr.ctx(b.mul(&x, &scale))?))
 }
 
-fn dequantize_const(c: &Const, q: &Quant) -> std::result::Result<Const, String> {
+/// `f(value, scale, zero point)` of each element of `c`, with the scale
+/// and zero point of the element's channel (or the tensor's).
+fn per_element<T>(
+    c: &Const,
+    q: &Quant,
+    f: impl Fn(f32, f32, f32) -> T,
+) -> std::result::Result<Vec<T>, String> {
     q.check(&c.shape)?;
-    let values = c
-        .as_f32()
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let (s, z) = q.at(&c.shape, i);
-            (v - z) * s
-        })
-        .collect();
+    let values = c.as_f32();
+    let each = values.iter().enumerate().map(|(i, &v)| {
+        let (s, z) = q.at(&c.shape, i);
+        f(v, s, z)
+    });
+    Ok(each.collect())
+}
+
+fn dequantize_const(c: &Const, q: &Quant) -> std::result::Result<Const, String> {
+    let values = per_element(c, q, |v, s, z| (v - z) * s)?;
     Ok(Const::floats(Elem::F32, c.shape.clone(), values))
 }
 
@@ -207,16 +214,9 @@ fn quantize(wr: &mut Writer<'_>, x: &Operand, q: &Quant) -> Result<Operand> {
 }
 
 fn quantize_const(c: &Const, q: &Quant, elem: Elem) -> std::result::Result<Const, String> {
-    q.check(&c.shape)?;
-    let values = c
-        .as_f32()
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let (s, z) = q.at(&c.shape, i);
-            ((v / s).round_ties_even() + z).clamp(q.lo, q.hi) as i64
-        })
-        .collect();
+    let values = per_element(c, q, |v, s, z| {
+        ((v / s).round_ties_even() + z).clamp(q.lo, q.hi) as i64
+    })?;
     Ok(Const::ints(elem, c.shape.clone(), values))
 }
 
