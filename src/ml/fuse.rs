@@ -478,7 +478,9 @@ fn pointwise_only(ir: &GraphIr, node: &Node, o: &Conv2dOptions) -> bool {
         o.filter_layout,
         [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
     );
+    // The fused kernel adds a residual before the activations only.
     !node.input_scale
+        && !node.late_residual
         && o.groups == 1
         && o.strides == [1, 1]
         && o.padding == [0; 4]

@@ -1,6 +1,7 @@
-//! The rewrites of MobileNet-style decoder blocks (selfie's): an add of an
-//! activated depthwise conv2d and a tensor becomes the conv's late residual,
-//! added after its activations (`fuse/late_residual.rs`), and a 1x1 conv2d
+//! The rewrites of MobileNet-style decoder blocks (selfie's) and YOLO's
+//! bottlenecks: an add of an activated conv2d and a tensor becomes the
+//! conv's late residual, added after its activations
+//! (`fuse/late_residual.rs`), and a 1x1 conv2d
 //! of an upsampled tensor runs before the upsample (`fuse/resample_swap.rs`).
 //! Each rewritten graph is checked on both contexts against the same graph
 //! kept as written (an intermediate is also a graph output, so nothing
@@ -25,7 +26,7 @@ fn options(layout: InputLayout, groups: usize, pad: usize) -> Conv2dOptions {
     }
 }
 
-/// add(act(conv(x)), r).
+/// add(act(conv(x)), r), c -> c channels.
 #[derive(Clone, Copy, Debug)]
 struct Late {
     dt: DataType,
@@ -84,7 +85,7 @@ fn check_late(case: Late, seed: u64) {
 }
 
 #[test]
-fn an_add_after_an_activated_depthwise_conv_becomes_its_late_residual() {
+fn an_add_after_an_activated_conv_becomes_its_late_residual() {
     use DataType::*;
     use InputLayout::*;
     let base = Late {
@@ -128,24 +129,59 @@ fn an_add_after_an_activated_depthwise_conv_becomes_its_late_residual() {
         },
         // No activation: the ordinary residual pass takes it.
         Late { act: 2, ..base },
-        // Must not apply: a conv of one group (the GEMM kernels would take
-        // it, which add residuals before activations).
+        // Convolutions of one group, on the kernels conv2d/choose.rs gives
+        // them (src/ml/gpu/conv2d_choices.txt has the late rows): YOLO's
+        // bottleneck 3x3 (the narrow and direct kernels on small maps) ...
         Late {
             depthwise: false,
-            folds: false,
             ..base
         },
         Late {
             depthwise: false,
             kernel: 1,
             input: [1, 4, 6, 5],
-            folds: false,
+            ..base
+        },
+        Late {
+            depthwise: false,
+            dt: Float16,
+            layout: Nchw,
+            act: 1,
+            own_input: false,
+            ..base
+        },
+        // ... a long reduction (the GEMM, its reduction split) ...
+        Late {
+            depthwise: false,
+            layout: Nchw,
+            input: [1, 32, 12, 10],
+            ..base
+        },
+        // ... many pixels (the vec4 GEMM in NHWC, 64 x 64 tiles in NCHW) ...
+        Late {
+            depthwise: false,
+            input: [2, 32, 40, 36],
+            ..base
+        },
+        Late {
+            depthwise: false,
+            layout: Nchw,
+            dt: Float16,
+            input: [1, 20, 48, 44],
+            ..base
+        },
+        // ... and a 1x1 over few channels (the pointwise kernel).
+        Late {
+            depthwise: false,
+            kernel: 1,
+            input: [1, 8, 48, 40],
             ..base
         },
     ];
     for (i, case) in cases.into_iter().enumerate() {
         check_late(case, 100 + i as u64);
     }
+    assert_eq!(cases.len(), 14);
 }
 
 /// add(a, a) with a = relu(depthwise conv(x)): the add's other operand is

@@ -75,6 +75,8 @@ fn splittable(ir: &GraphIr, uses: &[usize], producer: &[Option<usize>], i: usize
         && !conv.inputs[1..].contains(&x)
         && o.groups == 1
         && !conv.input_scale
+        // The chain's first conv takes the residual, before activations.
+        && !conv.late_residual
         && conv.input_upsample.is_none()
         && conv.outputs.len() == 1
         && concat.inputs.len() >= 2

@@ -1,15 +1,14 @@
-//! add(act(depthwise_conv(x)), r) becomes one depthwise conv2d node with
-//! a late residual r, added after its activations (`act(acc) + r`): the
-//! block MobileNet-style decoders end with (selfie's three
-//! `x + relu(dw3x3(x))`), where the add was a kernel of its own reading
-//! and writing the whole map again. Only depthwise convolutions of two or
-//! more channels take it: conv2d's GPU lowering runs them on the direct
-//! kernel, the one whose store adds a late residual.
+//! add(act(conv(x)), r) becomes one conv2d node with a late residual r,
+//! added after its activations (`act(acc) + r`): the block MobileNet-style
+//! decoders end with (selfie's three `x + relu(dw3x3(x))`) and YOLO's
+//! bottleneck (`x + silu(conv3x3(...))`, six in YOLOv8n), where the add was
+//! a kernel of its own reading and writing the whole map again. Every
+//! conv2d kernel ends in `finish(v, r)`, which adds a residual before the
+//! activations or after them.
 
 use super::{settle, walk_state, without_folded};
 use crate::ml::graph_ir::{GraphIr, Node};
 use crate::ml::ops::{BinaryOp, Op};
-use crate::ml::shape::{conv_filter_ochw, nchw};
 
 pub(super) fn fuse_late_residuals(mut ir: GraphIr) -> GraphIr {
     let (uses, mut producer, mut keep) = walk_state(&ir);
@@ -38,7 +37,7 @@ pub(super) fn fuse_late_residuals(mut ir: GraphIr) -> GraphIr {
                         && !conv.residual
                         && conv.input_upsample.is_none()
                         && conv.outputs.len() == 1
-                        && depthwise_direct(&ir, conv)
+                        && float_conv(&ir, conv)
                         && ir.desc(r) == ir.desc(out)
                         && ir.desc(a) == ir.desc(out))
                     .then_some((p, r))
@@ -62,27 +61,15 @@ pub(super) fn fuse_late_residuals(mut ir: GraphIr) -> GraphIr {
     without_folded(ir, keep)
 }
 
-/// A depthwise conv2d (one input and one output channel per group) of a
-/// float 4-D tensor with at least two channels: the shapes conv2d's GPU
-/// lowering gives the direct kernel (`conv2d.wgsl`).
-fn depthwise_direct(ir: &GraphIr, node: &Node) -> bool {
-    let Op::Conv2d(o) = &node.op else {
+/// A conv2d of a float 4-D tensor: every conv2d kernel's `finish` adds a
+/// late residual (`ml/gpu/conv2d/params.rs`).
+fn float_conv(ir: &GraphIr, node: &Node) -> bool {
+    let Op::Conv2d(_) = &node.op else {
         return false;
     };
     let (Some(&x), Some(&f)) = (node.inputs.first(), node.inputs.get(1)) else {
         return false;
     };
     let (x, f) = (ir.desc(x), ir.desc(f));
-    if x.rank() != 4 || f.rank() != 4 || !x.data_type.is_float() {
-        return false;
-    }
-    let [_, c, _, _] = nchw(
-        o.input_layout,
-        [x.shape[0], x.shape[1], x.shape[2], x.shape[3]],
-    );
-    let [oc, icg, _, _] = conv_filter_ochw(
-        o.filter_layout,
-        [f.shape[0], f.shape[1], f.shape[2], f.shape[3]],
-    );
-    c >= 2 && o.groups == c && oc == c && icg == 1
+    x.rank() == 4 && f.rank() == 4 && x.data_type.is_float()
 }

@@ -211,6 +211,8 @@ struct Conv {
     bias: bool,
     scale: bool,
     residual: bool,
+    /// The residual added after the activation (a late residual).
+    late: bool,
     act: Option<Act>,
     /// A cast of the result to this type last (folded into the conv).
     cast: Option<DataType>,
@@ -230,6 +232,7 @@ impl Conv {
             bias: false,
             scale: false,
             residual: false,
+            late: false,
             act: None,
             cast: None,
         }
@@ -260,14 +263,18 @@ impl Conv {
                 ..Conv2dOptions::new()
             };
             let mut y = b.conv2d(&x, &f, bias.as_ref(), options)?;
-            if self.residual {
+            if self.residual && !self.late {
                 let r = b.input("r", y.descriptor().clone())?;
                 y = b.add(&y, &r)?;
             }
-            let y = match self.act {
+            let mut y = match self.act {
                 Some(act) => act(b, &y)?,
                 None => y,
             };
+            if self.residual && self.late {
+                let r = b.input("r", y.descriptor().clone())?;
+                y = b.add(&y, &r)?;
+            }
             match self.cast {
                 Some(to) => b.cast(&y, to),
                 None => Ok(y),
@@ -503,6 +510,20 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                         ir,
                     );
                 }
+                // A residual after the activation: every kernel's `finish`.
+                let conv = Conv {
+                    bias: true,
+                    residual: true,
+                    late: true,
+                    act: Some(ACTIVATIONS[0]),
+                    ..Conv::new(dt, layout, problem)
+                };
+                let ir = conv.graph(ctx);
+                assert!(ir.nodes.iter().any(|n| n.late_residual));
+                add(
+                    format!("conv2d {dt} {layout:?} {problem:?} late residual"),
+                    ir,
+                );
             }
         }
     }
@@ -1899,6 +1920,18 @@ fn choices() -> Vec<Choice> {
         Choice {
             late_residual: true,
             ..c(16, 16, 16, 32, 3)
+        },
+        Choice {
+            late_residual: true,
+            ..c(64, 64, 1, 64, 3)
+        },
+        Choice {
+            late_residual: true,
+            ..c(64, 128, 1, 64, 1)
+        },
+        Choice {
+            late_residual: true,
+            ..c(16, 16, 1, 16, 3)
         },
         Choice {
             upsample: true,

@@ -119,10 +119,9 @@ pub(super) struct ConvShape {
     pub has_bias: bool,
     /// A fused input-channel scale.
     pub has_scale: bool,
-    /// A residual added before the activations.
+    /// A residual, added before the activations or after them (every
+    /// kernel's `finish` takes either).
     pub has_residual: bool,
-    /// A residual added after them (`fuse/late_residual.rs`).
-    pub late_residual: bool,
     /// A fused nearest upsample of the input (rows, columns).
     pub upsample: Option<[usize; 2]>,
     /// The filter is a constant (every imported model): the kernels that
@@ -215,8 +214,6 @@ pub(super) enum ConvKernel {
 /// Why no kernel takes a convolution (fusion should not have made it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Refused {
-    /// A residual after the activations needs the direct kernel.
-    LateResidual,
     /// An upsampled input needs the narrow or direct kernel.
     Upsample,
 }
@@ -224,15 +221,8 @@ pub(super) enum Refused {
 /// conv2d's kernel: the first of these that takes the convolution, in this
 /// order (each says why it goes before the ones after it).
 pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
-    // Fusion leaves a late residual only on convolutions the direct kernel
-    // takes (depthwise convolutions of two or more channels), and an
-    // upsample only on those the upsampled, narrow and direct kernels take.
-    if s.late_residual {
-        if s.oc == s.ocg || !pixel_by_pixel(s.groups, s.ocg) {
-            return Err(Refused::LateResidual);
-        }
-        return Ok(pixel(s));
-    }
+    // Fusion leaves an upsample only on convolutions the upsampled, narrow
+    // and direct kernels take.
     if let Some(up) = s.upsample {
         return upsampled(s, up);
     }
@@ -450,7 +440,6 @@ mod tests {
             has_bias: true,
             has_scale: false,
             has_residual: false,
-            late_residual: false,
             upsample: None,
             constant_filter: true,
         }
@@ -494,24 +483,6 @@ mod tests {
 
     fn chosen(s: ConvShape, t: Target) -> ConvKernel {
         choose(&s, &t).unwrap()
-    }
-
-    #[test]
-    fn a_late_residual_takes_the_direct_kernel_or_is_refused() {
-        let depthwise = ConvShape {
-            late_residual: true,
-            ..grouped(conv(1, 1, 3, 32), 16)
-        };
-        assert_eq!(
-            chosen(depthwise, TC),
-            ConvKernel::Depthwise { kh: 3, kw: 3 }
-        );
-        // One group: the narrow kernel's, which has no late residual.
-        let single = ConvShape {
-            late_residual: true,
-            ..conv(16, 8, 3, 32)
-        };
-        assert_eq!(choose(&single, &TC), Err(Refused::LateResidual));
     }
 
     #[test]

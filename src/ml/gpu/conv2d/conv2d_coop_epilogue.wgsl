@@ -68,8 +68,9 @@ fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32, r: array<vec2<T>,
     for (var i = 0u; i < 16u; i++) {
         if i < valid {
             let c = i * TCS + 2u * lid;
-            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b + vec2<f32>(r[i]);
-            store_pair(at, vec2<f32>(act(v.x), act(v.y)), ok0, ok1);
+            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b;
+            let ri = vec2<f32>(r[i]);
+            store_pair(at, vec2<f32>(finish(v.x, ri.x), finish(v.y, ri.y)), ok0, ok1);
         }
         at += params.oc;
     }

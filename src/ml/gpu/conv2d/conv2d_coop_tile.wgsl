@@ -137,8 +137,9 @@ fn write_half(lane: u32, sg: u32, ph: Phase, g: u32, r: array<vec2<T>, 8>) {
         let i = 2u * k + lane / 16u;
         if i < ph.valid {
             let c = base + i * TCS;
-            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b + vec2<f32>(r[k]);
-            store_pair((ph.p0 + i) * params.oc + mo, vec2<f32>(act(v.x), act(v.y)), ok0, ok1);
+            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b;
+            let rk = vec2<f32>(r[k]);
+            store_pair((ph.p0 + i) * params.oc + mo, vec2<f32>(finish(v.x, rk.x), finish(v.y, rk.y)), ok0, ok1);
         }
     }
 }

@@ -7,7 +7,7 @@ fn write_output(pp: u32, n: u32, rr: u32, mj: u32, g: u32, v: f32) {
     let oc = params.oc;
     let mo = g * params.ocg + mj;
     let at = select((n * oc + mo) * params.ohw + rr, pp * oc + mo, params.nhwc != 0u);
-    y[at] = T(act(v + bias(mo) + residual(at)));
+    y[at] = T(finish(v + bias(mo), residual(at)));
 }
 
 // Writes the sum `v` for output pixel `pp` and channel `mj` of group `g`,

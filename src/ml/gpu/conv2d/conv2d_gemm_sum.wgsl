@@ -22,5 +22,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let n = pp / params.ohw;
     let rr = pp % params.ohw;
     let at = select((n * oc + mo) * params.ohw + rr, pp * oc + mo, params.nhwc != 0u);
-    y[at] = T(act(sum + bias(mo) + residual(at)));
+    y[at] = T(finish(sum + bias(mo), residual(at)));
 }

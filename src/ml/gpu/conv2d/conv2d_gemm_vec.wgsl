@@ -63,10 +63,10 @@ fn store_v4(pp: u32, m: u32, g: u32, v: vec4<f32>) {
     let mo = g * params.ocg + m;
     let at = pp * params.oc + mo;
     let o = vec4<f32>(
-        act(v.x + bias(mo) + residual(at)),
-        act(v.y + bias(mo + 1u) + residual(at + 1u)),
-        act(v.z + bias(mo + 2u) + residual(at + 2u)),
-        act(v.w + bias(mo + 3u) + residual(at + 3u)),
+        finish(v.x + bias(mo), residual(at)),
+        finish(v.y + bias(mo + 1u), residual(at + 1u)),
+        finish(v.z + bias(mo + 2u), residual(at + 2u)),
+        finish(v.w + bias(mo + 3u), residual(at + 3u)),
     );
     y[at / 4u] = vec4<T>(o);
 }

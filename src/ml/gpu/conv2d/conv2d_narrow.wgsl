@@ -86,6 +86,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         if params.nhwc == 0u {
             i = (n * params.oc + m) * params.ohw + q;
         }
-        y[i] = T(act(acc[m / 4u][m % 4u] + residual(i)));
+        y[i] = T(finish(acc[m / 4u][m % 4u], residual(i)));
     }
 }

@@ -42,6 +42,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let t = 4u * c4 * oc4 + j;
         acc += v.x * wt[t] + v.y * wt[t + oc4] + v.z * wt[t + 2u * oc4] + v.w * wt[t + 3u * oc4];
     }
-    let v = acc + res;
-    y[i] = vec4<T>(vec4<f32>(act(v.x), act(v.y), act(v.z), act(v.w)));
+    y[i] = vec4<T>(vec4<f32>(finish(acc.x, res.x), finish(acc.y, res.y), finish(acc.z, res.z), finish(acc.w, res.w)));
 }

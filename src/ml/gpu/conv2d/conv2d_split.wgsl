@@ -153,7 +153,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let m = m0 + q;
             if m < OCG {
                 let at = p * params.oc + m;
-                y[at] = T(act(sum[q] + bias(m) + residual(at)));
+                y[at] = T(finish(sum[q] + bias(m), residual(at)));
             }
         }
     }

@@ -62,7 +62,7 @@ fn store(q: Pixel, a: u32, b: u32, m: u32, v: f32) {
     let ox = u32(q.x) * SX + b;
     if oy < params.oh && ox < params.ow {
         let i = ((q.n * params.oh + oy) * params.ow + ox) * params.oc + m;
-        y[i] = T(act(v + bias(m) + residual(i)));
+        y[i] = T(finish(v + bias(m), residual(i)));
     }
 }
 

@@ -170,7 +170,7 @@ fn residual_or_0(n: u32, oy: u32, ox: u32, m: u32, g: u32) -> f32 {
 
 fn store(n: u32, oy: u32, ox: u32, m: u32, g: u32, v: f32, r: f32) {
     if out_ok(oy, ox, m) {
-        y[out_at(n, oy, ox, m, g)] = T(act(v + bias(g * params.ocg + m) + r));
+        y[out_at(n, oy, ox, m, g)] = T(finish(v + bias(g * params.ocg + m), r));
     }
 }
 

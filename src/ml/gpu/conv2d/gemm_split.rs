@@ -161,6 +161,7 @@ pub(super) fn sum_pass(
             spec: Specialization::new()
                 .u32("SPLITS", splits as u32)
                 .code(&bindings)
+                .code(super::params::finish(node.late_residual))
                 .code(&format!(
                     "@group(0) @binding({next}) var<storage, read> part: array<f32>;"
                 )),

@@ -56,7 +56,6 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
     let c = Conv::new(l.ir, node, o);
     let kernel = choose(&conv_shape(&c), &target(l)).map_err(|refused| {
         let needs = match refused {
-            Refused::LateResidual => "a residual after the activations needs the direct kernel",
             Refused::Upsample => "an upsampled input needs the narrow or direct kernel",
         };
         Error::invalid(format!("conv2d of {}: {needs}", l.ir.label(c.x)))
@@ -114,7 +113,6 @@ fn conv_shape(c: &Conv) -> ConvShape {
         has_bias: c.has_bias,
         has_scale: c.has_scale,
         has_residual: c.has_residual,
-        late_residual: c.node.late_residual,
         upsample: c.node.input_upsample,
         constant_filter: c.filter.is_some(),
     }

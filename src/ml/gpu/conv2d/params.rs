@@ -177,6 +177,18 @@ pub(in crate::ml::gpu) fn tensor_core_bindings(
     ))
 }
 
+/// `fn finish(v, r)`, every conv2d kernel's last step on a sum `v` (bias
+/// included) and its residual `r` (0 where none): the residual added before
+/// the activations, or after them where it is late (`fuse/late_residual.rs`:
+/// YOLO's bottleneck `x + silu(conv(y))`), so that any kernel takes a late
+/// residual and none needs a pass of its own for the add.
+pub(in crate::ml::gpu) fn finish(late: bool) -> &'static str {
+    match late {
+        false => "fn finish(v: f32, r: f32) -> f32 { return act(v + r); }",
+        true => "fn finish(v: f32, r: f32) -> f32 { return act(v) + r; }",
+    }
+}
+
 /// Binding declarations for the optional bias, input-channel scale and
 /// residual, then the output (bound after the input and the filter, in that
 /// order), with `fn bias(m)`, `fn in_scale(c)` and `fn residual(i)` (0, 1
@@ -340,8 +352,8 @@ impl<'a> Conv<'a> {
         self.pixels / (self.oh * self.ow)
     }
 
-    /// A kernel writing this node's output, with its activations: the
-    /// fields every choice shares.
+    /// A kernel writing this node's output, with its activations and
+    /// `finish` (where its residual goes): the fields every choice shares.
     pub(super) fn kernel<'s>(
         &'s self,
         source: &'s str,
@@ -354,7 +366,7 @@ impl<'a> Conv<'a> {
         Kernel {
             label: "conv2d".into(),
             source,
-            spec,
+            spec: spec.code(finish(self.node.late_residual)),
             output_type: self.yd.data_type,
             input_type: self.xd.data_type,
             activations: &self.node.activations,
