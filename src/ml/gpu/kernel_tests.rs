@@ -1570,14 +1570,16 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
     if !gpu.has(wgpu::Features::SHADER_F16) {
         panic!("the blocked copy test needs SHADER_F16 (lavapipe has it)");
     }
-    let (n, h, w, groups, k) = (2usize, 5usize, 7usize, 2usize, 3usize);
-    for icg in [3usize, 12, 24] {
+    let (n, h, groups, k) = (2usize, 5usize, 2usize, 3usize);
+    // Rows of 7 pixels take short runs of 32, of 37 long ones of 64.
+    for (w, icg) in [(7usize, 3usize), (7, 12), (7, 24), (37, 12)] {
         let c = groups * icg;
         // Small integers: exact in float16, and none is zero.
         let x: Vec<half::f16> = (0..n * h * w * c)
             .map(|i| half::f16::from_f32((i % 997 + 1) as f32))
             .collect();
         let blocked = Blocked::choose((k, k), [1, 1], [1, 1], (h, w), groups, icg).unwrap();
+        assert_eq!(blocked.run, if w == 7 { 32 } else { 64 });
         let params = Params {
             x_strides: [(h * w * c) as u32, 1, (w * c) as u32, c as u32],
             f_strides: [0; 4],
@@ -1604,7 +1606,7 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
         let kernel = Kernel {
             label: "conv2d blocks".into(),
             source: &Blocked::copy_source(),
-            spec: Blocked::copy_spec(icg),
+            spec: blocked.copy_spec(icg),
             output_type: DataType::Float16,
             input_type: DataType::Float16,
             activations: &[],

@@ -247,7 +247,7 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
         && s.ocg > SPLIT_TC_MAX_OUTPUTS
         && !s.has_residual
         && s.icg % TC_CHANNELS == 0
-        && Staged::choose(s.kh, s.kw, s.strides, s.dilations).is_some()
+        && Staged::choose(s.kh, s.kw, s.strides, s.dilations, s.ow).is_some()
         && s.constant_filter;
     let split = split.filter(|_| !few_staged);
     // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
@@ -324,7 +324,7 @@ fn upsampled(s: &ConvShape, up: [usize; 2]) -> Result<ConvKernel, Refused> {
 fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<ConvKernel> {
     // The staged and blocked kernels pad input channels to 16 as they
     // stage or copy them, so they take any count (ESRGAN's RGB head).
-    let staged = Staged::choose(s.kh, s.kw, s.strides, s.dilations);
+    let staged = Staged::choose(s.kh, s.kw, s.strides, s.dilations, s.ow);
     // A blocked copy past what one binding holds (a huge frame) leaves
     // the convolution to the other kernels.
     let blocked = Blocked::choose(
@@ -483,6 +483,26 @@ mod tests {
 
     fn chosen(s: ConvShape, t: Target) -> ConvKernel {
         choose(&s, &t).unwrap()
+    }
+
+    #[test]
+    fn tensor_core_rows_take_the_run_that_pads_them_least() {
+        use super::super::params::run_for;
+        // Short runs where the row pads less: YOLO's 20 and 80, ResNet's
+        // 7, 14 and 28; long ones where both pad alike (40, 56, 64, 320).
+        for (ow, run) in [
+            (7, 32),
+            (14, 32),
+            (20, 32),
+            (28, 32),
+            (80, 32),
+            (40, 64),
+            (56, 64),
+            (64, 64),
+            (320, 64),
+        ] {
+            assert_eq!(run_for(ow), run, "{ow}");
+        }
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //
 // zero outside the image and past the group's input channels, for CB
 // blocks of 16 channels (each group's icg padded to 16, groups in order),
-// HP = oh + kh - 1 rows and WP = 64 runs + kw - 1 columns (every run of 64
+// HP = oh + kh - 1 rows and WP = TP runs + kw - 1 columns (every run of TP
 // output pixels of a stride-1 convolution reads inside them). A block of
 // A, 16 pixels of a row by 16 channels, is then 512 contiguous bytes.
 // Every element is written, zeros too: `xb` is a recycled scratch buffer.
 // One invocation per UNIT channels of a pixel (one 16-byte store of 8
 // where channels come in runs of 8, else 8 bytes of 4).
-// Params: conv2d_params.wgsl; x, xb, UNIT and `load_unit` from
+// Params: conv2d_params.wgsl; x, xb, UNIT, TP and `load_unit` from
 // conv2d_coop_blocked.rs.
 
 @compute @workgroup_size(WG)
@@ -23,7 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let icb = (params.icg + 15u) / 16u;
     let cbs = g_count * icb;
     let hp = params.oh + params.filter_size.x - 1u;
-    let wp = (params.ow + 63u) / 64u * 64u + params.filter_size.y - 1u;
+    let wp = (params.ow + TP - 1u) / TP * TP + params.filter_size.y - 1u;
     let images = params.pixels / params.ohw;
     let units = 16u / UNIT;
     if u >= images * cbs * hp * wp * units {

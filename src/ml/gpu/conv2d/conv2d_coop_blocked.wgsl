@@ -7,8 +7,9 @@
 // apart, which `wgnn-bench tensor-cores` puts at half the load throughput;
 // staged through workgroup memory they load slower still.
 //
-// One workgroup is one 32-wide subgroup. It owns a run of 64 output pixels
-// of one output row and 16 BN channels: 4 x BN products of 16x16x16 per
+// One workgroup is one 32-wide subgroup. It owns a run of TP output pixels
+// of one output row (64, or 32 where that pads the row less: blocks 2 and 3
+// are then not computed) and 16 BN channels: 4 x BN products of 16x16x16 per
 // tap and 16 input channels, sums in f32 until the epilogue
 // (conv2d_coop_epilogue.wgsl). The next 16 channels' A and B blocks are
 // loaded before the current products, so their loads are in flight while
@@ -18,7 +19,6 @@
 // input channels padded to 16.
 // Params: conv2d_params.wgsl; xb and wt from conv2d.rs. WG must be 32.
 
-const TP: u32 = 64u;
 // The filter's shape and 16-channel input blocks: constants (KH, KW, ICB
 // from conv2d.rs) where FIXED_STEPS, so that the step loop has a known
 // length, else from params (conv2d_coop_blocked.rs says where each pays).
@@ -65,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     // Pixels of each block that exist (the last run of a row may be short).
-    let left = params.ow - ox0;
+    let left = min(params.ow - ox0, TP);
     let valid0 = min(left, 16u);
     let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
     let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
@@ -101,8 +101,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // blocks, then each step loads the next one's before its products.
     var a0 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0)], 16u);
     var a1 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0) + 256u], 16u);
-    var a2 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0) + 512u], 16u);
-    var a3 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0) + 768u], 16u);
+    var a2 = a0;
+    var a3 = a1;
+    if TP == 64u {
+        a2 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0) + 512u], 16u);
+        a3 = coopLoadT<coop_mat16x16<f16, A>>(&xb[a_at(n, g, 0u, 0u, oy, ox0) + 768u], 16u);
+    }
     var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[b_at(g, 0u, 0u, m0)], 16u);
     var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[b_at(g, 0u, 0u, m0) + 256u], 16u);
     var w2 = w0;
@@ -119,8 +123,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let wn = b_at(g, t, cb, m0);
         let na0 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an], 16u);
         let na1 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an + 256u], 16u);
-        let na2 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an + 512u], 16u);
-        let na3 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an + 768u], 16u);
+        var na2 = na0;
+        var na3 = na1;
+        if TP == 64u {
+            na2 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an + 512u], 16u);
+            na3 = coopLoadT<coop_mat16x16<f16, A>>(&xb[an + 768u], 16u);
+        }
         let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wn], 16u);
         let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wn + 256u], 16u);
         var nw2 = nw0;
@@ -133,19 +141,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         c01 = coopMultiplyAdd(a0, w1, c01);
         c10 = coopMultiplyAdd(a1, w0, c10);
         c11 = coopMultiplyAdd(a1, w1, c11);
-        c20 = coopMultiplyAdd(a2, w0, c20);
-        c21 = coopMultiplyAdd(a2, w1, c21);
-        c30 = coopMultiplyAdd(a3, w0, c30);
-        c31 = coopMultiplyAdd(a3, w1, c31);
+        if TP == 64u {
+            c20 = coopMultiplyAdd(a2, w0, c20);
+            c21 = coopMultiplyAdd(a2, w1, c21);
+            c30 = coopMultiplyAdd(a3, w0, c30);
+            c31 = coopMultiplyAdd(a3, w1, c31);
+        }
         if BN == 4u {
             c02 = coopMultiplyAdd(a0, w2, c02);
             c03 = coopMultiplyAdd(a0, w3, c03);
             c12 = coopMultiplyAdd(a1, w2, c12);
             c13 = coopMultiplyAdd(a1, w3, c13);
-            c22 = coopMultiplyAdd(a2, w2, c22);
-            c23 = coopMultiplyAdd(a2, w3, c23);
-            c32 = coopMultiplyAdd(a3, w2, c32);
-            c33 = coopMultiplyAdd(a3, w3, c33);
+            if TP == 64u {
+                c22 = coopMultiplyAdd(a2, w2, c22);
+                c23 = coopMultiplyAdd(a2, w3, c23);
+                c32 = coopMultiplyAdd(a3, w2, c32);
+                c33 = coopMultiplyAdd(a3, w3, c33);
+            }
         }
         a0 = na0;
         a1 = na1;
@@ -160,19 +172,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     c01 = coopMultiplyAdd(a0, w1, c01);
     c10 = coopMultiplyAdd(a1, w0, c10);
     c11 = coopMultiplyAdd(a1, w1, c11);
-    c20 = coopMultiplyAdd(a2, w0, c20);
-    c21 = coopMultiplyAdd(a2, w1, c21);
-    c30 = coopMultiplyAdd(a3, w0, c30);
-    c31 = coopMultiplyAdd(a3, w1, c31);
+    if TP == 64u {
+        c20 = coopMultiplyAdd(a2, w0, c20);
+        c21 = coopMultiplyAdd(a2, w1, c21);
+        c30 = coopMultiplyAdd(a3, w0, c30);
+        c31 = coopMultiplyAdd(a3, w1, c31);
+    }
     if BN == 4u {
         c02 = coopMultiplyAdd(a0, w2, c02);
         c03 = coopMultiplyAdd(a0, w3, c03);
         c12 = coopMultiplyAdd(a1, w2, c12);
         c13 = coopMultiplyAdd(a1, w3, c13);
-        c22 = coopMultiplyAdd(a2, w2, c22);
-        c23 = coopMultiplyAdd(a2, w3, c23);
-        c32 = coopMultiplyAdd(a3, w2, c32);
-        c33 = coopMultiplyAdd(a3, w3, c33);
+        if TP == 64u {
+            c22 = coopMultiplyAdd(a2, w2, c22);
+            c23 = coopMultiplyAdd(a2, w3, c23);
+            c32 = coopMultiplyAdd(a3, w2, c32);
+            c33 = coopMultiplyAdd(a3, w3, c33);
+        }
     }
 
     // Epilogue (conv2d_coop_epilogue.wgsl).

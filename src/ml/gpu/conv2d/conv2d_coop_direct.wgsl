@@ -16,18 +16,18 @@
 // One workgroup is one 32-wide subgroup (the tensor-core adapters run
 // 32-wide subgroups), so every branch that depends on the workgroup is
 // uniform in the subgroup, as cooperative operations require. It owns a run
-// of 64 output pixels of one output row and 16 BN channels (BN = 4, or 2
+// of TP output pixels of one output row (64, or 32 where that pads the row
+// less: blocks 2 and 3 are then not computed) and 16 BN channels (BN = 4, or 2
 // for groups of at most 32 outputs): 4 x BN products of 16x16x16 per tap
 // and 16 input channels, sums in f32 until the epilogue; each filter block
 // loaded is used by 4 products. The products and loads of blocks 2 and 3
 // sit behind `BN == 4u`, a constant, so the 32-channel kernel has neither
 // (nor their registers).
-// Params: conv2d_params.wgsl; ICG, KH and KW (params' icg and
+// Params: conv2d_params.wgsl; TP, ICG, KH and KW (params' icg and
 // filter_size) from conv2d.rs. WG must be 32.
 
 @group(0) @binding(1) var<storage, read> x: array<f16>;
 
-const TP: u32 = 64u;
 // Every workgroup variable's size is a multiple of 16 bytes: a cooperative
 // load or store needs a 16-byte aligned address, a driver lays workgroup
 // variables out one after another at their own alignment, and on the H100
@@ -85,7 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     // Pixels of each block that exist (the last run of a row may be short).
-    let left = params.ow - ox0;
+    let left = min(params.ow - ox0, TP);
     let valid0 = min(select(0u, left - 0u, left > 0u), 16u);
     let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
     let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
@@ -179,13 +179,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // the next 16 channels' blocks are loaded before this step's
         // products, so that their loads are in flight while the tensor
         // cores work.
-        let inside = (kind0 == DIRECT) & (kind1 == DIRECT) & (kind2 == DIRECT) & (kind3 == DIRECT);
+        let inside = (kind0 == DIRECT) & (kind1 == DIRECT)
+            & (((kind2 == DIRECT) & (kind3 == DIRECT)) | (TP == 32u));
         if inside {
             let wrow0 = (g * kh * kw + t) * icg * params.ocp + 16u * m0;
             var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0], a_stride);
             var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1], a_stride);
-            var a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2], a_stride);
-            var a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
+            var a2 = a0;
+            var a3 = a1;
+            if TP == 64u {
+                a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2], a_stride);
+                a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
+            }
             var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], 16u);
             var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 256u], 16u);
             var w2 = w0;
@@ -198,8 +203,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let wrow = wrow0 + ci * params.ocp;
                 let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
                 let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
-                let na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
-                let na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                var na2 = na0;
+                var na3 = na1;
+                if TP == 64u {
+                    na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
+                    na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                }
                 let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
                 let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
                 var nw2 = nw0;
@@ -220,17 +229,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     c12 = coopMultiplyAdd(a1, w2, c12);
                     c13 = coopMultiplyAdd(a1, w3, c13);
                 }
-                c20 = coopMultiplyAdd(a2, w0, c20);
-                c21 = coopMultiplyAdd(a2, w1, c21);
-                if BN == 4u {
-                    c22 = coopMultiplyAdd(a2, w2, c22);
-                    c23 = coopMultiplyAdd(a2, w3, c23);
-                }
-                c30 = coopMultiplyAdd(a3, w0, c30);
-                c31 = coopMultiplyAdd(a3, w1, c31);
-                if BN == 4u {
-                    c32 = coopMultiplyAdd(a3, w2, c32);
-                    c33 = coopMultiplyAdd(a3, w3, c33);
+                if TP == 64u {
+                    c20 = coopMultiplyAdd(a2, w0, c20);
+                    c21 = coopMultiplyAdd(a2, w1, c21);
+                    if BN == 4u {
+                        c22 = coopMultiplyAdd(a2, w2, c22);
+                        c23 = coopMultiplyAdd(a2, w3, c23);
+                    }
+                    c30 = coopMultiplyAdd(a3, w0, c30);
+                    c31 = coopMultiplyAdd(a3, w1, c31);
+                    if BN == 4u {
+                        c32 = coopMultiplyAdd(a3, w2, c32);
+                        c33 = coopMultiplyAdd(a3, w3, c33);
+                    }
                 }
                 a0 = na0;
                 a1 = na1;
@@ -253,17 +264,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 c12 = coopMultiplyAdd(a1, w2, c12);
                 c13 = coopMultiplyAdd(a1, w3, c13);
             }
-            c20 = coopMultiplyAdd(a2, w0, c20);
-            c21 = coopMultiplyAdd(a2, w1, c21);
-            if BN == 4u {
-                c22 = coopMultiplyAdd(a2, w2, c22);
-                c23 = coopMultiplyAdd(a2, w3, c23);
-            }
-            c30 = coopMultiplyAdd(a3, w0, c30);
-            c31 = coopMultiplyAdd(a3, w1, c31);
-            if BN == 4u {
-                c32 = coopMultiplyAdd(a3, w2, c32);
-                c33 = coopMultiplyAdd(a3, w3, c33);
+            if TP == 64u {
+                c20 = coopMultiplyAdd(a2, w0, c20);
+                c21 = coopMultiplyAdd(a2, w1, c21);
+                if BN == 4u {
+                    c22 = coopMultiplyAdd(a2, w2, c22);
+                    c23 = coopMultiplyAdd(a2, w3, c23);
+                }
+                c30 = coopMultiplyAdd(a3, w0, c30);
+                c31 = coopMultiplyAdd(a3, w1, c31);
+                if BN == 4u {
+                    c32 = coopMultiplyAdd(a3, w2, c32);
+                    c33 = coopMultiplyAdd(a3, w3, c33);
+                }
             }
             continue;
         }

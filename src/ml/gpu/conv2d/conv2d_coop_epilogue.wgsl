@@ -89,10 +89,10 @@ fn stage_sums(c0: coop_mat16x16<f32, C>, c1: coop_mat16x16<f32, C>,
     }
 }
 
-// The epilogue of a run of 64 pixels from p0 (`valid` of each 16-pixel
-// block exist): block i's sums are ci0 .. ci3, stored one block at a time
-// through tile_c, each block's residual read before the block before is
-// stored (see `load_residual`).
+// The epilogue of a run of TP pixels from p0 (`valid` of each 16-pixel
+// block exist; blocks 2 and 3 only in runs of 64): block i's sums are
+// ci0 .. ci3, stored one block at a time through tile_c, each block's
+// residual read before the block before is stored (see `load_residual`).
 fn write_sums(lid: u32, p0: u32, valid: vec4<u32>, m0: u32, g: u32,
               c00: coop_mat16x16<f32, C>, c01: coop_mat16x16<f32, C>,
               c02: coop_mat16x16<f32, C>, c03: coop_mat16x16<f32, C>,
@@ -111,15 +111,19 @@ fn write_sums(lid: u32, p0: u32, valid: vec4<u32>, m0: u32, g: u32,
     workgroupBarrier();
     stage_sums(c10, c11, c12, c13);
     workgroupBarrier();
-    r = load_residual(lid, p0 + 32u, valid.z, m0, g);
+    if TP == 64u {
+        r = load_residual(lid, p0 + 32u, valid.z, m0, g);
+    }
     write_block(lid, p0 + 16u, valid.y, m0, g, rn);
-    workgroupBarrier();
-    stage_sums(c20, c21, c22, c23);
-    workgroupBarrier();
-    rn = load_residual(lid, p0 + 48u, valid.w, m0, g);
-    write_block(lid, p0 + 32u, valid.z, m0, g, r);
-    workgroupBarrier();
-    stage_sums(c30, c31, c32, c33);
-    workgroupBarrier();
-    write_block(lid, p0 + 48u, valid.w, m0, g, rn);
+    if TP == 64u {
+        workgroupBarrier();
+        stage_sums(c20, c21, c22, c23);
+        workgroupBarrier();
+        rn = load_residual(lid, p0 + 48u, valid.w, m0, g);
+        write_block(lid, p0 + 32u, valid.z, m0, g, r);
+        workgroupBarrier();
+        stage_sums(c30, c31, c32, c33);
+        workgroupBarrier();
+        write_block(lid, p0 + 48u, valid.w, m0, g, rn);
+    }
 }

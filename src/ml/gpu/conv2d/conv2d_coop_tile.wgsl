@@ -2,7 +2,8 @@
 // through workgroup memory, for float16 NHWC stride-1 convolutions of more
 // than one tap (any number of group channels: it pads them to runs of 16
 // as it stages them, and the table's rows to match). The workgroup owns
-// R output rows (one 32-wide subgroup each) of a run of TP = 64 pixels and
+// R output rows (one 32-wide subgroup each) of a run of TP pixels (64, or
+// 32 where that pads a row less: blocks 2 and 3 are then not computed) and
 // 16 BN output channels (BN = 4, 2 for up to 32 outputs, 1 for up to 16:
 // the second 16 of a phase below are then zero sums, past ocg, not
 // written). For each 16 input channels it stages the input
@@ -33,12 +34,11 @@
 // branch here depends on params, the workgroup id or constants; the
 // subgroup index only moves addresses.
 // Params: conv2d_params.wgsl. Constants from conv2d_coop_tile.rs: WG =
-// 32 R, BN, PR, PC, PS, PATCH = PR * PC * PS, FILL (the 8-byte vectors
+// 32 R, TP, BN, PR, PC, PS, PATCH = PR * PC * PS, FILL (the 8-byte vectors
 // of a patch each invocation loads), ICG (params' icg) and FIXED_CHANNELS.
 
 // x and `load4` come from conv2d_coop_tile.rs.
 
-const TP: u32 = 64u;
 // The filter's width and taps, from the patch's shape (PR = R + kh - 1,
 // PC = TP + kw - 1).
 const KW: u32 = PC - TP + 1u;
@@ -166,7 +166,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // blocks that exist (none past the last row; the last run of a row may
     // be short).
     let oy = oy0 + sg;
-    let left = select(0u, params.ow - ox0, oy < params.oh);
+    let left = select(0u, min(params.ow - ox0, TP), oy < params.oh);
     let valid0 = min(left, 16u);
     let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
     let valid2 = min(select(0u, left - 32u, left > 32u), 16u);
@@ -234,8 +234,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let at = cur + ((sg + ky) * PC + kx) * PS;
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at], PS);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 16u * PS], PS);
-            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 32u * PS], PS);
-            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 48u * PS], PS);
+            var a2 = a0;
+            var a3 = a1;
+            if TP == 64u {
+                a2 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 32u * PS], PS);
+                a3 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 48u * PS], PS);
+            }
             let wrow = wrow0 + t * icp * params.ocp;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
             var w1 = w0;
@@ -250,23 +254,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             c00 = coopMultiplyAdd(a0, w0, c00);
             c10 = coopMultiplyAdd(a1, w0, c10);
-            c20 = coopMultiplyAdd(a2, w0, c20);
-            c30 = coopMultiplyAdd(a3, w0, c30);
+            if TP == 64u {
+                c20 = coopMultiplyAdd(a2, w0, c20);
+                c30 = coopMultiplyAdd(a3, w0, c30);
+            }
             if BN >= 2u {
                 c01 = coopMultiplyAdd(a0, w1, c01);
                 c11 = coopMultiplyAdd(a1, w1, c11);
-                c21 = coopMultiplyAdd(a2, w1, c21);
-                c31 = coopMultiplyAdd(a3, w1, c31);
+                if TP == 64u {
+                    c21 = coopMultiplyAdd(a2, w1, c21);
+                    c31 = coopMultiplyAdd(a3, w1, c31);
+                }
             }
             if BN == 4u {
                 c02 = coopMultiplyAdd(a0, w2, c02);
                 c03 = coopMultiplyAdd(a0, w3, c03);
                 c12 = coopMultiplyAdd(a1, w2, c12);
                 c13 = coopMultiplyAdd(a1, w3, c13);
-                c22 = coopMultiplyAdd(a2, w2, c22);
-                c23 = coopMultiplyAdd(a2, w3, c23);
-                c32 = coopMultiplyAdd(a3, w2, c32);
-                c33 = coopMultiplyAdd(a3, w3, c33);
+                if TP == 64u {
+                    c22 = coopMultiplyAdd(a2, w2, c22);
+                    c23 = coopMultiplyAdd(a2, w3, c23);
+                    c32 = coopMultiplyAdd(a3, w2, c32);
+                    c33 = coopMultiplyAdd(a3, w3, c33);
+                }
             }
         }
         // Into the other buffer, which every subgroup finished reading
@@ -320,16 +330,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     coopStoreT(c11, &tile_c[own + 16u], TCS);
     workgroupBarrier();
     write_half(lane, sg, ph1, g, r1);
-    workgroupBarrier();
-    coopStoreT(c20, &tile_c[own], TCS);
-    coopStoreT(c21, &tile_c[own + 16u], TCS);
-    workgroupBarrier();
-    write_half(lane, sg, ph2, g, r2);
-    workgroupBarrier();
-    coopStoreT(c30, &tile_c[own], TCS);
-    coopStoreT(c31, &tile_c[own + 16u], TCS);
-    workgroupBarrier();
-    write_half(lane, sg, ph3, g, r3);
+    if TP == 64u {
+        workgroupBarrier();
+        coopStoreT(c20, &tile_c[own], TCS);
+        coopStoreT(c21, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph2, g, r2);
+        workgroupBarrier();
+        coopStoreT(c30, &tile_c[own], TCS);
+        coopStoreT(c31, &tile_c[own + 16u], TCS);
+        workgroupBarrier();
+        write_half(lane, sg, ph3, g, r3);
+    }
     if BN == 4u {
         workgroupBarrier();
         coopStoreT(c02, &tile_c[own], TCS);
@@ -341,15 +353,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         coopStoreT(c13, &tile_c[own + 16u], TCS);
         workgroupBarrier();
         write_half(lane, sg, ph5, g, r5);
-        workgroupBarrier();
-        coopStoreT(c22, &tile_c[own], TCS);
-        coopStoreT(c23, &tile_c[own + 16u], TCS);
-        workgroupBarrier();
-        write_half(lane, sg, ph6, g, r6);
-        workgroupBarrier();
-        coopStoreT(c32, &tile_c[own], TCS);
-        coopStoreT(c33, &tile_c[own + 16u], TCS);
-        workgroupBarrier();
-        write_half(lane, sg, ph7, g, r7);
+        if TP == 64u {
+            workgroupBarrier();
+            coopStoreT(c22, &tile_c[own], TCS);
+            coopStoreT(c23, &tile_c[own + 16u], TCS);
+            workgroupBarrier();
+            write_half(lane, sg, ph6, g, r6);
+            workgroupBarrier();
+            coopStoreT(c32, &tile_c[own], TCS);
+            coopStoreT(c33, &tile_c[own + 16u], TCS);
+            workgroupBarrier();
+            write_half(lane, sg, ph7, g, r7);
+        }
     }
 }

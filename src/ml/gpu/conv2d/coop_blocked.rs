@@ -12,7 +12,7 @@
 //! 512x512x64: ~0.03 ms), once per convolution instead of per tap.
 
 use super::super::lower::{grid, Kernel, Lowering};
-use super::params::{load4, RUN};
+use super::params::{load4, run_for};
 use super::params::{table_inputs, tensor_core_bindings, Conv, CoopTiles};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -28,6 +28,8 @@ pub(in crate::ml::gpu) struct Blocked {
     /// Padded rows and columns.
     pub rows: usize,
     pub columns: usize,
+    /// Output pixels of a row a workgroup takes (`params::run_for`).
+    pub run: usize,
 }
 
 impl Blocked {
@@ -47,10 +49,12 @@ impl Blocked {
         if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 {
             return None;
         }
+        let run = run_for(ow);
         Some(Blocked {
             channel_blocks: groups * icg.div_ceil(16),
             rows: oh + kh - 1,
-            columns: ow.div_ceil(RUN) * RUN + kw - 1,
+            columns: ow.div_ceil(run) * run + kw - 1,
+            run,
         })
     }
 
@@ -79,8 +83,10 @@ impl Blocked {
         )
     }
 
-    pub fn copy_spec(icg: usize) -> Specialization {
-        let spec = Specialization::new().u32("UNIT", copy_unit(icg) as u32);
+    pub fn copy_spec(self, icg: usize) -> Specialization {
+        let spec = Specialization::new()
+            .u32("UNIT", copy_unit(icg) as u32)
+            .u32("TP", self.run as u32);
         if copy_unit(icg) == 8 {
             // A pure copy: the bits move as they are, 16 bytes at a time.
             spec.code(
@@ -105,9 +111,15 @@ impl Blocked {
     /// ESRGAN-slim's 3 -> 64 3x3 at 960x540 took 0.088 ms that way against
     /// 0.138 with the loop to params; its 64 -> 64 with a residual, whose
     /// loop is 36 steps, went 0.431 -> 0.510, so it keeps params.
-    pub fn spec(bindings: Specialization, (kh, kw): (usize, usize), icg: usize) -> Specialization {
+    pub fn spec(
+        self,
+        bindings: Specialization,
+        (kh, kw): (usize, usize),
+        icg: usize,
+    ) -> Specialization {
         let icb = icg.div_ceil(16);
         bindings
+            .u32("TP", self.run as u32)
             .u32("KH", kh as u32)
             .u32("KW", kw as u32)
             .u32("ICB", icb as u32)
@@ -144,7 +156,7 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, blocked: Blocked, tiles: CoopTile
         Kernel {
             label: "conv2d blocks".into(),
             source: &Blocked::copy_source(),
-            spec: Blocked::copy_spec(c.icg),
+            spec: blocked.copy_spec(c.icg),
             output_type: c.yd.data_type,
             input_type: c.xd.data_type,
             activations: &[],
@@ -168,7 +180,7 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, blocked: Blocked, tiles: CoopTile
         true,
     );
     let main = copy.and_then(|()| {
-        let spec = Blocked::spec(bindings.u32("BN", tiles.blocks), (c.kh, c.kw), c.icg);
+        let spec = blocked.spec(bindings.u32("BN", tiles.blocks), (c.kh, c.kw), c.icg);
         let inputs = table_inputs(c.node)[1..].to_vec();
         let source = Blocked::source();
         let dispatch = (tiles.run_grid, 32);
@@ -201,6 +213,9 @@ mod tests {
         assert_eq!(b.bytes(1), 2 * 544 * 964 * 32);
         assert_eq!(b.copy_invocations(3, 3), 3 * 2 * 544 * 964 * 4);
         assert_eq!(b.copy_invocations(3, 64), 3 * 2 * 544 * 964 * 2);
+        // Rows that a short run pads less: 20 pixels in 32, not 64.
+        let b = Blocked::choose((3, 3), [1, 1], [1, 1], (20, 20), 1, 64).unwrap();
+        assert_eq!((b.run, b.columns), (32, 34));
         // Strides, dilations and 1x1 read x directly.
         assert_eq!(Blocked::choose((3, 3), [2, 2], [1, 1], (8, 8), 1, 16), None);
         assert_eq!(Blocked::choose((3, 3), [1, 1], [2, 2], (8, 8), 1, 16), None);

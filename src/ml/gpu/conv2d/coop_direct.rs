@@ -29,6 +29,7 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles) -> Result<()> {
         false,
     )
     .u32("BN", tiles.blocks)
+    .u32("TP", tiles.run as u32)
     .u32("ICG", c.icg as u32)
     .u32("KH", c.kh as u32)
     .u32("KW", c.kw as u32);

@@ -18,7 +18,7 @@
 
 use super::super::lower::Lowering;
 use super::params::{folded, table_inputs, tensor_core_bindings, Conv, CoopTiles};
-use super::params::{load4, RUN};
+use super::params::{load4, run_for};
 use crate::error::Result;
 use crate::gpu::Specialization;
 
@@ -39,6 +39,8 @@ pub(super) struct Staged {
     /// Patch rows and columns.
     pr: usize,
     pc: usize,
+    /// Output pixels of a row a workgroup takes (`params::run_for`).
+    run: usize,
     /// Patch buffers: 1 (filled after a barrier) or 2 (the next one
     /// filled while this one is read).
     buffers: usize,
@@ -57,6 +59,7 @@ impl Staged {
         kw: usize,
         strides: [usize; 2],
         dilations: [usize; 2],
+        ow: usize,
     ) -> Option<Staged> {
         // Filters past 7x7 stay direct: their patches now fit (up to 13x13),
         // but each invocation would hold 27 or more patch vectors in flight
@@ -65,7 +68,8 @@ impl Staged {
         if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 || kh > 7 || kw > 7 {
             return None;
         }
-        let (pr, pc) = (ROWS as usize + kh - 1, RUN + kw - 1);
+        let run = run_for(ow);
+        let (pr, pc) = (ROWS as usize + kh - 1, run + kw - 1);
         let epilogue = ROWS as usize * 16 * TCS * 4;
         // Pixels of 32 bytes, unpadded, and one buffer up to 9 taps: the
         // least workgroup memory, so the most workgroups a multiprocessor.
@@ -83,7 +87,12 @@ impl Staged {
         if size(buffers) > WORKGROUP_BYTES {
             return None;
         }
-        Some(Staged { pr, pc, buffers })
+        Some(Staged {
+            pr,
+            pc,
+            run,
+            buffers,
+        })
     }
 
     pub fn source() -> String {
@@ -98,9 +107,9 @@ impl Staged {
         32 * ROWS
     }
 
-    /// Tiles of ROWS rows x RUN pixels over `images` of `oh` x `ow`.
-    pub fn tiles(images: usize, oh: usize, ow: usize) -> usize {
-        images * oh.div_ceil(ROWS as usize) * ow.div_ceil(RUN)
+    /// Tiles of ROWS rows x `run` pixels over `images` of `oh` x `ow`.
+    pub fn tiles(self, images: usize, oh: usize, ow: usize) -> usize {
+        images * oh.div_ceil(ROWS as usize) * ow.div_ceil(self.run)
     }
 
     /// Its constants, how it reads x for `icg` input channels a group
@@ -112,6 +121,7 @@ impl Staged {
         bindings
             .code(&load4(icg))
             .u32("R", ROWS)
+            .u32("TP", self.run as u32)
             .u32("PR", self.pr as u32)
             .u32("PC", self.pc as u32)
             .u32("PS", PIXEL as u32)
@@ -132,7 +142,7 @@ impl Staged {
 
 /// The kernel `staged` for `c` on the tensor-core `tiles`.
 pub(super) fn emit(l: &mut Lowering, c: &Conv, staged: Staged, tiles: CoopTiles) -> Result<()> {
-    let grid_tiles = Staged::tiles(c.images(), c.oh, c.ow);
+    let grid_tiles = staged.tiles(c.images(), c.oh, c.ow);
     let bindings = tensor_core_bindings(
         Specialization::new(),
         c.has_bias,
@@ -164,20 +174,23 @@ mod tests {
     fn the_patch_is_unpadded_in_one_buffer_or_two_for_more_than_9_taps_up_to_7x7() {
         // (4 + kh - 1) x (64 + kw - 1) pixels of 32 bytes: one buffer for
         // a 3x3, two for a 5x5, one where two do not fit.
-        let s = Staged::choose(3, 3, [1, 1], [1, 1]).unwrap();
+        let s = Staged::choose(3, 3, [1, 1], [1, 1], 64).unwrap();
         assert_eq!((s.pr, s.pc, s.buffers), (6, 66, 1));
-        let s = Staged::choose(5, 5, [1, 1], [1, 1]).unwrap();
+        let s = Staged::choose(5, 5, [1, 1], [1, 1], 64).unwrap();
         assert_eq!((s.pr, s.pc, s.buffers), (8, 68, 2));
-        let s = Staged::choose(7, 7, [1, 1], [1, 1]).unwrap();
+        let s = Staged::choose(7, 7, [1, 1], [1, 1], 64).unwrap();
         assert_eq!((s.pr, s.pc, s.buffers), (10, 70, 1));
         // 21 taps, but two 10 x 66 patches and the epilogue pass 48 KiB.
-        let s = Staged::choose(7, 3, [1, 1], [1, 1]).unwrap();
+        let s = Staged::choose(7, 3, [1, 1], [1, 1], 64).unwrap();
         assert_eq!((s.pr, s.pc, s.buffers), (10, 66, 1));
+        // A 20-pixel row in a short run: 32 + 2 patch columns.
+        let s = Staged::choose(3, 3, [1, 1], [1, 1], 20).unwrap();
+        assert_eq!((s.pr, s.pc, s.run, s.buffers), (6, 34, 32, 1));
         // Past 7x7, strides, dilations and 1x1 go direct.
-        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1]), None);
-        assert_eq!(Staged::choose(3, 9, [1, 1], [1, 1]), None);
-        assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1]), None);
-        assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2]), None);
-        assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1]), None);
+        assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1], 64), None);
+        assert_eq!(Staged::choose(3, 9, [1, 1], [1, 1], 64), None);
+        assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1], 64), None);
+        assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2], 64), None);
+        assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1], 64), None);
     }
 }

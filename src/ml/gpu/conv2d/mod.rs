@@ -48,7 +48,7 @@ use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Conv2dOptions, InputLayout};
 use crate::ml::types::DataType;
 use choose::{choose, ConvKernel, ConvShape, CoopTile, Refused, Target};
-use params::{folded, Conv, CoopTiles, DIRECT_TILE_PIXELS};
+use params::{folded, Conv, CoopTiles};
 
 /// Lowers a conv2d node: its numbers, the kernel [`choose`] picks for them
 /// and the device, then that kernel.
@@ -145,7 +145,8 @@ fn coop_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
     let tile_channels = 16 * tile.blocks as usize;
     let ocp = c.ocg.next_multiple_of(tile_channels);
     let channel_tiles = ocp / tile_channels;
-    let runs = c.images() * c.oh * c.ow.div_ceil(DIRECT_TILE_PIXELS);
+    let run = params::run_for(c.ow);
+    let runs = c.images() * c.oh * c.ow.div_ceil(run);
     let bytes = c.filter.unwrap_or_default();
     let icp = c.icg.next_multiple_of(16);
     CoopTiles {
@@ -157,6 +158,7 @@ fn coop_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
             ..c.params
         },
         table: tables::blocked_filter(bytes, c.o, shape4(&c.fd.shape), icp, ocp),
+        run,
         run_grid: folded(runs, channel_tiles, c.o.groups),
     }
 }

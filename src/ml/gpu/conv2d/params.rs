@@ -388,13 +388,30 @@ pub(super) struct CoopTiles {
     pub(super) pairs: bool,
     pub(super) params: Params,
     pub(super) table: Vec<u32>,
-    /// The blocked and direct kernels' grid: runs of 64 pixels of an
+    /// Output pixels of a row a workgroup takes (`run_for`).
+    pub(super) run: usize,
+    /// The blocked and direct kernels' grid: runs of `run` pixels of an
     /// output row, then channel tiles, then groups.
     pub(super) run_grid: [u32; 3],
 }
 
 /// Output pixels of a row's run (the shaders' TP).
 pub(super) const RUN: usize = 64;
+/// The short run: two 16-pixel blocks.
+pub(super) const SHORT_RUN: usize = 32;
+
+/// The pixels of an output row one tensor-core workgroup runs along for an
+/// `ow`-pixel row: [`RUN`], or [`SHORT_RUN`] where that pads the row less.
+/// A row is padded to whole runs, so a 20-pixel row (YOLO's 20x20 maps at
+/// 640) fills 20 of 64 pixels and 20 of 32; 7, 14 and 28 (ResNet-50's
+/// last stages) 11, 22 and 44% of a long run, twice that of a short one.
+pub(super) fn run_for(ow: usize) -> usize {
+    if ow.div_ceil(SHORT_RUN) * SHORT_RUN < ow.div_ceil(RUN) * RUN {
+        SHORT_RUN
+    } else {
+        RUN
+    }
+}
 
 /// x at binding 1 and `load4(at, c, ok)`: group channels c .. c + 3 from
 /// element `at` of x, zero from icg on and where not `ok`, with no branch
