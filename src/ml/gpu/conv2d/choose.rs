@@ -265,8 +265,11 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
     // spreads over thousands what a few 64 x 64 tiles would run. Counted
     // per image, so that a batch takes the kernels its images take alone
     // (batched streams then match unbatched ones bit for bit).
+    // In float16 on tensor cores the batch counts, as it does for
+    // TC_MIN_WORKGROUPS: YOLOv8n's 1x1 128 -> 256 on its 20x20 maps at
+    // batch 32 took 0.44 ms each on the direct kernel on an H200.
     let gemm_tiles = (s.oh * s.ow).div_ceil(GEMM_TILE_PIXELS) * s.channel_tiles() * s.groups;
-    if gemm_tiles < SMALL_MAX_TILES && s.icg * s.kh * s.kw <= SMALL_MAX_REDUCTION {
+    if gemm_tiles < SMALL_MAX_TILES && s.icg * s.kh * s.kw <= SMALL_MAX_REDUCTION && !tensor_cores {
         return Ok(pixel(s));
     }
     if tensor_cores {
@@ -590,6 +593,22 @@ mod tests {
         assert_eq!(
             chosen(conv(32, 32, 3, 16), TC),
             ConvKernel::SplitGemm { splits: 4 }
+        );
+        // In float16, a batch that fills the tensor cores takes them (a
+        // 20x20 1x1 128 -> 256 at batch 32); in float32 a batch takes what
+        // one image takes.
+        let batch = |s: ConvShape| ConvShape { images: 32, ..s };
+        assert!(matches!(
+            chosen(batch(f16(conv(128, 256, 1, 20))), TC),
+            ConvKernel::CoopDirect(_)
+        ));
+        assert_eq!(
+            chosen(batch(conv(128, 256, 1, 20)), TC),
+            ConvKernel::Direct { lanes: LANES }
+        );
+        assert_eq!(
+            chosen(f16(conv(128, 256, 1, 20)), TC),
+            ConvKernel::Direct { lanes: LANES }
         );
     }
 

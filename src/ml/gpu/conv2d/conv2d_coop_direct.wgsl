@@ -101,7 +101,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let kw = KW;
     // Consecutive pixels of a block are this many elements apart in x.
     let a_stride = params.stride.y * params.x_strides.w;
-    let span = i32(15u * params.stride.y);
+    // Input columns from each block's first pixel to its last that exists.
+    let span0 = i32((max(valid0, 1u) - 1u) * params.stride.y);
+    let span1 = i32((max(valid1, 1u) - 1u) * params.stride.y);
+    let span2 = i32((max(valid2, 1u) - 1u) * params.stride.y);
+    let span3 = i32((max(valid3, 1u) - 1u) * params.stride.y);
+    // The last element a block's 16 rows may reach: a short block (the end
+    // of a row) is read directly too where its rows past the row's end
+    // stay inside x (they read the next row: sums never stored).
+    let x_len = arrayLength(&x);
     let w = i32(params.w);
     let xs = params.x_strides;
 
@@ -141,37 +149,41 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix = i32(ox0 * params.stride.y + kx * params.dilation.y) - i32(params.padding.y);
         let at_row = n * xs.x + u32(max(iy, 0)) * xs.z + c0;
         let ix0 = ix + i32(0u * params.stride.y);
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at0 = at_row + u32(max(ix0, 0)) * xs.w;
+        let fits0 = (valid0 == 16u) | (at0 + 15u * a_stride + icg <= x_len);
         let kind0 = select(
-            select(EDGE, DIRECT, (valid0 == 16u) & (ix0 >= 0) & (ix0 + span < w)),
+            select(EDGE, DIRECT, fits0 & (ix0 >= 0) & (ix0 + span0 < w)),
             ZERO,
             !row_in | (valid0 == 0u),
         );
-        // Pixel 0's first group channel in x (direct blocks only).
-        let at0 = at_row + u32(max(ix0, 0)) * xs.w;
         let ix1 = ix + i32(16u * params.stride.y);
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at1 = at_row + u32(max(ix1, 0)) * xs.w;
+        let fits1 = (valid1 == 16u) | (at1 + 15u * a_stride + icg <= x_len);
         let kind1 = select(
-            select(EDGE, DIRECT, (valid1 == 16u) & (ix1 >= 0) & (ix1 + span < w)),
+            select(EDGE, DIRECT, fits1 & (ix1 >= 0) & (ix1 + span1 < w)),
             ZERO,
             !row_in | (valid1 == 0u),
         );
-        // Pixel 0's first group channel in x (direct blocks only).
-        let at1 = at_row + u32(max(ix1, 0)) * xs.w;
         let ix2 = ix + i32(32u * params.stride.y);
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at2 = at_row + u32(max(ix2, 0)) * xs.w;
+        let fits2 = (valid2 == 16u) | (at2 + 15u * a_stride + icg <= x_len);
         let kind2 = select(
-            select(EDGE, DIRECT, (valid2 == 16u) & (ix2 >= 0) & (ix2 + span < w)),
+            select(EDGE, DIRECT, fits2 & (ix2 >= 0) & (ix2 + span2 < w)),
             ZERO,
             !row_in | (valid2 == 0u),
         );
-        // Pixel 0's first group channel in x (direct blocks only).
-        let at2 = at_row + u32(max(ix2, 0)) * xs.w;
         let ix3 = ix + i32(48u * params.stride.y);
+        // Pixel 0's first group channel in x (direct blocks only).
+        let at3 = at_row + u32(max(ix3, 0)) * xs.w;
+        let fits3 = (valid3 == 16u) | (at3 + 15u * a_stride + icg <= x_len);
         let kind3 = select(
-            select(EDGE, DIRECT, (valid3 == 16u) & (ix3 >= 0) & (ix3 + span < w)),
+            select(EDGE, DIRECT, fits3 & (ix3 >= 0) & (ix3 + span3 < w)),
             ZERO,
             !row_in | (valid3 == 0u),
         );
-        // Pixel 0's first group channel in x (direct blocks only).
-        let at3 = at_row + u32(max(ix3, 0)) * xs.w;
         if (kind0 == ZERO) & (kind1 == ZERO) & (kind2 == ZERO) & (kind3 == ZERO) {
             continue;
         }
@@ -179,17 +191,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // the next 16 channels' blocks are loaded before this step's
         // products, so that their loads are in flight while the tensor
         // cores work.
-        let inside = (kind0 == DIRECT) & (kind1 == DIRECT)
-            & (((kind2 == DIRECT) & (kind3 == DIRECT)) | (TP == 32u));
+        // Blocks past the row's end (none of their pixels exist) ride along,
+        // read from block 0's address into sums never stored.
+        let inside = ((kind0 == DIRECT) | (valid0 == 0u)) & ((kind1 == DIRECT) | (valid1 == 0u))
+            & ((kind2 == DIRECT) | (valid2 == 0u)) & ((kind3 == DIRECT) | (valid3 == 0u));
         if inside {
             let wrow0 = (g * kh * kw + t) * icg * params.ocp + 16u * m0;
+            let la1 = select(at0, at1, valid1 > 0u);
+            let la2 = select(at0, at2, valid2 > 0u);
+            let la3 = select(at0, at3, valid3 > 0u);
             var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0], a_stride);
-            var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1], a_stride);
+            var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1], a_stride);
             var a2 = a0;
             var a3 = a1;
             if TP == 64u {
-                a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2], a_stride);
-                a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3], a_stride);
+                a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2], a_stride);
+                a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3], a_stride);
             }
             var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], 16u);
             var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 256u], 16u);
@@ -202,12 +219,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var ci = 16u; ci < icg; ci += 16u) {
                 let wrow = wrow0 + ci * params.ocp;
                 let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
-                let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
+                let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1 + ci], a_stride);
                 var na2 = na0;
                 var na3 = na1;
                 if TP == 64u {
-                    na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
-                    na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                    na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2 + ci], a_stride);
+                    na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3 + ci], a_stride);
                 }
                 let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
                 let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
