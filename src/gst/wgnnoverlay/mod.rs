@@ -17,6 +17,11 @@
 //! (with a detector before it, `... ! wgnnupload ! wgnndetect ! wgnnoverlay
 //! ! ...`, the boxes show; a frame without ROIs passes as plain RGBA.)
 //!
+//! `mask-opacity` (0.45; 0: none) sets the masks' fills, `keypoint-threshold`
+//! (0.5, as Ultralytics' plots) hides keypoints scored below it and the
+//! skeleton's segments to them, `analytics=false` leaves the lines and zones
+//! out.
+//!
 //! Input: any format of [`caps::FORMATS`](crate::gst::caps::FORMATS), in
 //! system memory or `memory:WgpuTexture`; output: RGBA at the input size, in
 //! the input's memory kind unless downstream only takes the other. Texture

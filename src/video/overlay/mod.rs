@@ -354,7 +354,7 @@ impl Overlay {
 /// binding limit, and at most 64 MiB (a thousand full-frame 720p masks).
 /// Masks past it are not drawn.
 fn shape_words(gpu: &Gpu) -> usize {
-    let max = u64::from(gpu.limits().max_storage_buffer_binding_size).min(64 << 20);
+    let max = gpu.limits().max_storage_buffer_binding_size.min(64 << 20);
     (max / 4) as usize
 }
 
@@ -367,7 +367,7 @@ fn grown(
     what: &str,
     needed: u64,
 ) -> Result<crate::gpu::live::Buffer> {
-    let max = u64::from(gpu.limits().max_storage_buffer_binding_size);
+    let max = gpu.limits().max_storage_buffer_binding_size;
     if needed > max {
         return Err(Error::invalid(format!(
             "overlay: the {what} needs {needed} bytes, over the device limit \

@@ -322,7 +322,7 @@ mod tests {
             color: [0, 0, 255],
             ..Default::default()
         };
-        let (q, shapes) = l.draw_list(&[item.clone()]);
+        let (q, shapes) = l.draw_list(std::slice::from_ref(&item));
         assert_eq!(q.len(), 1);
         assert_eq!(
             (q[0].kind, q[0].bounds, q[0].extra[0]),
@@ -338,10 +338,10 @@ mod tests {
         // No room, no opacity, or bits that do not fill the region: none.
         let mut tight = layout(&atlas, 64, 48);
         tight.shape_words = 2;
-        assert!(tight.draw_list(&[item.clone()]).0.is_empty());
+        assert!(tight.draw_list(std::slice::from_ref(&item)).0.is_empty());
         tight.shape_words = 3;
         tight.style.mask_opacity = 0.0;
-        assert!(tight.draw_list(&[item.clone()]).0.is_empty());
+        assert!(tight.draw_list(std::slice::from_ref(&item)).0.is_empty());
         let mut short = item;
         short.mask.as_mut().unwrap().bits.pop();
         assert!(l.draw_list(&[short]).0.is_empty());
