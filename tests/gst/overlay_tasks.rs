@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::common;
 use crate::common::harness::{buffer, bytes, caps, element, init};
+use crate::detect_tasks::{data, model_proc};
 use crate::overlay::{attach_on, detection, pattern, px, H, W};
 
 use wgnn::gst::roi;
@@ -184,15 +185,11 @@ fn wgnnanalytics_lines_and_zones_are_drawn_with_their_counts_unless_turned_off()
     }
 }
 
-fn tasks_data() -> std::path::PathBuf {
-    common::root().join("tests/data/detect/ultralytics_tasks")
-}
-
 #[test]
 fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
     init();
     let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(tasks_data().join("expected.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(data().join("expected.json")).unwrap())
             .unwrap();
     let size = doc["size"].as_u64().unwrap() as u32;
     assert_eq!(size, W, "the rows of `px`");
@@ -203,21 +200,13 @@ fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
         .find(|m| m["task"] == "segment")
         .unwrap();
     let dir = common::scratch("overlay-segment");
-    let proc = dir.join("proc.json");
-    let text = serde_json::json!({
-        "input": {"range": [0, 1], "resize": "letterbox", "pad": [114, 114, 114]},
-        "decoder": {"type": "yolo", "layout": "yolov8", "task": "segment"},
-        "labels": m["labels"],
-        "threshold": m["threshold"],
-        "iou_threshold": doc["iou_threshold"],
-    });
-    std::fs::write(&proc, text.to_string()).unwrap();
-    let input = std::fs::read(tasks_data().join("input.rgba")).unwrap();
+    let proc = model_proc(&doc, m, &dir);
+    let input = std::fs::read(data().join("input.rgba")).unwrap();
     // No outlines or labels: only the masks change pixels.
     let mut harness = Harness::new_parse(&format!(
         "wgnnupload ! wgnndetect precision=f32 model={} model-proc={} ! \
          wgnnoverlay name=ov line-width=0 show-labels=false show-confidence=false ! wgnndownload",
-        tasks_data().join(m["model"].as_str().unwrap()).display(),
+        data().join(m["model"].as_str().unwrap()).display(),
         proc.display()
     ));
     let ov = element(&harness, "ov");
