@@ -185,8 +185,12 @@ fn wgnnanalytics_lines_and_zones_are_drawn_with_their_counts_unless_turned_off()
     }
 }
 
-#[test]
-fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
+/// Runs the Ultralytics `task` export of tests/data/detect/ultralytics_tasks
+/// through `wgnnupload ! wgnndetect ! wgnnoverlay <props> ! wgnndownload`;
+/// the input, the output and its ROIs, with the overlay's counters checked
+/// (texture memory both sides: nothing moved, nothing read back) and as
+/// many objects as Ultralytics found.
+fn real_chain(task: &str, props: &str) -> (Vec<u8>, Vec<u8>, Vec<roi::Roi>) {
     init();
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(data().join("expected.json")).unwrap())
@@ -197,15 +201,14 @@ fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["task"] == "segment")
+        .find(|m| m["task"] == task)
         .unwrap();
-    let dir = common::scratch("overlay-segment");
+    let dir = common::scratch(&format!("overlay-{task}"));
     let proc = model_proc(&doc, m, &dir);
     let input = std::fs::read(data().join("input.rgba")).unwrap();
-    // No outlines or labels: only the masks change pixels.
     let mut harness = Harness::new_parse(&format!(
         "wgnnupload ! wgnndetect precision=f32 model={} model-proc={} ! \
-         wgnnoverlay name=ov line-width=0 show-labels=false show-confidence=false ! wgnndownload",
+         wgnnoverlay name=ov {props} ! wgnndownload",
         data().join(m["model"].as_str().unwrap()).display(),
         proc.display()
     ));
@@ -215,7 +218,18 @@ fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
     assert_eq!(ov.property::<u64>("bytes-uploaded"), 0);
     assert_eq!(ov.property::<u64>("bytes-downloaded"), 0);
     let rois = roi::read(&out, size, size);
-    let out = bytes(&out);
+    assert_eq!(rois.len(), m["objects"].as_array().unwrap().len());
+    (input, bytes(&out), rois)
+}
+
+#[test]
+fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
+    // No outlines or labels: only the masks change pixels.
+    let (input, out, rois) = real_chain(
+        "segment",
+        "line-width=0 show-labels=false show-confidence=false",
+    );
+    let size = W;
     let masks: Vec<(&Mask, [u8; 3])> = rois
         .iter()
         .map(|r| {
@@ -223,7 +237,6 @@ fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
             (r.object.extras.mask.as_ref().expect("a mask"), colour)
         })
         .collect();
-    assert_eq!(masks.len(), m["objects"].as_array().unwrap().len());
     let covering = |x: u32, y: u32| -> Vec<[u8; 3]> {
         masks
             .iter()
@@ -252,4 +265,29 @@ fn a_real_segment_model_through_wgnndetect_gets_its_masks_tinted_on_the_gpu() {
         }
     }
     assert!(tinted > 100, "{tinted} pixels tinted");
+}
+
+#[test]
+fn a_real_pose_model_through_wgnndetect_gets_the_skeleton_between_points_that_pass() {
+    // Every object is a person (palette colour 0); 3-pixel lines cover the
+    // pixel under each segment's midpoint whole.
+    let (_, out, rois) = real_chain(
+        "pose",
+        "line-width=3 keypoint-radius=0 show-labels=false show-confidence=false",
+    );
+    let mut drawn = 0;
+    for r in &rois {
+        let (k, s) = (&r.object.keypoints, &r.object.extras.keypoint_scores);
+        assert_eq!((k.len(), s.len()), (17, 17));
+        for [a, b] in wgnn::video::COCO_SKELETON {
+            let mid = [(k[a][0] + k[b][0]) / 2.0, (k[a][1] + k[b][1]) / 2.0];
+            let on_frame = (0.0..W as f32).contains(&mid[0]) && (0.0..W as f32).contains(&mid[1]);
+            if s[a] >= 0.5 && s[b] >= 0.5 && on_frame {
+                let (x, y) = (mid[0] as u32, mid[1] as u32);
+                assert_eq!(rgb(&out, x, y), RED, "segment {a}-{b} at ({x}, {y})");
+                drawn += 1;
+            }
+        }
+    }
+    assert!(drawn > 5, "{drawn} segments checked");
 }

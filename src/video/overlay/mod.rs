@@ -31,7 +31,7 @@ use super::pool::TexturePool;
 
 pub use atlas::{MAX_FONT_SIZE, MIN_FONT_SIZE};
 use layout::{Layout, ListHeader, Quad};
-pub use shapes::{OverlayMask, OverlayPath};
+pub use shapes::{OverlayMask, OverlayPath, COCO_SKELETON};
 
 /// Widest box outline and largest keypoint radius, pixels.
 pub const MAX_LINE_WIDTH: f32 = 100.0;
