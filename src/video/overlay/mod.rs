@@ -272,8 +272,8 @@ impl Overlay {
 
     /// The frame as RGBA with every item drawn over it, later items over
     /// earlier ones, in a texture from `pool`. Parts of items outside the
-    /// frame are clipped. No CPU transfer of pixels: the only upload is the
-    /// draw list.
+    /// frame are clipped. No CPU transfer of pixels: the only uploads are
+    /// the draw list and the shapes (polygon corners, mask bits).
     pub fn draw(
         &mut self,
         frame: &GpuFrame,
