@@ -1,7 +1,9 @@
 //! What `wgnnanalytics` leaves on a frame for the elements after it
 //! (`wgnnpublish`): a `GstCustomMeta` named [`META`] whose structure
 //! [`STRUCTURE`] holds the frame's lines, zones and events as one JSON
-//! object in its `json` field (the members docs/RESULTS.md documents). A
+//! object in its `json` field (the members docs/RESULTS.md documents), and
+//! the lines' and zones' geometry (for `wgnnoverlay`) in its `geometry`
+//! field, as the config file writes it. A
 //! custom meta travels with the buffer through queues and tees, and any
 //! GStreamer application reads it with `gst_buffer_get_custom_meta`.
 //!
@@ -13,7 +15,7 @@ use gst::meta::CustomMeta;
 use gst_video::VideoRegionOfInterestMeta;
 use serde_json::{Map, Value};
 
-use crate::tasks::analytics::Tracked;
+use crate::tasks::analytics::{Config, Tracked};
 use crate::tasks::FrameResults;
 
 /// The custom meta's registered name.
@@ -32,19 +34,45 @@ fn register() {
     });
 }
 
-/// Attaches (or replaces) the frame's analytics members.
-pub fn attach(buf: &mut gst::BufferRef, members: &Map<String, Value>) {
+/// The `geometry` field of `config`: its lines and zones as the config
+/// file writes them (`{"lines": [{"name", "points"}], "zones": [...]}`).
+pub fn geometry(config: &Config) -> String {
+    let named =
+        |name: &str, points: &[[f64; 2]]| serde_json::json!({"name": name, "points": points});
+    serde_json::json!({
+        "lines": config.lines.iter().map(|l| named(&l.name, &l.points)).collect::<Vec<_>>(),
+        "zones": config.zones.iter().map(|z| named(&z.name, &z.points)).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+/// Attaches (or replaces) the frame's analytics members and the
+/// configuration's [`geometry`].
+pub fn attach(buf: &mut gst::BufferRef, members: &Map<String, Value>, geometry: &str) {
     register();
     let json = Value::Object(members.clone()).to_string();
     if let Ok(mut meta) = CustomMeta::from_mut_buffer(buf, META) {
-        meta.mut_structure().set("json", json);
+        let s = meta.mut_structure();
+        s.set("json", json);
+        s.set("geometry", geometry);
         return;
     }
     if let Ok(mut meta) = CustomMeta::add(buf, META) {
         let s = meta.mut_structure();
         s.set_name(STRUCTURE);
         s.set("json", json);
+        s.set("geometry", geometry);
     }
+}
+
+/// The lines and zones on `buf`, where an analytics element left them.
+pub fn read_geometry(buf: &gst::BufferRef) -> Option<Config> {
+    if !CustomMeta::is_registered(META) {
+        return None;
+    }
+    let meta = CustomMeta::from_buffer(buf, META).ok()?;
+    let json = meta.structure().get::<&str>("geometry").ok()?;
+    serde_json::from_str(json).ok()
 }
 
 /// The analytics members on `buf`, where an analytics element left some.
@@ -113,10 +141,17 @@ mod tests {
         assert!(read(b).is_none());
         let mut members = Map::new();
         members.insert("events".into(), serde_json::json!([]));
-        attach(b, &members);
+        assert!(read_geometry(b).is_none());
+        attach(b, &members, "{}");
         members.insert("zones".into(), serde_json::json!({}));
-        attach(b, &members);
+        let config = Config::parse(
+            br#"{"lines": [{"name": "door", "points": [[5, 0], [5, 9]]}],
+                 "zones": [{"name": "z", "points": [[0, 0], [4, 0], [4, 4]]}]}"#,
+        )
+        .unwrap();
+        attach(b, &members, &geometry(&config));
         assert_eq!(read(b).unwrap(), members);
+        assert_eq!(read_geometry(b).unwrap(), config);
         let copy = buf.copy();
         assert_eq!(read(&copy).unwrap(), members, "copied with the buffer");
 

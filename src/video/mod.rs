@@ -43,8 +43,8 @@ pub(crate) use frame_read::{frame_bind_group, yuv_buffer, Reader};
 pub use frame_read::{ColorSpec, YuvMatrix, YuvRange};
 pub use image_out::{create_rgba_texture, ImageRegion, ImageWriter};
 pub use overlay::{
-    Overlay, OverlayItem, OverlayStyle, MAX_FONT_SIZE, MAX_KEYPOINT_RADIUS, MAX_LINE_WIDTH,
-    MIN_FONT_SIZE,
+    Overlay, OverlayItem, OverlayMask, OverlayPath, OverlayStyle, COCO_SKELETON, MAX_FONT_SIZE,
+    MAX_KEYPOINT_RADIUS, MAX_LINE_WIDTH, MIN_FONT_SIZE,
 };
 pub use pool::{PoolStats, PooledTexture, TextureKey, TexturePool};
 pub use readback::download_rgba;

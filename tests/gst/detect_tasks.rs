@@ -12,8 +12,23 @@ use crate::common;
 use crate::common::harness::{buffer, caps, init};
 use wgnn::gst::roi;
 
-fn data() -> std::path::PathBuf {
+pub fn data() -> std::path::PathBuf {
     common::root().join("tests/data/detect/ultralytics_tasks")
+}
+
+/// A model-proc in `dir` naming model `m`'s task, labels and threshold
+/// (of expected.json's `doc`).
+pub fn model_proc(doc: &Value, m: &Value, dir: &std::path::Path) -> std::path::PathBuf {
+    let proc = dir.join("proc.json");
+    let text = serde_json::json!({
+        "input": {"range": [0, 1], "resize": "letterbox", "pad": [114, 114, 114]},
+        "decoder": {"type": "yolo", "layout": "yolov8", "task": m["task"]},
+        "labels": m["labels"],
+        "threshold": m["threshold"],
+        "iou_threshold": doc["iou_threshold"],
+    });
+    std::fs::write(&proc, text.to_string()).unwrap();
+    proc
 }
 
 #[test]
@@ -30,15 +45,7 @@ fn segment_pose_and_obb_objects_reach_json_and_roi_metas() {
         let want = m["objects"].as_array().unwrap();
         for device in ["gpu", "cpu"] {
             let dir = common::scratch(&format!("detect-tasks-{task}-{device}"));
-            let proc = dir.join("proc.json");
-            let text = serde_json::json!({
-                "input": {"range": [0, 1], "resize": "letterbox", "pad": [114, 114, 114]},
-                "decoder": {"type": "yolo", "layout": "yolov8", "task": task},
-                "labels": m["labels"],
-                "threshold": m["threshold"],
-                "iou_threshold": doc["iou_threshold"],
-            });
-            std::fs::write(&proc, text.to_string()).unwrap();
+            let proc = model_proc(&doc, m, &dir);
             let results = dir.join("out.jsonl");
             // float32: thresholds sit between scores a few 1e-3 apart, and
             // `auto` may pick float16 on a GPU.

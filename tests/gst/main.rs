@@ -23,6 +23,7 @@ mod dmabuf;
 mod infer;
 mod infer_models;
 mod overlay;
+mod overlay_tasks;
 mod precision;
 mod properties;
 mod publish;

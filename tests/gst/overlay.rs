@@ -12,17 +12,17 @@ use gst_check::Harness;
 use wgnn::gst::roi;
 use wgnn::tasks::{Detection, Rect};
 
-const W: u32 = 64;
-const H: u32 = 48;
+pub const W: u32 = 64;
+pub const H: u32 = 48;
 
 /// Bytes that vary by position, so that a misplaced pixel shows.
-fn pattern(len: usize) -> Vec<u8> {
+pub fn pattern(len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| ((i * 37 + i / 7 * 11) % 251) as u8)
         .collect()
 }
 
-fn detection(label: &str, label_id: usize, rect: Rect) -> Detection {
+pub fn detection(label: &str, label_id: usize, rect: Rect) -> Detection {
     Detection {
         label: label.into(),
         label_id,
@@ -42,7 +42,7 @@ fn with_rois(bytes: &[u8], pts_ms: u64, detections: &[Detection]) -> gst::Buffer
     b
 }
 
-fn px(rgba: &[u8], x: u32, y: u32) -> [u8; 4] {
+pub fn px(rgba: &[u8], x: u32, y: u32) -> [u8; 4] {
     let i = ((y * W + x) * 4) as usize;
     rgba[i..i + 4].try_into().unwrap()
 }
@@ -145,7 +145,7 @@ fn yuv_frames_get_their_boxes_and_one_counted_upload() {
 
 /// Attaches `dets` to every buffer reaching `pad`: ROIs that appear after
 /// wgnnupload (which makes new buffers), as a detector there would add them.
-fn attach_on(pad: &gst::Pad, dets: Vec<Detection>) {
+pub fn attach_on(pad: &gst::Pad, dets: Vec<Detection>) {
     pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
         if let Some(gst::PadProbeData::Buffer(b)) = info.data.as_mut() {
             let b = b.make_mut();

@@ -210,6 +210,7 @@ impl Bench {
                 color: [255, 64, 64],
                 text: format!("{} {:.2}", d.label, d.confidence),
                 keypoints: d.keypoints.clone(),
+                ..Default::default()
             })
             .collect();
         let _drawn = self.overlay.draw(&frame, &items, &self.pool)?;

@@ -31,6 +31,8 @@ struct Settings {
 
 struct State {
     analytics: Analytics,
+    /// The config's lines and zones for the meta (`analytics_meta::geometry`).
+    geometry: String,
     out: ResultsOut,
 }
 
@@ -228,6 +230,7 @@ impl BaseTransformImpl for WgnnAnalytics {
             path.display()
         );
         *self.state.lock().unwrap() = Some(State {
+            geometry: analytics_meta::geometry(&config),
             analytics: Analytics::new(config),
             out,
         });
@@ -254,7 +257,7 @@ impl BaseTransformImpl for WgnnAnalytics {
         let frame = state
             .analytics
             .frame(&analytics_meta::tracked(&results, &ids));
-        analytics_meta::attach(buf, &frame.to_json());
+        analytics_meta::attach(buf, &frame.to_json(), &state.geometry);
         self.post(pts, &frame);
         if let Err(e) = state
             .out

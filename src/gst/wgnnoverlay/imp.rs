@@ -9,6 +9,7 @@ use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess
 use gst_base::subclass::prelude::*;
 use gst_video::VideoRegionOfInterestMeta;
 
+use super::analytics;
 use super::items::{self, TextOptions, DEFAULT_COLORS};
 use crate::gpu::TransferStats;
 use crate::gst::device::DeviceSlot;
@@ -28,12 +29,19 @@ crate::gst::element_category!("wgnnoverlay", "wgnn results overlay element");
 const DEFAULT_LINE_WIDTH: f64 = 2.0;
 const DEFAULT_FONT_SIZE: f64 = 14.0;
 const DEFAULT_KEYPOINT_RADIUS: f64 = 3.0;
+const DEFAULT_MASK_OPACITY: f64 = 0.45;
+/// As Ultralytics' plots.
+const DEFAULT_KEYPOINT_THRESHOLD: f64 = 0.5;
+const DEFAULT_ANALYTICS: bool = true;
 
 #[derive(Clone, Debug)]
 struct Settings {
     line_width: f64,
     font_size: f64,
     keypoint_radius: f64,
+    mask_opacity: f64,
+    keypoint_threshold: f64,
+    analytics: bool,
     colors: Vec<[u8; 3]>,
     show_labels: bool,
     show_confidence: bool,
@@ -45,6 +53,9 @@ impl Default for Settings {
             line_width: DEFAULT_LINE_WIDTH,
             font_size: DEFAULT_FONT_SIZE,
             keypoint_radius: DEFAULT_KEYPOINT_RADIUS,
+            mask_opacity: DEFAULT_MASK_OPACITY,
+            keypoint_threshold: DEFAULT_KEYPOINT_THRESHOLD,
+            analytics: DEFAULT_ANALYTICS,
             colors: items::parse_colors(DEFAULT_COLORS).expect("the default palette parses"),
             show_labels: true,
             show_confidence: true,
@@ -58,6 +69,8 @@ impl Settings {
             line_width: self.line_width as f32,
             font_size: self.font_size as f32,
             keypoint_radius: self.keypoint_radius as f32,
+            mask_opacity: self.mask_opacity as f32,
+            keypoint_threshold: self.keypoint_threshold as f32,
         }
     }
 
@@ -125,6 +138,37 @@ impl ObjectImpl for WgnnOverlay {
                     .default_value(DEFAULT_KEYPOINT_RADIUS)
                     .mutable_playing()
                     .build(),
+                glib::ParamSpecDouble::builder("mask-opacity")
+                    .nick("Mask opacity")
+                    .blurb(
+                        "Opacity of segmentation masks' fills in their box's colour, 0..1 \
+                         (0: masks are not drawn)",
+                    )
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(DEFAULT_MASK_OPACITY)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecDouble::builder("keypoint-threshold")
+                    .nick("Keypoint threshold")
+                    .blurb(
+                        "Keypoints scored below this are not drawn, nor the skeleton's \
+                         segments that end at them",
+                    )
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(DEFAULT_KEYPOINT_THRESHOLD)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecBoolean::builder("analytics")
+                    .nick("Analytics")
+                    .blurb(
+                        "Draw wgnnanalytics' lines and zones with their names and counts, \
+                         where its meta is on the buffer",
+                    )
+                    .default_value(DEFAULT_ANALYTICS)
+                    .mutable_playing()
+                    .build(),
                 glib::ParamSpecString::builder("colors")
                     .nick("Colours")
                     .blurb(
@@ -159,6 +203,9 @@ impl ObjectImpl for WgnnOverlay {
             "line-width" => settings.line_width = value.get().unwrap(),
             "font-size" => settings.font_size = value.get().unwrap(),
             "keypoint-radius" => settings.keypoint_radius = value.get().unwrap(),
+            "mask-opacity" => settings.mask_opacity = value.get().unwrap(),
+            "keypoint-threshold" => settings.keypoint_threshold = value.get().unwrap(),
+            "analytics" => settings.analytics = value.get().unwrap(),
             "colors" => {
                 let parse =
                     |given: Option<&str>| items::parse_colors(given.unwrap_or(DEFAULT_COLORS));
@@ -175,7 +222,10 @@ impl ObjectImpl for WgnnOverlay {
             _ => unreachable!("no other writable properties are registered"),
         }
         gst::debug!(CAT, imp = self, "{} set to {:?}", pspec.name(), value);
-        if matches!(pspec.name(), "line-width" | "font-size" | "keypoint-radius") {
+        if matches!(
+            pspec.name(),
+            "line-width" | "font-size" | "keypoint-radius" | "mask-opacity" | "keypoint-threshold"
+        ) {
             self.style_changed.store(true, Ordering::Release);
         }
     }
@@ -189,6 +239,9 @@ impl ObjectImpl for WgnnOverlay {
             "line-width" => settings.line_width.to_value(),
             "font-size" => settings.font_size.to_value(),
             "keypoint-radius" => settings.keypoint_radius.to_value(),
+            "mask-opacity" => settings.mask_opacity.to_value(),
+            "keypoint-threshold" => settings.keypoint_threshold.to_value(),
+            "analytics" => settings.analytics.to_value(),
             "colors" => items::format_colors(&settings.colors).to_value(),
             "show-labels" => settings.show_labels.to_value(),
             "show-confidence" => settings.show_confidence.to_value(),
@@ -205,8 +258,9 @@ impl ElementImpl for WgnnOverlay {
             gst::subclass::ElementMetadata::new(
                 "wgnn results overlay",
                 "Filter/Effect/Video",
-                "Draws the regions of interest on the buffer (boxes, labels with confidence \
-                 and class, keypoints) into the frame on the GPU; outputs RGBA",
+                "Draws the regions of interest on the buffer (boxes, rotated boxes, labels \
+                 with confidence and class, keypoints and skeletons, masks) and \
+                 wgnnanalytics' lines and zones into the frame on the GPU; outputs RGBA",
                 "wgnn developers",
             )
         });
@@ -225,18 +279,26 @@ impl ElementImpl for WgnnOverlay {
 }
 
 impl WgnnOverlay {
-    /// The overlay items of `inbuf`'s ROIs on a `width` x `height` frame.
+    /// The overlay items of `inbuf` on a `width` x `height` frame: its
+    /// analytics (under the objects), then its ROIs.
     fn items(&self, inbuf: &gst::BufferRef, width: u32, height: u32) -> Vec<OverlayItem> {
         let settings = self.settings.lock().unwrap();
         let detected: Vec<bool> = inbuf
             .iter_meta::<VideoRegionOfInterestMeta>()
             .map(|m| items::is_detection(&m))
             .collect();
-        roi::read(inbuf, width, height)
-            .iter()
-            .zip(detected)
-            .map(|(r, d)| items::item_for(r, d, &settings.colors, settings.text()))
-            .collect()
+        let mut all = if settings.analytics {
+            analytics::items(inbuf, &settings.colors)
+        } else {
+            Vec::new()
+        };
+        all.extend(
+            roi::read(inbuf, width, height)
+                .iter()
+                .zip(detected)
+                .map(|(r, d)| items::item_for(r, d, &settings.colors, settings.text())),
+        );
+        all
     }
 }
 
@@ -337,9 +399,10 @@ impl BaseTransformImpl for WgnnOverlay {
         gst::log!(
             CAT,
             imp = self,
-            "{} objects drawn as {} quads",
+            "{} items drawn as {} quads and {} bytes of shapes",
             items.len(),
-            overlay.last_quads()
+            overlay.last_quads(),
+            overlay.last_shape_bytes()
         );
         let mut out = gpu_frame_out(
             element,

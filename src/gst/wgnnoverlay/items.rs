@@ -4,7 +4,7 @@
 use gst_video::VideoRegionOfInterestMeta;
 
 use crate::gst::roi::{self, Roi};
-use crate::video::OverlayItem;
+use crate::video::{OverlayItem, OverlayMask};
 
 /// The default palette: distinct, saturated colours that read on most
 /// pictures (red, green, blue, yellow, magenta, cyan, orange, purple).
@@ -60,10 +60,12 @@ pub fn is_detection(meta: &VideoRegionOfInterestMeta) -> bool {
     meta.param(roi::DETECTION).is_some()
 }
 
-/// The item drawn for `roi`: its box in the colour of its label id, with
-/// the label, the confidence where a detector gave one, and the top class
-/// where a classifier ran on it. A whole-frame classification (no
-/// detection) draws no box, only its label in the frame's top-left corner.
+/// The item drawn for `roi`: its box (turned by its `rotation`) in the
+/// colour of its label id, with the label, the confidence where a detector
+/// gave one, and the top class where a classifier ran on it; its
+/// keypoints with their scores and its mask. A whole-frame classification
+/// (no detection) draws no box, only its label in the frame's top-left
+/// corner.
 pub fn item_for(roi: &Roi, detected: bool, colors: &[[u8; 3]], text: TextOptions) -> OverlayItem {
     let o = &roi.object;
     let whole_frame = !detected && o.label == roi::WHOLE_FRAME;
@@ -99,6 +101,16 @@ pub fn item_for(roi: &Roi, detected: bool, colors: &[[u8; 3]], text: TextOptions
         color,
         text: parts.join(" "),
         keypoints: o.keypoints.clone(),
+        keypoint_scores: o.extras.keypoint_scores.clone(),
+        angle: o.extras.angle,
+        mask: o.extras.mask.as_ref().map(|m| OverlayMask {
+            x: m.x,
+            y: m.y,
+            width: m.width,
+            height: m.height,
+            bits: m.bits.clone(),
+        }),
+        path: None,
     }
 }
 

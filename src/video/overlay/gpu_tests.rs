@@ -70,8 +70,7 @@ fn item(rect: [f32; 4], color: [u8; 3]) -> OverlayItem {
     OverlayItem {
         rect,
         color,
-        text: String::new(),
-        keypoints: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -80,6 +79,7 @@ fn style(line_width: f32) -> OverlayStyle {
         line_width,
         font_size: 12.0,
         keypoint_radius: 3.0,
+        ..Default::default()
     }
 }
 
@@ -232,6 +232,7 @@ fn labels_are_a_filled_background_with_glyph_ink_in_the_contrasting_colour() {
         line_width: 0.0,
         font_size: 16.0,
         keypoint_radius: 0.0,
+        ..Default::default()
     };
     let (w, h) = (96, 64);
     let yellow = [255, 220, 0];
@@ -243,6 +244,7 @@ fn labels_are_a_filled_background_with_glyph_ink_in_the_contrasting_colour() {
         style: s,
         width: w,
         height: h,
+        shape_words: 0,
     }
     .quads(std::slice::from_ref(&it));
     // The label background is the first quad (no outline: line width 0).
@@ -330,4 +332,182 @@ fn one_pixel_and_odd_sized_frames_draw_without_panicking() {
         assert_eq!(drawn.at(0, 0), rgba(c), "{w}x{h}");
         assert_eq!(drawn.at(w - 1, h - 1), rgba(c), "{w}x{h}");
     }
+}
+
+/// Distance from `c` to the segment from `a` to `b` (the CPU reference of
+/// overlay.wgsl's segments).
+fn to_segment(c: [f32; 2], a: [f32; 2], b: [f32; 2]) -> f32 {
+    let ab = [b[0] - a[0], b[1] - a[1]];
+    let t = (((c[0] - a[0]) * ab[0] + (c[1] - a[1]) * ab[1]) / (ab[0] * ab[0] + ab[1] * ab[1]))
+        .clamp(0.0, 1.0);
+    let p = [a[0] + t * ab[0], a[1] + t * ab[1]];
+    ((c[0] - p[0]).powi(2) + (c[1] - p[1]).powi(2)).sqrt()
+}
+
+/// Distance from `c` to the nearest edge of the path through `points`.
+fn to_edges(c: [f32; 2], points: &[[f32; 2]], closed: bool) -> f32 {
+    let n = points.len();
+    let edges = if closed { n } else { n - 1 };
+    (0..edges)
+        .map(|i| to_segment(c, points[i], points[(i + 1) % n]))
+        .fold(f32::INFINITY, f32::min)
+}
+
+/// Even-odd point-in-polygon, the CPU reference of the kernel's.
+fn in_polygon(c: [f32; 2], points: &[[f32; 2]]) -> bool {
+    let mut inside = false;
+    let mut b = points[points.len() - 1];
+    for &a in points {
+        if (a[1] > c[1]) != (b[1] > c[1])
+            && c[0] < (b[0] - a[0]) * (c[1] - a[1]) / (b[1] - a[1]) + a[0]
+        {
+            inside = !inside;
+        }
+        b = a;
+    }
+    inside
+}
+
+/// `color` over `under` at opacity `alpha` as the RGBA8 draw list holds it,
+/// within one step of rounding, channel by channel.
+fn assert_blend(got: [u8; 4], under: [u8; 4], color: [u8; 3], alpha: f32, at: (u32, u32)) {
+    let a = f32::from((alpha * 255.0).round() as u8) / 255.0;
+    for ch in 0..3 {
+        let want = f32::from(under[ch]) + (f32::from(color[ch]) - f32::from(under[ch])) * a;
+        assert!(
+            (f32::from(got[ch]) - want).abs() <= 1.0,
+            "{at:?}: {got:?} is not {color:?} at {alpha} over {under:?}"
+        );
+    }
+}
+
+#[test]
+fn a_rotated_box_covers_the_pixels_near_its_turned_edges_and_no_others() {
+    let gpu = gpu();
+    let c = [240, 20, 200];
+    let mut it = item([12.0, 14.0, 40.0, 20.0], c);
+    it.angle = Some(0.5);
+    let corners = super::shapes::rotated_corners(it.rect, 0.5);
+    let hw = 1.5;
+    let (drawn, plain) = draw(&gpu, VideoFormat::Nv12, (64, 48), style(3.0), &[it]);
+    let (mut solid, mut untouched) = (0, 0);
+    for y in 0..48 {
+        for x in 0..64 {
+            let d = to_edges([x as f32 + 0.5, y as f32 + 0.5], &corners, true);
+            if d <= hw - 0.5 {
+                assert_eq!(drawn.at(x, y), rgba(c), "on an edge at ({x}, {y})");
+                solid += 1;
+            } else if d >= hw + 0.5 {
+                assert_eq!(
+                    drawn.at(x, y),
+                    plain.at(x, y),
+                    "off the edges at ({x}, {y})"
+                );
+                untouched += 1;
+            }
+        }
+    }
+    // The perimeter is 120 pixels, two pixels thick where solid.
+    assert!(solid >= 200, "{solid} solid pixels");
+    assert!(untouched > 2000, "{untouched}");
+}
+
+#[test]
+fn a_concave_polygon_is_filled_translucent_inside_its_outline() {
+    let gpu = gpu();
+    let c = [0, 255, 60];
+    // An L: concave, so a triangle fan from a corner would be wrong.
+    let points = vec![
+        [4.0, 4.0],
+        [40.0, 4.0],
+        [40.0, 16.0],
+        [16.0, 16.0],
+        [16.0, 44.0],
+        [4.0, 44.0],
+    ];
+    let zone = OverlayItem {
+        color: c,
+        path: Some(OverlayPath {
+            points: points.clone(),
+            closed: true,
+            fill: 0.5,
+        }),
+        ..Default::default()
+    };
+    let (drawn, plain) = draw(&gpu, VideoFormat::Rgba, (64, 48), style(1.0), &[zone]);
+    let (mut filled, mut outside) = (0, 0);
+    for y in 0..48 {
+        for x in 0..64 {
+            let centre = [x as f32 + 0.5, y as f32 + 0.5];
+            let d = to_edges(centre, &points, true);
+            if d < 1.0 {
+                // The outline (half width 0.5) and its antialiased rim.
+                continue;
+            }
+            if in_polygon(centre, &points) {
+                assert_blend(drawn.at(x, y), plain.at(x, y), c, 0.5, (x, y));
+                filled += 1;
+            } else {
+                assert_eq!(drawn.at(x, y), plain.at(x, y), "outside at ({x}, {y})");
+                outside += 1;
+            }
+        }
+    }
+    // The L's area is 36*12 + 12*28 = 768, less its rim.
+    assert!(filled > 550, "{filled}");
+    assert!(outside > 1800, "{outside}");
+    // The notch of the L (inside its bounds, outside the polygon) is
+    // untouched: the fill is not the bounding box.
+    assert_eq!(drawn.at(30, 30), plain.at(30, 30));
+}
+
+#[test]
+fn a_mask_tints_its_set_pixels_only_clipped_to_the_frame() {
+    let gpu = gpu();
+    let c = [255, 40, 0];
+    // 50 x 30 at (30, 30): 34 x 18 of it on a 64 x 48 frame, a pattern
+    // that shows a misplaced bit, wider than 32 so rows straddle words.
+    let (mx, my, mw, mh) = (30u32, 30u32, 50u32, 30u32);
+    let bits: Vec<bool> = (0..mw * mh)
+        .map(|k| {
+            let (i, j) = (k % mw, k / mw);
+            (i * 7 + j * 3) % 5 < 2
+        })
+        .collect();
+    let it = OverlayItem {
+        color: c,
+        mask: Some(OverlayMask {
+            x: mx,
+            y: my,
+            width: mw,
+            height: mh,
+            bits: bits.clone(),
+        }),
+        ..item([0.0; 4], c)
+    };
+    let s = OverlayStyle {
+        mask_opacity: 0.45,
+        ..style(0.0)
+    };
+    let (drawn, plain) = draw(&gpu, VideoFormat::I420, (64, 48), s, &[it]);
+    let mut set = 0;
+    for y in 0..48 {
+        for x in 0..64 {
+            let inside = x >= mx && y >= my;
+            if inside && bits[((y - my) * mw + (x - mx)) as usize] {
+                assert_blend(drawn.at(x, y), plain.at(x, y), c, 0.45, (x, y));
+                assert_ne!(drawn.at(x, y), plain.at(x, y), "tinted at ({x}, {y})");
+                set += 1;
+            } else {
+                assert_eq!(drawn.at(x, y), plain.at(x, y), "not set at ({x}, {y})");
+            }
+        }
+    }
+    // Two in five of the 34 x 18 pixels on the frame.
+    assert_eq!(
+        set,
+        (0..34 * 18)
+            .filter(|k| ((k % 34) * 7 + (k / 34) * 3) % 5 < 2)
+            .count()
+    );
 }

@@ -1,6 +1,7 @@
 //! Items -> the draw list: every box edge, label background, glyph and
 //! keypoint as one quad, in painting order, in whole frame pixels where
-//! that makes edges exact. Pure CPU work, testable without a GPU.
+//! that makes edges exact (segments, polygons and masks: shapes.rs). Pure
+//! CPU work, testable without a GPU.
 
 use super::atlas::Atlas;
 use super::{OverlayItem, OverlayStyle};
@@ -12,12 +13,28 @@ pub(crate) struct Quad {
     /// x0, y0, x1, y1: the pixels whose centres are inside are covered.
     pub bounds: [f32; 4],
     /// Glyph: atlas texel of the top-left pixel. Disc: centre and radius.
+    /// Segment: its ends. Polygon: corner count. Mask: its width.
     pub extra: [f32; 4],
     /// RGBA8, red in the low byte.
     pub color: u32,
     pub kind: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
+    /// Segment: half its thickness.
+    pub width: f32,
+    /// Polygon, mask: where its corners or bits start in the shapes.
+    pub data: u32,
+}
+
+impl Quad {
+    pub(crate) fn new(bounds: [f32; 4], extra: [f32; 4], color: u32, kind: u32) -> Quad {
+        Quad {
+            bounds,
+            extra,
+            color,
+            kind,
+            width: 0.0,
+            data: 0,
+        }
+    }
 }
 
 /// The header of overlay.wgsl's `DrawList`, before its quads.
@@ -33,6 +50,9 @@ pub(crate) struct ListHeader {
 pub(crate) const KIND_FILL: u32 = 0;
 pub(crate) const KIND_GLYPH: u32 = 1;
 pub(crate) const KIND_DISC: u32 = 2;
+pub(crate) const KIND_SEGMENT: u32 = 3;
+pub(crate) const KIND_POLYGON: u32 = 4;
+pub(crate) const KIND_MASK: u32 = 5;
 
 /// Characters of a label past this many are not drawn: a label longer than
 /// any frame is wide would only add quads that fall outside it.
@@ -40,10 +60,16 @@ pub(crate) const MAX_LABEL_CHARS: usize = 256;
 
 /// Coordinates are kept within this many pixels of the frame before
 /// rounding, so that any finite input rounds to a representable whole.
-const FAR: f32 = 1.0e7;
+pub(crate) const FAR: f32 = 1.0e7;
 
-fn rgba(c: [u8; 3]) -> u32 {
-    u32::from_le_bytes([c[0], c[1], c[2], 255])
+pub(crate) fn rgba(c: [u8; 3]) -> u32 {
+    rgba_alpha(c, 1.0)
+}
+
+/// `c` with opacity `alpha` (0..1).
+pub(crate) fn rgba_alpha(c: [u8; 3], alpha: f32) -> u32 {
+    let a = (alpha.clamp(0.0, 1.0) * 255.0).round() as u8;
+    u32::from_le_bytes([c[0], c[1], c[2], a])
 }
 
 /// Black or white, whichever stands out more on `background` (by luma).
@@ -69,16 +95,25 @@ pub(crate) struct Layout<'a> {
     pub style: OverlayStyle,
     pub width: u32,
     pub height: u32,
+    /// Most words of shapes: masks past it are left out.
+    pub shape_words: usize,
 }
 
 impl Layout<'_> {
-    pub(crate) fn quads(&self, items: &[OverlayItem]) -> Vec<Quad> {
+    /// The quads, and the shapes (words) their polygons and masks read.
+    pub(crate) fn draw_list(&self, items: &[OverlayItem]) -> (Vec<Quad>, Vec<u32>) {
         let mut quads = Vec::new();
+        let mut shapes = Vec::new();
         for item in items {
-            self.item(item, &mut quads);
+            self.item(item, &mut quads, &mut shapes);
         }
         quads.retain(|q| self.touches_frame(q));
-        quads
+        (quads, shapes)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn quads(&self, items: &[OverlayItem]) -> Vec<Quad> {
+        self.draw_list(items).0
     }
 
     fn touches_frame(&self, q: &Quad) -> bool {
@@ -92,28 +127,42 @@ impl Layout<'_> {
     }
 
     fn fill(quads: &mut Vec<Quad>, bounds: [i32; 4], color: u32) {
-        quads.push(Quad {
-            bounds: bounds.map(|v| v as f32),
-            extra: [0.0; 4],
+        quads.push(Quad::new(
+            bounds.map(|v| v as f32),
+            [0.0; 4],
             color,
-            kind: KIND_FILL,
-            _pad0: 0,
-            _pad1: 0,
-        });
+            KIND_FILL,
+        ));
     }
 
-    fn item(&self, item: &OverlayItem, quads: &mut Vec<Quad>) {
+    fn item(&self, item: &OverlayItem, quads: &mut Vec<Quad>, shapes: &mut Vec<u32>) {
         let color = rgba(item.color);
+        if let Some(mask) = &item.mask {
+            self.mask(mask, item.color, quads, shapes);
+        }
+        if let Some(path) = &item.path {
+            self.path(path, item.color, quads, shapes);
+        }
+        let mut label_at = None;
         if item.rect.iter().all(|v| v.is_finite()) {
             let [x, y, w, h] = item.rect.map(|v| v.clamp(-FAR, FAR));
-            let x0 = x.round() as i32;
-            let y0 = y.round() as i32;
-            let x1 = (x + w.max(0.0)).clamp(-FAR, FAR).round() as i32;
-            let y1 = (y + h.max(0.0)).clamp(-FAR, FAR).round() as i32;
-            self.outline([x0, y0, x1, y1], color, quads);
+            match item.angle.filter(|a| a.is_finite()) {
+                Some(angle) => label_at = self.rotated_box([x, y, w, h], angle, color, quads),
+                None => {
+                    let x0 = x.round() as i32;
+                    let y0 = y.round() as i32;
+                    let x1 = (x + w.max(0.0)).clamp(-FAR, FAR).round() as i32;
+                    let y1 = (y + h.max(0.0)).clamp(-FAR, FAR).round() as i32;
+                    self.outline([x0, y0, x1, y1], color, quads);
+                    label_at = Some((x0, y0));
+                }
+            }
+        }
+        self.skeleton(item, color, quads);
+        self.keypoints(item, color, quads);
+        if let Some((x0, y0)) = label_at {
             self.label(item, x0, y0, quads);
         }
-        self.keypoints(item, color, quads);
     }
 
     /// The box's outermost `line_width` pixels, inside [x0, x1) x [y0, y1).
@@ -156,14 +205,12 @@ impl Layout<'_> {
             if g.width > 0 && g.height > 0 {
                 let gx = x0 + pad + pen.round() as i32 + g.left;
                 let gy = baseline - g.top;
-                quads.push(Quad {
-                    bounds: [gx, gy, gx + g.width as i32, gy + g.height as i32].map(|v| v as f32),
-                    extra: [g.x as f32, g.y as f32, 0.0, 0.0],
-                    color: ink,
-                    kind: KIND_GLYPH,
-                    _pad0: 0,
-                    _pad1: 0,
-                });
+                quads.push(Quad::new(
+                    [gx, gy, gx + g.width as i32, gy + g.height as i32].map(|v| v as f32),
+                    [g.x as f32, g.y as f32, 0.0, 0.0],
+                    ink,
+                    KIND_GLYPH,
+                ));
             }
             pen += g.advance;
         }
@@ -174,32 +221,30 @@ impl Layout<'_> {
         if r <= 0.0 {
             return;
         }
-        for &[x, y] in &item.keypoints {
-            if !(x.is_finite() && y.is_finite()) {
+        for (i, &[x, y]) in item.keypoints.iter().enumerate() {
+            if !self.keypoint_shown(item, i) {
                 continue;
             }
             let (x, y) = (x.clamp(-FAR, FAR), y.clamp(-FAR, FAR));
             // One pixel beyond the radius: the antialiased rim.
             let reach = r + 1.0;
-            quads.push(Quad {
-                bounds: [
+            quads.push(Quad::new(
+                [
                     (x - reach).floor(),
                     (y - reach).floor(),
                     (x + reach).ceil(),
                     (y + reach).ceil(),
                 ],
-                extra: [x, y, r, 0.0],
+                [x, y, r, 0.0],
                 color,
-                kind: KIND_DISC,
-                _pad0: 0,
-                _pad1: 0,
-            });
+                KIND_DISC,
+            ));
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn style() -> OverlayStyle {
@@ -207,6 +252,7 @@ mod tests {
             line_width: 2.0,
             font_size: 12.0,
             keypoint_radius: 3.0,
+            ..Default::default()
         }
     }
 
@@ -215,16 +261,17 @@ mod tests {
             rect,
             color: [255, 0, 0],
             text: text.into(),
-            keypoints: Vec::new(),
+            ..Default::default()
         }
     }
 
-    fn layout(atlas: &Atlas, w: u32, h: u32) -> Layout<'_> {
+    pub(crate) fn layout(atlas: &Atlas, w: u32, h: u32) -> Layout<'_> {
         Layout {
             atlas,
             style: style(),
             width: w,
             height: h,
+            shape_words: 1 << 20,
         }
     }
 

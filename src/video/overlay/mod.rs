@@ -1,18 +1,23 @@
-//! Drawing results on frames on the GPU: boxes, labels and keypoints over
-//! the frame, written as RGBA in one compute pass (see overlay.wgsl).
+//! Drawing results on frames on the GPU: boxes (upright or rotated), labels,
+//! keypoints and skeletons, segmentation masks, lines and filled polygons
+//! over the frame, written as RGBA in one compute pass (see overlay.wgsl).
 //!
 //! The frame is read through the video module's reader snippets (any
 //! [`VideoFormat`](super::VideoFormat); YUV by [`Overlay::set_color`]'s
 //! matrix and range), so drawing on it costs no conversion pass and no
 //! copy. What is drawn travels as one draw list per frame: a storage
-//! buffer of quads (box edges, label backgrounds, glyphs, keypoint discs),
-//! written with one counted upload of 16 + 48 bytes per quad (a box with a
-//! ten-character label is about 15 quads, 720 bytes). Glyphs read an R8
-//! atlas of printable ASCII rasterised once, when the overlay is made, from
-//! the bundled DejaVu Sans (assets/fonts). Nothing is read back.
+//! buffer of quads (box edges, label backgrounds, glyphs, keypoint discs,
+//! thick segments, polygons, masks), written with one counted upload of
+//! 16 + 48 bytes per quad (a box with a ten-character label is about 15
+//! quads, 720 bytes), and one of shapes (polygons' corners, 8 bytes each;
+//! masks' bits over the part of their region on the frame, one bit a
+//! pixel), skipped when empty. Glyphs read an R8 atlas of printable ASCII
+//! rasterised once, when the overlay is made, from the bundled DejaVu Sans
+//! (assets/fonts). Nothing is read back.
 
 mod atlas;
 mod layout;
+mod shapes;
 
 use std::collections::HashMap;
 
@@ -26,6 +31,7 @@ use super::pool::TexturePool;
 
 pub use atlas::{MAX_FONT_SIZE, MIN_FONT_SIZE};
 use layout::{Layout, ListHeader, Quad};
+pub use shapes::{OverlayMask, OverlayPath, COCO_SKELETON};
 
 /// Widest box outline and largest keypoint radius, pixels.
 pub const MAX_LINE_WIDTH: f32 = 100.0;
@@ -45,6 +51,11 @@ pub struct OverlayStyle {
     pub font_size: f32,
     /// Radius of the disc drawn at each keypoint, pixels (0: none).
     pub keypoint_radius: f32,
+    /// Opacity of masks' fills, 0..1 (0: masks are not drawn).
+    pub mask_opacity: f32,
+    /// Keypoints whose score is below this (0..1) are not drawn, nor the
+    /// skeleton's segments that end at them.
+    pub keypoint_threshold: f32,
 }
 
 impl Default for OverlayStyle {
@@ -53,6 +64,8 @@ impl Default for OverlayStyle {
             line_width: 2.0,
             font_size: 14.0,
             keypoint_radius: 3.0,
+            mask_opacity: 0.45,
+            keypoint_threshold: 0.5,
         }
     }
 }
@@ -72,24 +85,45 @@ impl OverlayStyle {
                 self.keypoint_radius
             )));
         }
+        for (v, what) in [
+            (self.mask_opacity, "mask opacity"),
+            (self.keypoint_threshold, "keypoint threshold"),
+        ] {
+            if !in_range(v, 1.0) {
+                return Err(Error::invalid(format!(
+                    "overlay: {what} {v} is outside 0..1"
+                )));
+            }
+        }
         // The font size is checked by the atlas.
         Ok(())
     }
 }
 
-/// One thing to draw: a box with a label and keypoints.
-#[derive(Clone, Debug, PartialEq)]
+/// One thing to draw: a box with a label, keypoints and a mask, or a path
+/// (a line or a polygon) with a label. Painted in this order: mask, path,
+/// box outline, skeleton, keypoints, label.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct OverlayItem {
     /// x, y, w, h in frame pixels, rounded to whole pixels when drawn. An
-    /// empty rectangle draws no outline, but its label and keypoints.
+    /// empty rectangle draws no outline, but its label and keypoints (the
+    /// label's top-left corner at x, y).
     pub rect: [f32; 4],
-    /// Outline, label background and keypoint colour.
+    /// Outline, label background, keypoint and mask colour.
     pub color: [u8; 3],
     /// The label (may be empty: no label). Printable ASCII is drawn as
     /// itself, anything else as '?'.
     pub text: String,
     /// Frame pixels.
     pub keypoints: Vec<[f32; 2]>,
+    /// One per keypoint where the model gives them (else empty: all drawn).
+    pub keypoint_scores: Vec<f32>,
+    /// Radians from +x towards +y: the box is drawn turned by this about
+    /// its centre (its outline centred on the turned edges), its label at
+    /// its topmost corner.
+    pub angle: Option<f32>,
+    pub mask: Option<OverlayMask>,
+    pub path: Option<OverlayPath>,
 }
 
 /// Draws [`OverlayItem`]s on frames. One per stream: it keeps the glyph
@@ -104,8 +138,13 @@ pub struct Overlay {
     /// The draw list buffer and how many quads it holds room for; grows
     /// (doubling) and is rewritten each frame.
     list: Option<(crate::gpu::live::Buffer, u64)>,
+    /// The shapes buffer (polygon corners, mask bits) and its room in
+    /// words, grown like the draw list.
+    shapes: Option<(crate::gpu::live::Buffer, u64)>,
     /// Quads in the last frame's draw list.
     last_quads: usize,
+    /// Bytes of shapes in the last frame's upload.
+    last_shape_bytes: usize,
 }
 
 impl std::fmt::Debug for Overlay {
@@ -166,7 +205,9 @@ impl Overlay {
             yuv: yuv_buffer(gpu, ColorSpec::default())?,
             pipelines: HashMap::new(),
             list: None,
+            shapes: None,
             last_quads: 0,
+            last_shape_bytes: 0,
         })
     }
 
@@ -186,6 +227,11 @@ impl Overlay {
         self.last_quads
     }
 
+    /// Bytes of polygon corners and mask bits the last frame uploaded.
+    pub fn last_shape_bytes(&self) -> usize {
+        self.last_shape_bytes
+    }
+
     fn pipeline(&mut self, reader: Reader) -> Result<crate::gpu::live::ComputePipeline> {
         if let Some(p) = self.pipelines.get(&reader) {
             return Ok(p.clone());
@@ -200,53 +246,34 @@ impl Overlay {
     /// Writes this frame's draw list: one upload of the header and quads
     /// into a buffer that grows when the list outgrows it.
     fn write_list(&mut self, quads: &[Quad]) -> Result<crate::gpu::live::Buffer> {
-        let gpu = self.gpu.clone();
-        let header = std::mem::size_of::<ListHeader>() as u64;
-        let quad = std::mem::size_of::<Quad>() as u64;
-        let max = gpu.limits().max_storage_buffer_binding_size;
-        let needed = (quads.len() as u64).max(1);
-        if header + needed * quad > max {
-            return Err(Error::invalid(format!(
-                "overlay: {} quads need {} bytes of draw list, over the device limit \
-                 max_storage_buffer_binding_size = {max}",
-                quads.len(),
-                header + needed * quad
-            )));
-        }
-        let buffer = match &self.list {
-            Some((b, room)) if *room >= needed => b.clone(),
-            _ => {
-                let room = needed
-                    .next_power_of_two()
-                    .max(64)
-                    .min((max - header) / quad);
-                let b = gpu.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wgnn overlay draw list"),
-                    size: header + room * quad,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })?;
-                self.list = Some((b.clone(), room));
-                b
-            }
-        };
         let head = ListHeader {
             count: quads.len() as u32,
             _pad0: 0,
             _pad1: 0,
             _pad2: 0,
         };
-        let mut bytes = Vec::with_capacity((header + quads.len() as u64 * quad) as usize);
+        let mut bytes = Vec::with_capacity(64 + std::mem::size_of_val(quads));
         bytes.extend_from_slice(bytemuck::bytes_of(&head));
         bytes.extend_from_slice(bytemuck::cast_slice(quads));
-        gpu.upload_buffer(&buffer, 0, &bytes)?;
+        let buffer = grown(&self.gpu, &mut self.list, "draw list", bytes.len() as u64)?;
+        self.gpu.upload_buffer(&buffer, 0, &bytes)?;
+        Ok(buffer)
+    }
+
+    /// Writes this frame's shapes (nothing when there are none: the
+    /// buffer keeps its room and the kernel reads none of it).
+    fn write_shapes(&mut self, words: &[u32]) -> Result<crate::gpu::live::Buffer> {
+        let bytes: &[u8] = bytemuck::cast_slice(words);
+        let buffer = grown(&self.gpu, &mut self.shapes, "shapes", bytes.len() as u64)?;
+        self.gpu.upload_buffer(&buffer, 0, bytes)?;
+        self.last_shape_bytes = bytes.len();
         Ok(buffer)
     }
 
     /// The frame as RGBA with every item drawn over it, later items over
     /// earlier ones, in a texture from `pool`. Parts of items outside the
-    /// frame are clipped. No CPU transfer of pixels: the only upload is the
-    /// draw list.
+    /// frame are clipped. No CPU transfer of pixels: the only uploads are
+    /// the draw list and the shapes (polygon corners, mask bits).
     pub fn draw(
         &mut self,
         frame: &GpuFrame,
@@ -256,14 +283,16 @@ impl Overlay {
         let gpu = self.gpu.clone();
         let (w, h) = (frame.width(), frame.height());
         let out = GpuFrame::rgba_target(&gpu, pool, w, h)?;
-        let quads = Layout {
+        let (quads, shapes) = Layout {
             atlas: &self.atlas,
             style: self.style,
             width: w,
             height: h,
+            shape_words: shape_words(&gpu),
         }
-        .quads(items);
+        .draw_list(items);
         let list = self.write_list(&quads)?;
+        let shapes = self.write_shapes(&shapes)?;
         self.last_quads = quads.len();
         let pipeline = self.pipeline(Reader::of(frame.format()))?;
         let planes = frame_bind_group(
@@ -291,6 +320,10 @@ impl Overlay {
                         binding: 2,
                         resource: wgpu::BindingResource::TextureView(&self.atlas_view),
                     },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: shapes.as_entire_binding(),
+                    },
                 ],
             })
         })?;
@@ -317,6 +350,46 @@ impl Overlay {
     }
 }
 
+/// Most words of shapes one frame may upload: the device's storage
+/// binding limit, and at most 64 MiB (a thousand full-frame 720p masks).
+/// Masks past it are not drawn.
+fn shape_words(gpu: &Gpu) -> usize {
+    let max = gpu.limits().max_storage_buffer_binding_size.min(64 << 20);
+    (max / 4) as usize
+}
+
+/// `slot`'s buffer if it holds `needed` bytes, else a new one of the next
+/// power of two (at least 4 KiB, at most the device's storage binding
+/// limit) that takes its place.
+fn grown(
+    gpu: &Gpu,
+    slot: &mut Option<(crate::gpu::live::Buffer, u64)>,
+    what: &str,
+    needed: u64,
+) -> Result<crate::gpu::live::Buffer> {
+    let max = gpu.limits().max_storage_buffer_binding_size;
+    if needed > max {
+        return Err(Error::invalid(format!(
+            "overlay: the {what} needs {needed} bytes, over the device limit \
+             max_storage_buffer_binding_size = {max}"
+        )));
+    }
+    if let Some((b, room)) = slot {
+        if *room >= needed {
+            return Ok(b.clone());
+        }
+    }
+    let room = needed.next_power_of_two().max(4096).min(max);
+    let b = gpu.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(&format!("wgnn overlay {what}")),
+        size: room,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })?;
+    *slot = Some((b.clone(), room));
+    Ok(b)
+}
+
 #[cfg(test)]
 mod gpu_tests;
 
@@ -339,7 +412,7 @@ mod tests {
             &src,
             "Quad",
             std::mem::size_of::<Quad>(),
-            &offsets!(Quad: bounds, extra, color, kind, _pad0, _pad1),
+            &offsets!(Quad: bounds, extra, color, kind, width, data),
         );
         // The header is DrawList's members before the quads.
         let module = validate("overlay", &src);
@@ -364,7 +437,17 @@ mod tests {
         assert!(src.contains(&format!("const TILE: u32 = {TILE}u;")));
         assert!(src.contains(&format!("const KIND_GLYPH: u32 = {}u;", layout::KIND_GLYPH)));
         assert!(src.contains(&format!("const KIND_DISC: u32 = {}u;", layout::KIND_DISC)));
-        assert!(src.contains(&format!("const KIND_FILL: u32 = {}u;", layout::KIND_FILL)));
+        for (name, kind) in [
+            ("KIND_FILL", layout::KIND_FILL),
+            ("KIND_SEGMENT", layout::KIND_SEGMENT),
+            ("KIND_POLYGON", layout::KIND_POLYGON),
+            ("KIND_MASK", layout::KIND_MASK),
+        ] {
+            assert!(
+                src.contains(&format!("const {name}: u32 = {kind}u;")),
+                "{name}"
+            );
+        }
     }
 
     #[test]
@@ -390,6 +473,20 @@ mod tests {
                     ..Default::default()
                 },
                 "keypoint radius",
+            ),
+            (
+                OverlayStyle {
+                    mask_opacity: 1.5,
+                    ..Default::default()
+                },
+                "mask opacity",
+            ),
+            (
+                OverlayStyle {
+                    keypoint_threshold: -0.1,
+                    ..Default::default()
+                },
+                "keypoint threshold",
             ),
         ] {
             let e = style.check().unwrap_err().to_string();
