@@ -19,6 +19,12 @@
 #   bash benches/anchors/device_run.sh
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
 #   bash benches/anchors/device_run.sh streams
+# The streams' YOLOv8n runs need its ONNX export (random weights, with the
+# metadata Ultralytics writes, so no model-proc): $YOLO, or carried in .devbin/
+#   python3 benches/anchors/speed_models.py export --out .devbin --models yolov8n
+#   xz -f .devbin/yolov8n.onnx
+# or made on the device where .whl/ carries the ultralytics wheels (see
+# device_speed.sh, which leaves it in /tmp/speed-models on that machine).
 set -u
 OUT=${OUT:-/tmp/wgnn-bench-out}
 mkdir -p "$OUT"
@@ -35,8 +41,29 @@ if ! python3 -c "import tflite" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
         export PYTHONPATH=/tmp/site
 fi
+# The path of the YOLOv8n export for the streams' detect and track runs, or
+# nothing.
+yolo_model() {
+    local m
+    for m in "${YOLO:-}" .devbin/yolov8n.onnx /tmp/speed-models/yolov8n.onnx; do
+        if [ -n "$m" ] && [ -f "$m" ]; then
+            echo "$m"
+            return
+        fi
+    done
+    if ls .whl/ultralytics-*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl >&2 && export PYTHONPATH=/tmp/site
+        YOLO_OFFLINE=1 YOLO_VERBOSE=False YOLO_CONFIG_DIR=/tmp/ultralytics \
+            python3 benches/anchors/speed_models.py export --out /tmp/speed-models \
+            --models yolov8n >&2 && echo /tmp/speed-models/yolov8n.onnx && return
+    fi
+}
 # wgnn-bench streams (issue 20): N live 1080p30 streams through the elements
-# sharing one model instance, for segmentation + blur and detection + overlay.
+# sharing one model instance, for segmentation + blur and detection + overlay;
+# then (issues 42, 43) YOLOv8n detect + overlay and detect + track +
+# analytics + overlay at the same stream counts, with what tracking costs a
+# stream more.
 # GStreamer comes from .gst/ unpacked into /tmp/gstroot (unpacking into /
 # can break the machine), found through LD_LIBRARY_PATH; only the four
 # plugins the pipelines use are on the plugin path, so no other plugin is
@@ -46,7 +73,8 @@ streams() {
         echo "streams: skipped (carry .devbin/wgnn-bench-gst and .gst)" | tee "$OUT/streams.txt"
         return
     fi
-    local G=/tmp/gstroot A=x86_64-linux-gnu
+    local G=/tmp/gstroot A=x86_64-linux-gnu Y
+    Y=$(yolo_model)
     for f in .gst/*.deb; do dpkg -x "$f" $G; done
     mkdir -p $G/plugins
     for p in coreelements videoconvertscale png imagefreeze; do
@@ -59,6 +87,13 @@ streams() {
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
         .devbin/wgnn-bench-gst streams --streams 1,8,16,24,32,48,64 --task segment
         .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task detect
+        if [ -n "$Y" ]; then
+            .devbin/wgnn-bench-gst streams --streams 1,8,16,32 --seconds 5 --task detect,track \
+                --model "$Y"
+        else
+            echo "streams: YOLOv8n detect and track skipped: no yolov8n.onnx (\$YOLO, \
+.devbin/yolov8n.onnx[.xz], or .whl/ with the ultralytics wheels)"
+        fi
     ) 2>&1 | tee "$OUT/streams.txt"
 }
 {

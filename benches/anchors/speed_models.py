@@ -2,7 +2,7 @@
 """Issue 40's anchors: the models users bring, exported to ONNX for
 `wgnn-bench models --batch` and timed in PyTorch on the same GPU.
 
-    python3 benches/anchors/speed_models.py export --out DIR
+    python3 benches/anchors/speed_models.py export --out DIR [--models NAME,...]
     python3 benches/anchors/speed_models.py time --json FILE [--compile] [--deadline UNIX_S]
         [--models NAME,...]
     python3 benches/anchors/speed_models.py table --anchors FILE... --wgnn FILE
@@ -15,7 +15,9 @@ built from the `ultralytics` package's architecture
 (torch.manual_seed(0)), in eval mode, YOLO's convolutions and batch norms fused
 and its detection head in export form as Ultralytics' ONNX exporter sets it
 (one (batch, 84, 8400) output of boxes and class scores; the anchors are
-constants, as only the batch is dynamic).
+constants, as only the batch is dynamic). The YOLO exports carry the
+metadata Ultralytics' exporter writes (task, names, imgsz, stride, batch), so
+that wgnndetect takes them with no model-proc (`wgnn-bench streams --model`).
 
 `time` times each model in PyTorch eager or, with --compile,
 torch.compile(mode="reduce-overhead") (CUDA graphs), in fp32 (TF32 off, so
@@ -72,11 +74,26 @@ def make(name):
     return m
 
 
+def ultralytics_metadata(path, name, m, size):
+    """Records in the ONNX file at `path` what Ultralytics' exporter writes
+    in its metadata (each value as Python's str() of it)."""
+    import onnx
+
+    model = onnx.load(path)
+    meta = {"description": f"{name} with seeded random weights (speed_models.py)",
+            "stride": int(m.stride.max()), "task": "detect", "batch": 1,
+            "imgsz": [size, size], "names": m.names}
+    for key, value in meta.items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, str(value)
+    onnx.save(model, path)
+
+
 def export(args):
     import torch
 
     os.makedirs(args.out, exist_ok=True)
-    for name in MODELS:
+    for name in args.models.split(","):
         m = make(name)
         s = SIZE[name]
         x = torch.rand((1, 3, s, s), generator=torch.Generator().manual_seed(1))
@@ -85,6 +102,8 @@ def export(args):
             torch.onnx.export(m, (x,), path, dynamo=False, opset_version=17,
                               input_names=["images"], output_names=["output"],
                               dynamic_axes={"images": {0: "batch"}, "output": {0: "batch"}})
+        if name.startswith("yolo"):
+            ultralytics_metadata(path, name, m, s)
         print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
 
 
@@ -196,6 +215,7 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export")
     e.add_argument("--out", required=True)
+    e.add_argument("--models", default=",".join(MODELS), help="a comma-separated subset")
     t = sub.add_parser("time")
     t.add_argument("--json")
     t.add_argument("--compile", action="store_true")

@@ -490,8 +490,9 @@ fn streams_segment_prints_a_row_per_stream_count() {
     for (row, n) in rows.iter().zip([1u32, 2]) {
         // Words: streams, batch, sustained (count, yes/no), min fps, mean
         // fps, drops, latency mean/max, mean batch, GPU ms per batch and per
-        // frame, CPU % per stream, RSS MiB, GPU MiB.
-        assert_eq!(row.len(), 14, "{row:?}");
+        // frame, GPU busy %, CPU % per stream, objects per frame, RSS MiB,
+        // GPU MiB.
+        assert_eq!(row.len(), 16, "{row:?}");
         assert_eq!(row[0], n.to_string(), "{row:?}");
         assert_eq!(row[1], n.to_string(), "batch = streams: {row:?}");
         let sustained: u32 = row[2].parse().unwrap();
@@ -568,6 +569,65 @@ fn streams_detect_json() {
     }
 }
 
+/// `--task detect,track` with an Ultralytics export and no model-proc (the
+/// committed tiny YOLOv8n, at its own 96x64): both tasks run at the stream
+/// count, the model finds objects on the photo, and what tracking costs a
+/// stream more is given for that count.
+#[test]
+fn streams_track_over_detect_with_a_zero_config_yolo_export() {
+    let model = common::root().join("tests/data/detect/ultralytics/yolov8n_detect/model.onnx");
+    assert!(
+        !model.with_extension("json").exists(),
+        "no model-proc beside it"
+    );
+    let v = bench_json(&[
+        "streams",
+        "--streams",
+        "2",
+        "--width",
+        "96",
+        "--height",
+        "64",
+        "--seconds",
+        "1",
+        "--fps",
+        "10",
+        "--task",
+        "detect,track",
+        "--model",
+        model.to_str().unwrap(),
+        "--json",
+    ]);
+    let what = v["what"].as_str().unwrap();
+    assert!(
+        what.starts_with("detect x 96x64") && what.contains("; track x 96x64"),
+        "{v}"
+    );
+    let runs = v["runs"].as_array().unwrap();
+    let tasks: Vec<&str> = runs.iter().map(|r| r["task"].as_str().unwrap()).collect();
+    assert_eq!(tasks, ["detect", "track"], "{v}");
+    for r in runs {
+        assert_eq!(num(r, "streams"), 2.0, "{r}");
+        // The random-weight model detects on the photo (the same frames in
+        // both runs).
+        assert!(num(r, "objects_per_frame") > 0.0, "{r}");
+        assert!(num(r, "cpu_percent_per_stream") >= 0.0, "{r}");
+        let busy = &r["gpu_busy_percent"];
+        assert!(busy.is_null() || busy.as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["missing_properties"], serde_json::json!([]), "{r}");
+    }
+    let costs = v["track_over_detect"].as_array().unwrap();
+    assert_eq!(costs.len(), 1, "{v}");
+    assert_eq!(num(&costs[0], "streams"), 2.0);
+    let cpu = num(&costs[0], "cpu_percent_per_stream");
+    let want = num(&runs[1], "cpu_percent_per_stream") - num(&runs[0], "cpu_percent_per_stream");
+    assert!((cpu - want).abs() < 1e-9, "{v}");
+    assert_eq!(
+        num(&costs[0], "objects_per_frame_track"),
+        num(&runs[1], "objects_per_frame")
+    );
+}
+
 /// Bad flags are refused before any device or pipeline: one line each, exit 2.
 #[test]
 fn streams_refuses_bad_flags_in_one_line() {
@@ -582,6 +642,15 @@ fn streams_refuses_bad_flags_in_one_line() {
         (&["--max-batch-latency", "1001"][..], "--max-batch-latency"),
         (&["--format", "XYZ"][..], "XYZ"),
         (&["--model", "/nonexistent/model.tflite"][..], "--model"),
+        (
+            &[
+                "--task",
+                "segment,track",
+                "--model",
+                "tests/data/detect/ultralytics/yolov8n_detect/model.onnx",
+            ][..],
+            "--model",
+        ),
     ] {
         let mut args = vec!["streams"];
         args.extend_from_slice(flags);

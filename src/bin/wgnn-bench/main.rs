@@ -77,6 +77,11 @@ const SECTIONS: [&Section; 2] = [
                 "1, 8, 32 and 64 live 1080p30 streams through wgnndetect ! wgnnoverlay \
                  sharing one model instance: which keep 30 fps, batches, GPU and CPU per stream.",
             ),
+            Item::Entry(
+                "wgnn-bench streams --streams 8,16 --task detect,track --model yolov8n.onnx",
+                "An Ultralytics YOLOv8n export (no model-proc) detecting alone, then with \
+                 wgnntrack ! wgnnanalytics, and what tracking costs a stream more.",
+            ),
         ],
     },
     &Section {

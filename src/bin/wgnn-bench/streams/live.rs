@@ -11,6 +11,7 @@ use serde_json::json;
 use wgnn::gpu::{live, Gpu};
 use wgnn::video::VideoFormat;
 
+use super::track::AnalyticsConfig;
 use super::Task;
 
 /// How long the first frame of every stream may take (models are built and
@@ -36,25 +37,31 @@ impl Task {
         match self {
             Task::Segment => "segment",
             Task::Detect => "detect",
+            Task::Track => "track",
         }
     }
 
     fn default_model(self) -> PathBuf {
         wgnn::models::bundled(match self {
             Task::Segment => "selfie/selfie_segmentation.tflite",
-            Task::Detect => "mediapipe/face_detection_short_range.tflite",
+            Task::Detect | Task::Track => "mediapipe/face_detection_short_range.tflite",
         })
     }
 
-    /// The elements after wgnnupload; the model element is named `model`.
+    /// The elements after wgnnupload; the model element is named `model`,
+    /// the analytics element (its `config` set per run) `analytics`.
     fn elements(self) -> &'static str {
         match self {
             Task::Segment => "wgnnsegment name=model effect=blur",
             Task::Detect => "wgnndetect name=model ! wgnnoverlay",
+            Task::Track => {
+                "wgnndetect name=model ! wgnntrack ! wgnnanalytics name=analytics ! wgnnoverlay"
+            }
         }
     }
 }
 
+#[derive(Clone)]
 pub struct Options {
     pub streams: Vec<u32>,
     pub task: Task,
@@ -155,6 +162,7 @@ fn source_photo() -> PathBuf {
 
 /// One N's results.
 pub struct RunReport {
+    pub task: Task,
     pub streams: u32,
     pub batch_size: u32,
     /// Streams that rendered the frames the window holds (within one frame
@@ -174,7 +182,15 @@ pub struct RunReport {
     /// batched in the window.
     pub mean_batch: Option<f64>,
     pub gpu_ms_batch: Option<f64>,
+    /// The share of the window the shared instance's model kept the GPU
+    /// busy: its batches in the window times GPU ms per batch. The model
+    /// only: uploads and overlays are not timed.
+    pub gpu_busy_percent: Option<f64>,
     pub cpu_percent_per_stream: Option<f64>,
+    /// Regions of interest per frame leaving the model element, warm-up
+    /// included (every frame is the same photo): what the detector found,
+    /// which the tracker's cost grows with.
+    pub objects_per_frame: Option<f64>,
     pub rss_bytes: Option<u64>,
     /// wgnn's live buffers and textures on the device, bytes.
     pub gpu_live_bytes: i64,
@@ -202,6 +218,7 @@ impl RunReport {
 
     pub fn to_json(&self) -> serde_json::Value {
         json!({
+            "task": self.task.name(),
             "streams": self.streams,
             "batch_size": self.batch_size,
             "sustained_streams": self.sustained,
@@ -215,7 +232,9 @@ impl RunReport {
             "mean_batch": self.mean_batch,
             "gpu_ms_per_batch": self.gpu_ms_batch,
             "gpu_ms_per_frame": self.gpu_ms_frame(),
+            "gpu_busy_percent": self.gpu_busy_percent,
             "cpu_percent_per_stream": self.cpu_percent_per_stream,
+            "objects_per_frame": self.objects_per_frame,
             "rss_bytes": self.rss_bytes,
             "gpu_live_bytes": self.gpu_live_bytes,
             "gpu_allocated_bytes": self.gpu_allocator.map(|a| a.0),
@@ -228,7 +247,7 @@ impl RunReport {
 
     pub fn header() -> String {
         format!(
-            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>10} {:>8} {:>8}",
+            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8}",
             "streams",
             "batch",
             "sustained",
@@ -239,7 +258,9 @@ impl RunReport {
             "mean b",
             "GPU ms/b",
             "GPU ms/f",
+            "busy %",
             "CPU %/strm",
+            "obj/f",
             "RSS MiB",
             "GPU MiB"
         )
@@ -250,7 +271,7 @@ impl RunReport {
             v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
         };
         format!(
-            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>10} {:>8} {:>8.1}",
+            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8.1}",
             self.streams,
             self.batch_size,
             format!(
@@ -265,7 +286,9 @@ impl RunReport {
             opt(self.mean_batch, 1),
             opt(self.gpu_ms_batch, 3),
             opt(self.gpu_ms_frame(), 3),
+            opt(self.gpu_busy_percent, 1),
             opt(self.cpu_percent_per_stream, 1),
+            opt(self.objects_per_frame, 1),
             opt(self.rss_bytes.map(mib), 1),
             mib(self.gpu_live_bytes.max(0) as u64),
         )
@@ -293,6 +316,10 @@ fn mib(bytes: u64) -> f64 {
 struct Tally {
     /// Frames rendered since the pipeline started (for the warm-up).
     seen: u64,
+    /// Frames out of the model element since the pipeline started, and the
+    /// regions of interest on them.
+    modelled: u64,
+    objects: u64,
     frames: u64,
     latency_sum_ms: f64,
     latency_max_ms: f64,
@@ -331,6 +358,7 @@ fn build_stream(
     instance: &str,
     batch: u32,
     context: &gst::Context,
+    analytics: Option<&AnalyticsConfig>,
     measuring: &Arc<AtomicBool>,
 ) -> Result<Stream, String> {
     let desc = format!(
@@ -357,6 +385,10 @@ fn build_stream(
     };
     let src = by_name("src")?;
     src.set_property("location", source_photo().to_string_lossy().to_string());
+    if let Some(config) = analytics {
+        let config = config.path().to_string_lossy().to_string();
+        by_name("analytics")?.set_property("config", Some(config));
+    }
     let model = by_name("model")?;
     model.set_property("model", Some(options.model().to_string_lossy().to_string()));
     if model.find_property("model-instance-id").is_some() {
@@ -398,6 +430,22 @@ fn build_stream(
                 }
             }
             None
+        });
+    }
+    // The detector's objects, counted as they leave it: the sink may drop
+    // a late frame.
+    if let Some(pad) = model.static_pad("src") {
+        let tally = tally.clone();
+        pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(buffer) = info.buffer() {
+                let objects = buffer
+                    .iter_meta::<gst_video::VideoRegionOfInterestMeta>()
+                    .count() as u64;
+                let mut t = tally.lock().unwrap();
+                t.modelled += 1;
+                t.objects += objects;
+            }
+            gst::PadProbeReturn::Ok
         });
     }
     let dropped = Arc::new(AtomicU64::new(0));
@@ -510,11 +558,20 @@ pub fn run(
 ) -> Result<Vec<RunReport>, String> {
     wgnn::gst::register_static().map_err(|e| e.to_string())?;
     let context = wgnn::gst::device::context_for(gpu);
+    let analytics = match options.task {
+        Task::Track => Some(AnalyticsConfig::write(options.width, options.height)?),
+        _ => None,
+    };
     let mut reports = Vec::new();
     for (i, &n) in options.streams.iter().enumerate() {
-        // A fresh instance per N, so that each N's batch size is its own.
-        let instance = format!("wgnn-bench-streams-{}-{i}", std::process::id());
-        let report = run_one(gpu, options, n, &instance, &context)?;
+        // A fresh instance per N (and task), so that each N's batch size is
+        // its own.
+        let instance = format!(
+            "wgnn-bench-streams-{}-{}-{i}",
+            std::process::id(),
+            options.task.name()
+        );
+        let report = run_one(gpu, options, n, &instance, &context, analytics.as_ref())?;
         done(&report);
         reports.push(report);
     }
@@ -527,13 +584,14 @@ fn run_one(
     n: u32,
     instance: &str,
     context: &gst::Context,
+    analytics: Option<&AnalyticsConfig>,
 ) -> Result<RunReport, String> {
     let batch = options.batch_for(n);
     let measuring = Arc::new(AtomicBool::new(false));
     let mut streams = Vec::with_capacity(n as usize);
     for index in 0..n {
         streams.push(build_stream(
-            options, index, instance, batch, context, &measuring,
+            options, index, instance, batch, context, analytics, &measuring,
         )?);
     }
     let mut result = measure(gpu, options, n, batch, &streams, &measuring);
@@ -638,6 +696,7 @@ fn measure(
     let mut dropped = 0;
     let mut fps = Vec::with_capacity(streams.len());
     let (mut latency_sum, mut latency_max, mut frames_all) = (0.0, 0.0f64, 0u64);
+    let (mut objects, mut modelled) = (0, 0);
     for s in streams {
         let t = s.tally.lock().unwrap();
         let d = s.dropped.load(Ordering::Relaxed);
@@ -651,19 +710,26 @@ fn measure(
         latency_sum += t.latency_sum_ms;
         latency_max = latency_max.max(t.latency_max_ms);
         frames_all += t.frames;
+        objects += t.objects;
+        modelled += t.modelled;
     }
-    let mean_batch = match (batches0, batches1, items0, items1) {
-        (Some(b0), Some(b1), Some(i0), Some(i1)) if b1 > b0 => {
-            Some((i1 - i0) as f64 / (b1 - b0) as f64)
-        }
+    let batches = match (batches0, batches1) {
+        (Some(b0), Some(b1)) if b1 > b0 => Some(b1 - b0),
         _ => None,
     };
+    let mean_batch = batches
+        .zip(items0.zip(items1))
+        .map(|(b, (i0, i1))| (i1 - i0) as f64 / b as f64);
+    let gpu_busy_percent = batches
+        .zip(gpu_ms)
+        .map(|(b, ms)| b as f64 * ms / (window * 1e3) * 100.0);
     let missing = INSTANCE_PROPERTIES
         .iter()
         .copied()
         .filter(|p| first.find_property(p).is_none())
         .collect();
     Ok(RunReport {
+        task: options.task,
         streams: n,
         batch_size: batch,
         sustained,
@@ -675,9 +741,11 @@ fn measure(
         latency_max_ms: latency_max,
         mean_batch,
         gpu_ms_batch: gpu_ms,
+        gpu_busy_percent,
         cpu_percent_per_stream: cpu0
             .zip(cpu1)
             .map(|(a, b)| (b - a) / window / f64::from(n) * 100.0),
+        objects_per_frame: (modelled > 0).then(|| objects as f64 / modelled as f64),
         rss_bytes: rss,
         gpu_live_bytes: live.buffer_bytes + live.texture_bytes,
         live_running: live,

@@ -25,6 +25,15 @@
 //! same buffer each frame, so the host CPU measured is wgnn's (upload,
 //! batching, dispatch), not a pattern generator's; and a real face and
 //! person give the detector's overlay and the blur their real work.
+//!
+//! `--task track` adds `wgnntrack ! wgnnanalytics` (one line and one zone,
+//! [`track::AnalyticsConfig`]) between the detector and the overlay; with
+//! `--task detect,track` both run at each N and what tracking costs a
+//! stream more is printed ([`track::track_over_detect`]). `--model` takes
+//! any detector `wgnndetect` takes, an Ultralytics ONNX export with no
+//! model-proc included. A model with random weights detects what it
+//! detects on the photo: the objects per frame are reported beside the
+//! costs, as the tracker's cost grows with them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,19 +47,25 @@ use crate::cli::{Json, EXIT_USAGE};
 
 #[cfg(feature = "gst")]
 mod live;
+#[cfg(feature = "gst")]
+mod track;
 
 /// Live streams through wgnn's GStreamer elements in one process, every
 /// model element sharing one model instance (model-instance-id) and one
-/// device: for each count in --streams, that many pipelines of
-/// filesrc (the bundled astronaut photo) ! pngdec ! videoconvert !
-/// videoscale ! imagefreeze is-live=true ! wgnnupload ! the task's
-/// elements ! video/x-raw(memory:WgpuTexture) ! fakesink sync=true qos=true max-lateness=20ms. After
-/// every stream's first frames (at most 5 s past the first, which builds
-/// the model) and a 2 s warm-up, --seconds are measured: streams that
-/// kept the frame rate (within one frame and 1%) with no frame dropped
-/// (QoS), fps, capture-to-sink latency, the instance's mean batch and
-/// GPU ms per batch (profile on one element), host CPU per stream
-/// (user and system, % of one core), RSS and wgnn's live GPU memory.
+/// device: for each task in --task and each count in --streams, that many
+/// pipelines of filesrc (the bundled astronaut photo) ! pngdec !
+/// videoconvert ! videoscale ! imagefreeze is-live=true ! wgnnupload ! the
+/// task's elements ! video/x-raw(memory:WgpuTexture) ! fakesink sync=true
+/// qos=true max-lateness=20ms. After every stream's first frames (at most
+/// 5 s past the first, which builds the model) and a 2 s warm-up,
+/// --seconds are measured: streams that kept the frame rate (within one
+/// frame and 1%) with no frame dropped (QoS), fps, capture-to-sink
+/// latency, the instance's mean batch and GPU ms per batch (profile on one
+/// element) and per frame, the model's GPU busy % (batches times GPU ms
+/// per batch over the window), host CPU per stream (user and system, % of
+/// one core), objects (regions of interest) per frame out of the model
+/// element, RSS and wgnn's live GPU memory. With detect and track both in
+/// --task: what track costs a stream more at each N.
 /// Needs the gst feature.
 #[derive(clap::Args)]
 // Without GStreamer the flags are parsed (the help lists them) but unused.
@@ -59,8 +74,9 @@ pub struct Args {
     /// Stream counts, one run each in this process (e.g. 1,8,32,64).
     #[arg(long, default_value = "1,8,32,64", value_name = "N,...")]
     streams: String,
-    #[arg(long, value_enum, default_value_t = Task::Segment)]
-    task: Task,
+    /// The tasks, each run at every count (e.g. detect,track).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "segment")]
+    task: Vec<Task>,
     /// Frames per dispatch of the shared instance (default: the
     /// stream count, at most 64).
     #[arg(long)]
@@ -81,8 +97,10 @@ pub struct Args {
     /// Frame format of the sources (GStreamer name): NV12, RGBA, ...
     #[arg(long, default_value = "NV12")]
     format: String,
-    /// The task's model (default: the bundled selfie model for segment,
-    /// the MediaPipe short-range face detector for detect).
+    /// The model (default: the bundled selfie model for segment, the
+    /// MediaPipe short-range face detector for detect and track); for
+    /// detect and track, any detector wgnndetect takes (an Ultralytics
+    /// ONNX export needs no model-proc).
     #[arg(long)]
     model: Option<PathBuf>,
     #[command(flatten)]
@@ -94,8 +112,12 @@ pub struct Args {
 pub enum Task {
     /// Selfie segmentation + background blur (wgnnsegment effect=blur).
     Segment,
-    /// Face detection + boxes drawn (wgnndetect ! wgnnoverlay).
+    /// Detection (faces, or --model's objects) + boxes drawn (wgnndetect !
+    /// wgnnoverlay).
     Detect,
+    /// Detection, tracking, one line and one zone counted, boxes drawn
+    /// (wgnndetect ! wgnntrack ! wgnnanalytics ! wgnnoverlay).
+    Track,
 }
 
 impl Args {
@@ -110,7 +132,7 @@ impl Args {
 
     #[cfg(feature = "gst")]
     pub fn run(self) -> ExitCode {
-        let options = match self.options() {
+        let tasks = match self.options() {
             Ok(o) => o,
             Err(code) => return code,
         };
@@ -121,30 +143,48 @@ impl Args {
         };
         if !json {
             println!("device: {}", gpu.describe());
-            println!("{}", options.describe());
-            println!("{}", live::RunReport::header());
         }
-        // Rows print as each N finishes: the largest N may take a while to start.
-        let result = live::run(&gpu, &options, |r| {
+        let mut reports = Vec::new();
+        for options in &tasks {
             if !json {
-                println!("{}", r.row());
+                println!("{}", options.describe());
+                println!("{}", live::RunReport::header());
             }
-        });
-        let reports = match result {
-            Ok(r) => r,
-            Err(e) => return fail("streams", e),
-        };
+            // Rows print as each N finishes: the largest N may take a while
+            // to start.
+            let result = live::run(&gpu, options, |r| {
+                if !json {
+                    println!("{}", r.row());
+                }
+            });
+            match result {
+                Ok(r) => reports.extend(r),
+                Err(e) => return fail("streams", e),
+            }
+        }
+        let costs = track::track_over_detect(&reports);
         let missing = reports.first().map_or(&[][..], |r| &r.missing[..]);
         if json {
+            let what: Vec<String> = tasks.iter().map(|o| o.describe()).collect();
             println!(
                 "{}",
                 json!({
                     "device": gpu.describe(),
-                    "what": options.describe(),
+                    "what": what.join("; "),
                     "runs": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                    "track_over_detect": costs.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
                 })
             );
-        } else if !missing.is_empty() {
+            return ExitCode::SUCCESS;
+        }
+        if !costs.is_empty() {
+            println!("track over detect, per stream:");
+            println!("{}", track::TrackCost::header());
+            for c in &costs {
+                println!("{}", c.row());
+            }
+        }
+        if !missing.is_empty() {
             println!(
                 "n/a: these elements have no {} (built before shared model instances)",
                 missing.join(", ")
@@ -153,10 +193,10 @@ impl Args {
         ExitCode::SUCCESS
     }
 
-    /// The run's options, or the usage exit code after one line saying
-    /// which flag is wrong (before any device or pipeline).
+    /// The options of each task's runs, or the usage exit code after one
+    /// line saying which flag is wrong (before any device or pipeline).
     #[cfg(feature = "gst")]
-    fn options(&self) -> Result<live::Options, ExitCode> {
+    fn options(&self) -> Result<Vec<live::Options>, ExitCode> {
         let usage = |e: String| {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
@@ -164,7 +204,7 @@ impl Args {
         let streams = live::parse_streams(&self.streams).map_err(usage)?;
         let options = live::Options {
             streams,
-            task: self.task,
+            task: Task::Segment,
             batch_size: self.batch_size,
             max_batch_latency_ms: self.max_batch_latency,
             seconds: self.seconds,
@@ -175,6 +215,20 @@ impl Args {
             model: self.model.clone(),
         };
         options.validate().map_err(usage)?;
-        Ok(options)
+        if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
+            return Err(usage(
+                "--model: one model cannot be both the segmenter and the detector; run \
+                 --task segment on its own"
+                    .into(),
+            ));
+        }
+        Ok(self
+            .task
+            .iter()
+            .map(|&task| live::Options {
+                task,
+                ..options.clone()
+            })
+            .collect())
     }
 }
