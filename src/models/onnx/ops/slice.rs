@@ -205,7 +205,15 @@ pub(super) fn slice<'s>(
     };
     let ranges = wr.msg(slice_ranges(x.shape(), &args))?;
     if ranges.iter().any(|r| r.count == 0) {
-        return Err(wr.err("the slice is empty, which wgnn cannot hold"));
+        // An empty tensor has no values to compute: a host constant, which
+        // the host stage (or a fold) can read; the graph cannot hold one.
+        let shape = ranges.iter().map(|r| r.count).collect();
+        let empty = if elem.is_float() {
+            Const::floats(elem, shape, Vec::new())
+        } else {
+            Const::ints(elem, shape, Vec::new())
+        };
+        return Ok(vec![Value::Const(Arc::new(empty))]);
     }
     let b = wr.b;
     // Negative steps: take the same elements forwards, then reverse
