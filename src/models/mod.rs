@@ -411,7 +411,8 @@ impl Model {
                 &self.path,
                 "build",
                 format!(
-                    "its results have sizes that depend on the data (computed on the host after                      the graph) and cannot be batched; use batch-size=1 (not {batch})"
+                    "its results have sizes that depend on the data (computed on the host after \
+                     the graph) and cannot be batched; use batch-size=1 (not {batch})"
                 ),
             ));
         }

@@ -7,10 +7,9 @@
 use std::path::PathBuf;
 
 use crate::common;
-use crate::common::harness::{buffer, caps, init};
-use crate::detect_ultralytics::{assert_objects, frame};
+use crate::common::harness::init;
+use crate::detect_ultralytics::{assert_objects, detect_once, frame};
 
-use gst_check::Harness;
 use serde_json::Value;
 
 fn data() -> PathBuf {
@@ -34,17 +33,7 @@ fn an_nms_export_runs_with_no_model_proc_on_both_devices() {
     for device in ["gpu", "cpu"] {
         let what = format!("{} on {device}", model.display());
         let json = dir.join(format!("{device}.jsonl"));
-        let launch = format!(
-            "wgnndetect device={device} precision=f32 model={} results-location={}",
-            model.display(),
-            json.display()
-        );
-        let mut harness = Harness::new_parse(&launch);
-        harness.set_src_caps_str(&caps("RGBA", w, h));
-        harness.push_and_pull(buffer(&rgba, 0)).unwrap();
-        drop(harness);
-        let text = std::fs::read_to_string(&json).unwrap();
-        let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let line = detect_once(&model, device, (&rgba, w, h), &json);
         assert_objects(&line["objects"], case["objects"].as_array().unwrap(), &what);
         ran += 1;
     }

@@ -451,6 +451,9 @@ impl<'s> Writer<'s> {
             return Ok(());
         }
         if n.input.iter().any(|i| self.deferred.is_late(i)) {
+            if let Some(why) = ops::host_refusal(entry) {
+                return Err(self.err(why));
+            }
             return self.defer(n);
         }
         let inputs: Vec<Option<Value>> = n

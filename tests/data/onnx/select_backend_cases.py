@@ -47,6 +47,7 @@ OPS = set(
     Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range
     ArgMin ReduceMin ReduceProd ReduceL2 ReduceSumSquare ReduceLogSumExp GreaterOrEqual
     LessOrEqual Not Gelu GatherND If Mod Mish Cos Sin NonZero NonMaxSuppression ScatterND
+    TopK GatherElements Ceil Floor
     QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul""".split()
 )
 SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",

@@ -1,8 +1,10 @@
 //! Operators whose result sizes depend on the data (NonZero,
-//! NonMaxSuppression) or that only ever follow them (ScatterND), computed on
+//! NonMaxSuppression) or that exporters write in the post-processing after
+//! them or in its place (ScatterND, TopK, GatherElements), computed on
 //! the host: at import when their inputs are constants, else per run in the
 //! graph's host stage (`models/onnx/tail.rs`), which also computes the
-//! graph operators that come after them there (GatherND, Pad: [`host`]).
+//! graph operators that come after them there (GatherND, Pad, reductions:
+//! [`host`]).
 
 use super::super::fold::{get, index_map, norm_axis, take, Args, Msg};
 use super::super::graph::{Attrs, Value, Writer};
@@ -28,6 +30,7 @@ pub(super) fn host(op: &str) -> Option<fn(&Args<'_>) -> Msg> {
     match op {
         "GatherND" => Some(fold_gather_nd),
         "Pad" => Some(fold_pad),
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" => Some(fold_reduce),
         _ => None,
     }
 }
@@ -327,4 +330,178 @@ pub(super) fn fold_nms(args: &Args<'_>) -> Msg {
         }
     }
     Ok(vec![Const::ints(Elem::I64, vec![rows.len() / 3, 3], rows)])
+}
+
+/// The offsets of the lines along `axis` of `shape`: (outer count, axis
+/// size, inner stride); line (o, i) starts at o * size * inner + i.
+fn lines(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product();
+    (outer, shape[axis], inner)
+}
+
+/// ONNX TopK: the `k` largest (or smallest) values along `axis` and their
+/// indices, best first, ties by the lower index (onnxruntime's order).
+pub(super) fn fold_top_k(args: &Args<'_>) -> Msg {
+    let Args {
+        c, attrs, opset, ..
+    } = *args;
+    let x = get(c, 0)?;
+    let k = if opset >= 10 {
+        get(c, 1)?.as_i64().first().copied().ok_or("k is empty")?
+    } else {
+        attrs.int("k", 0)
+    };
+    let axis = norm_axis(attrs.int("axis", -1), x.shape.len())?;
+    let (outer, size, inner) = lines(&x.shape, axis);
+    let k = usize::try_from(k)
+        .ok()
+        .filter(|&k| k <= size)
+        .ok_or_else(|| {
+            format!(
+                "k {k} is not within 0..={size} (axis {axis} of {:?})",
+                x.shape
+            )
+        })?;
+    let largest = attrs.int("largest", 1) == 1;
+    let v = x.as_f32();
+    let mut shape = x.shape.clone();
+    shape[axis] = k;
+    let mut picked = vec![0usize; outer * k * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| (o * size + j) * inner + i;
+            let mut order: Vec<usize> = (0..size).collect();
+            order.sort_by(|&a, &b| {
+                let by = v[at(a)].total_cmp(&v[at(b)]);
+                if largest { by.reverse() } else { by }.then(a.cmp(&b))
+            });
+            for (r, &j) in order[..k].iter().enumerate() {
+                picked[(o * k + r) * inner + i] = j;
+            }
+        }
+    }
+    let idx: Vec<usize> = picked
+        .iter()
+        .enumerate()
+        .map(|(p, &j)| {
+            let (o, i) = (p / (k * inner), p % inner);
+            (o * size + j) * inner + i
+        })
+        .collect();
+    let indices = picked.iter().map(|&j| j as i64).collect();
+    Ok(vec![
+        take(x, shape.clone(), &idx),
+        Const::ints(Elem::I64, shape, indices),
+    ])
+}
+
+/// ONNX GatherElements: `data` at `indices` along `axis`, the other
+/// coordinates those of the index.
+pub(super) fn fold_gather_elements(args: &Args<'_>) -> Msg {
+    let (x, indices) = (get(args.c, 0)?, get(args.c, 1)?);
+    let rank = x.shape.len();
+    let axis = norm_axis(args.attrs.int("axis", 0), rank)?;
+    if indices.shape.len() != rank {
+        return Err(format!(
+            "indices {:?} and data {:?} differ in rank",
+            indices.shape, x.shape
+        ));
+    }
+    let values = indices.as_i64();
+    let d = x.shape[axis] as i64;
+    let idx = index_map(&indices.shape, |coord, i| {
+        let j = values[i];
+        let j = if j < 0 { j + d } else { j };
+        if !(0..d).contains(&j) {
+            return usize::MAX;
+        }
+        coord.iter().enumerate().fold(0, |acc, (a, &c)| {
+            acc * x.shape[a] + if a == axis { j as usize } else { c }
+        })
+    })?;
+    if idx.contains(&usize::MAX)
+        || indices
+            .shape
+            .iter()
+            .zip(&x.shape)
+            .enumerate()
+            .any(|(a, (&i, &s))| a != axis && i > s)
+    {
+        return Err(format!(
+            "indices {:?} reach outside data {:?} along axis {axis}",
+            indices.shape, x.shape
+        ));
+    }
+    Ok(vec![take(x, indices.shape.clone(), &idx)])
+}
+
+/// ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd on the
+/// host (sums in f64), for what follows a host-only operator.
+fn fold_reduce(args: &Args<'_>) -> Msg {
+    let Args {
+        c,
+        attrs,
+        opset,
+        op,
+    } = *args;
+    let x = get(c, 0)?;
+    let input_from = if op == "ReduceSum" { 13 } else { 18 };
+    let axes = if opset >= input_from {
+        c.get(1).copied().flatten().map(Const::as_i64)
+    } else {
+        attrs.ints("axes")
+    };
+    let rank = x.shape.len();
+    let axes: Vec<usize> = match axes {
+        Some(a) if !a.is_empty() => a
+            .iter()
+            .map(|&a| norm_axis(a, rank))
+            .collect::<std::result::Result<_, _>>()?,
+        _ if attrs.int("noop_with_empty_axes", 0) != 0 => return Ok(vec![x.clone()]),
+        _ => (0..rank).collect(),
+    };
+    let kept: Vec<usize> = (0..rank)
+        .map(|a| if axes.contains(&a) { 1 } else { x.shape[a] })
+        .collect();
+    let (start, combine): (f64, fn(f64, f64) -> f64) = match op {
+        "ReduceSum" | "ReduceMean" => (0.0, |a, b| a + b),
+        "ReduceProd" => (1.0, |a, b| a * b),
+        "ReduceMax" => (f64::NEG_INFINITY, f64::max),
+        "ReduceMin" => (f64::INFINITY, f64::min),
+        other => return Err(format!("{other} is computed only in the graph")),
+    };
+    let count: usize = kept.iter().product();
+    let mut acc = vec![start; count];
+    let source = index_map(&x.shape, |coord, _| {
+        coord
+            .iter()
+            .zip(&kept)
+            .fold(0, |flat, (&c, &d)| flat * d + if d == 1 { 0 } else { c })
+    })?;
+    let values = x.as_f32();
+    let ints = x.as_i64();
+    for (i, &to) in source.iter().enumerate() {
+        let v = match x.data {
+            Data::F(_) => f64::from(values[i]),
+            Data::I(_) => ints[i] as f64,
+        };
+        acc[to] = combine(acc[to], v);
+    }
+    if op == "ReduceMean" {
+        let n = (x.len() / count.max(1)).max(1) as f64;
+        acc.iter_mut().for_each(|a| *a /= n);
+    }
+    let shape = if attrs.int("keepdims", 1) != 0 {
+        kept
+    } else {
+        (0..rank)
+            .filter(|a| !axes.contains(a))
+            .map(|a| x.shape[a])
+            .collect()
+    };
+    Ok(vec![match x.data {
+        Data::F(_) => Const::floats(x.elem, shape, acc.iter().map(|&a| a as f32).collect()),
+        Data::I(_) => Const::ints(x.elem, shape, acc.iter().map(|&a| a as i64).collect()),
+    }])
 }

@@ -62,6 +62,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("AveragePool", Never, pool::pool),
     op("BatchNormalization", Never, conv::batch_norm),
     op("Cast", Consts(elementwise::fold_cast), elementwise::cast),
+    op("Ceil", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Clip", Never, elementwise::clip),
     op("Concat", Consts(slice::fold_concat), slice::concat),
     op("Constant", Always(shape::fold_constant), shape::not_at_import),
@@ -79,7 +80,9 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Exp", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Expand", Consts(shape::fold_expand), shape::expand),
     op("Flatten", Consts(shape::fold_flatten), shape::flatten),
+    op("Floor", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Gather", Consts(slice::fold_gather), slice::gather),
+    op("GatherElements", Late(late::fold_gather_elements), late::in_tail),
     op("GatherND", Never, slice::gather_nd),
     op("Gelu", Never, elementwise::gelu),
     op("Gemm", Never, linalg::gemm),
@@ -146,6 +149,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Sum", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Tanh", Never, elementwise::unary),
     op("Tile", Consts(shape::fold_tile), shape::tile),
+    op("TopK", Late(late::fold_top_k), late::in_tail),
     op("Transpose", Consts(shape::fold_transpose), shape::transpose),
     op("Unsqueeze", Consts(shape::fold_unsqueeze), shape::unsqueeze),
     op("Upsample", Never, resize::resize),
@@ -186,8 +190,17 @@ pub(super) fn on_host(
 
 fn on_graph_only(op: &str) -> String {
     format!(
-        "follows a data-dependent size (NonZero, NonMaxSuppression), where the host computes          it, and wgnn computes {op} only in the graph"
+        "follows an operator computed on the host (NonZero, NonMaxSuppression, TopK, ...), \
+         where everything after it is too, and wgnn computes {op} only in the graph"
     )
+}
+
+/// Why a node of `entry` cannot be computed in the host stage, if it cannot.
+pub(super) fn host_refusal(entry: &Entry) -> Option<String> {
+    match entry.fold {
+        Fold::Never if late::host(entry.op).is_none() => Some(on_graph_only(entry.op)),
+        _ => None,
+    }
 }
 
 /// Whether a node of this entry whose inputs are `inputs` goes to the host

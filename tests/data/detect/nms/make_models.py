@@ -31,13 +31,16 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 import ultralytics  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
 from ultralytics import YOLO  # noqa: E402
 from ultralytics.data.augment import LetterBox  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../ultralytics"))
-from make_models import IMGSZ, NAMES, build  # noqa: E402
+import make_models as ultralytics_cases  # noqa: E402
+from make_models import IMGSZ, NAMES  # noqa: E402
+
+# Its export writes <HERE>/<case>/: here.
+ultralytics_cases.HERE = HERE
 
 CASE = "yolov8n_nms"
 FRAME = "../ultralytics/frame.png"
@@ -51,18 +54,8 @@ def main():
     tensor = (tensor / 255.0).astype(np.float32)
     workdir = os.path.join(HERE, ".build")
     os.makedirs(workdir, exist_ok=True)
-    model = build("yolov8n", SEED, SCORE, workdir, torch.from_numpy(tensor))
-    exported = model.export(format="onnx", imgsz=IMGSZ, opset=17, simplify=False, nms=True)
-    case = os.path.join(HERE, CASE)
-    data = os.path.join(case, "test_data_set_0")
-    os.makedirs(data, exist_ok=True)
-    path = os.path.join(case, "model.onnx")
-    os.replace(exported, path)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    (out,) = session.run(None, {session.get_inputs()[0].name: tensor})
-    for kind, value in [("input_0", tensor), ("output_0", out)]:
-        with open(os.path.join(data, f"{kind}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(value, kind).SerializeToString())
+    path, out = ultralytics_cases.export(CASE, "yolov8n", {"nms": True}, SEED, SCORE, workdir,
+                                         tensor)
     result = YOLO(path, task="detect").predict(image, imgsz=IMGSZ, conf=0.25, verbose=False)[0]
     found = []
     for (x0, y0, x1, y1), score, cls in zip(result.boxes.xyxy.tolist(),
