@@ -109,12 +109,6 @@ impl Graph {
         }
     }
 
-    /// Whether results are computed on the host after the kernels (and read
-    /// back for it): see [`Graph::with_host_step`].
-    pub fn has_host_step(&self) -> bool {
-        self.stage.is_some()
-    }
-
     /// Names and descriptors of the graph's outputs (its host step's, where
     /// it has one).
     pub fn outputs(&self) -> Vec<(String, OperandDescriptor)> {

@@ -95,11 +95,13 @@ pub(crate) trait Source: Send + Sync {
     }
 }
 
-/// A written graph: its outputs, and the host step after it with the
-/// outputs it declares, if any.
+/// A host step and the outputs it declares.
+pub(crate) type Staged = (Arc<dyn HostStep>, Vec<(String, OperandDescriptor)>);
+
+/// A written graph: its outputs, and the host step after it, if any.
 pub(crate) struct Written {
     pub outputs: Vec<(String, Operand)>,
-    pub step: Option<(Arc<dyn HostStep>, Vec<(String, OperandDescriptor)>)>,
+    pub step: Option<Staged>,
 }
 
 /// (context id, input size) of a cached graph or precision choice.

@@ -164,7 +164,11 @@ fn fold_pad(args: &Args<'_>) -> Msg {
     let rank = x.shape.len();
     let (pads, value) = if opset >= 11 {
         let pads = get(c, 1)?.as_i64();
-        let value = c.get(2).copied().flatten().map(|v| v.as_f32()[0]);
+        let value = c
+            .get(2)
+            .copied()
+            .flatten()
+            .and_then(|v| v.as_f32().first().copied());
         (pads, value.unwrap_or(0.0))
     } else {
         (
