@@ -59,9 +59,9 @@ pub(super) fn fold_non_zero(args: &Args<'_>) -> Msg {
     )])
 }
 
-/// The flat offsets of `indices`' last-axis tuples into `data_shape`, and
-/// the size of the slice each one starts.
-fn tuple_offsets(
+/// Which slice of `data_shape` each of `indices`' last-axis tuples names
+/// (its flat index over the tuple's axes), and the size of those slices.
+pub(super) fn tuple_offsets(
     data_shape: &[usize],
     indices: &Const,
 ) -> std::result::Result<(Vec<usize>, usize), String> {
@@ -77,22 +77,22 @@ fn tuple_offsets(
     }
     let inner: usize = data_shape[k..].iter().product();
     let values = indices.as_i64();
-    let mut offsets = Vec::with_capacity(values.len() / k);
+    let mut slices = Vec::with_capacity(values.len() / k);
     for tuple in values.chunks(k) {
-        let mut offset = 0usize;
+        let mut flat = 0usize;
         for (axis, &i) in tuple.iter().enumerate() {
             let d = data_shape[axis] as i64;
             let i = if i < 0 { i + d } else { i };
             if !(0..d).contains(&i) {
                 return Err(format!(
-                    "index {i} is out of range for axis {axis} of size {d}"
+                    "index {tuple:?} is out of range for {data_shape:?}"
                 ));
             }
-            offset = offset * data_shape[axis] + i as usize;
+            flat = flat * data_shape[axis] + i as usize;
         }
-        offsets.push(offset * inner);
+        slices.push(flat);
     }
-    Ok((offsets, inner))
+    Ok((slices, inner))
 }
 
 fn fold_gather_nd(args: &Args<'_>) -> Msg {
@@ -100,11 +100,14 @@ fn fold_gather_nd(args: &Args<'_>) -> Msg {
         return Err("batch_dims other than 0 is not supported".into());
     }
     let (x, indices) = (get(args.c, 0)?, get(args.c, 1)?);
-    let (offsets, inner) = tuple_offsets(&x.shape, indices)?;
+    let (slices, inner) = tuple_offsets(&x.shape, indices)?;
     let k = indices.shape[indices.shape.len() - 1];
     let mut shape = indices.shape[..indices.shape.len() - 1].to_vec();
     shape.extend_from_slice(&x.shape[k..]);
-    let idx: Vec<usize> = offsets.iter().flat_map(|&o| o..o + inner).collect();
+    let idx: Vec<usize> = slices
+        .iter()
+        .flat_map(|&s| s * inner..(s + 1) * inner)
+        .collect();
     Ok(vec![take(x, shape, &idx)])
 }
 
@@ -112,12 +115,12 @@ fn fold_gather_nd(args: &Args<'_>) -> Msg {
 /// combined with, by `reduction`) `updates`, in index order.
 pub(super) fn fold_scatter_nd(args: &Args<'_>) -> Msg {
     let (x, indices, updates) = (get(args.c, 0)?, get(args.c, 1)?, get(args.c, 2)?);
-    let (offsets, inner) = tuple_offsets(&x.shape, indices)?;
-    if updates.len() != offsets.len() * inner {
+    let (slices, inner) = tuple_offsets(&x.shape, indices)?;
+    if updates.len() != slices.len() * inner {
         return Err(format!(
             "updates {:?} do not match {} slices of {inner} elements",
             updates.shape,
-            offsets.len()
+            slices.len()
         ));
     }
     let reduction = args.attrs.string("reduction", "none");
@@ -130,7 +133,7 @@ pub(super) fn fold_scatter_nd(args: &Args<'_>) -> Msg {
         other => return Err(format!("reduction '{other}' is not an ONNX reduction")),
     };
     let mut out = x.clone();
-    let positions = offsets.iter().flat_map(|&o| o..o + inner);
+    let positions = slices.iter().flat_map(|&s| s * inner..(s + 1) * inner);
     match (&mut out.data, &updates.data) {
         (Data::F(v), Data::F(u)) => {
             for (p, &new) in positions.zip(u) {
