@@ -47,3 +47,15 @@ fn an_nms_export_matches_onnxruntime_on_the_gpu_context() {
     let moved = gpu.transfers().since(&before);
     assert!(moved.download_bytes < 20_000, "{moved:?}");
 }
+
+/// The host stage computes one item's results: a batch is refused in one
+/// line that says what works.
+#[test]
+fn an_nms_export_refuses_a_batch() {
+    let dir = common::root().join("tests/data/detect/nms/yolov8n_nms");
+    let model = wgnn::models::load(dir.join("model.onnx")).unwrap();
+    model.check_batch(None, 1).unwrap();
+    let text = model.check_batch(None, 2).unwrap_err().to_string();
+    assert!(text.contains("use batch-size=1 (not 2)"), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
