@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::backend::{Plan, Storage, Timing};
 use super::context::Context;
 use super::graph_ir::GraphIr;
+use super::host_stage::{HostStage, HostStep};
 use super::precision::Precision;
 use super::tensor::Tensor;
 use super::types::OperandDescriptor;
@@ -31,6 +32,9 @@ pub(crate) struct GraphInner {
 #[derive(Clone)]
 pub struct Graph {
     pub(crate) inner: Arc<GraphInner>,
+    /// What runs on the host after the kernels, where the model's result
+    /// sizes depend on the data ([`super::host_stage`]).
+    stage: Option<Arc<HostStage>>,
 }
 
 impl Graph {
@@ -79,6 +83,7 @@ impl Graph {
                 destroyed: AtomicBool::new(false),
                 _live: live,
             }),
+            stage: None,
         })
     }
 
@@ -91,8 +96,30 @@ impl Graph {
             .collect()
     }
 
-    /// Names and descriptors of the graph's outputs.
+    /// This graph with `step` run on its outputs after every dispatch: the
+    /// dispatch's outputs are then `outputs`, what `step` computes.
+    pub fn with_host_step(
+        &self,
+        step: Arc<dyn HostStep>,
+        outputs: Vec<(String, OperandDescriptor)>,
+    ) -> Graph {
+        Graph {
+            inner: self.inner.clone(),
+            stage: Some(Arc::new(HostStage { step, outputs })),
+        }
+    }
+
+    /// Names and descriptors of the graph's outputs (its host step's, where
+    /// it has one).
     pub fn outputs(&self) -> Vec<(String, OperandDescriptor)> {
+        match &self.stage {
+            Some(stage) => stage.outputs.clone(),
+            None => self.kernel_outputs(),
+        }
+    }
+
+    /// The outputs the kernels write.
+    pub(crate) fn kernel_outputs(&self) -> Vec<(String, OperandDescriptor)> {
         let ir = &self.inner.ir;
         ir.outputs
             .iter()
@@ -141,9 +168,8 @@ impl Graph {
                 "dispatch: the graph was built for another context",
             ));
         }
-        let ir = &self.inner.ir;
         let pick = |kind: &str,
-                    declared: &[(String, usize)],
+                    declared: &[(String, OperandDescriptor)],
                     given: &[(&str, &'t Tensor)]|
          -> Result<Vec<&'t Tensor>> {
             for (name, _) in given {
@@ -156,7 +182,7 @@ impl Graph {
             }
             declared
                 .iter()
-                .map(|(name, id)| {
+                .map(|(name, want)| {
                     let mut matching = given.iter().filter(|(n, _)| n == name);
                     let (_, t) = matching.next().ok_or_else(|| {
                         Error::invalid(format!("dispatch: no tensor given for {kind} '{name}'"))
@@ -166,7 +192,6 @@ impl Graph {
                             "dispatch: {kind} '{name}' given twice"
                         )));
                     }
-                    let want = ir.desc(*id);
                     if t.descriptor().operand() != *want {
                         return Err(Error::invalid(format!(
                             "dispatch: {kind} '{name}' is {want}, but {t} was given"
@@ -177,8 +202,8 @@ impl Graph {
                 })
                 .collect()
         };
-        let ins = pick("input", &ir.inputs, inputs)?;
-        let outs = pick("output", &ir.outputs, outputs)?;
+        let ins = pick("input", &self.inputs(), inputs)?;
+        let outs = pick("output", &self.outputs(), outputs)?;
         for (i, o) in outs.iter().enumerate() {
             if ins.iter().any(|t| Arc::ptr_eq(&t.inner, &o.inner))
                 || outs[..i].iter().any(|t| Arc::ptr_eq(&t.inner, &o.inner))
@@ -202,6 +227,9 @@ impl Graph {
         timing: Timing<'_>,
     ) -> Result<()> {
         let (ins, outs) = self.bind(context, inputs, outputs)?;
+        if let Some(stage) = &self.stage {
+            return stage.dispatch(context, self, &ins, &outs, timing);
+        }
         let plan = &self.inner.plan;
         context
             .inner

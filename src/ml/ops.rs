@@ -312,6 +312,10 @@ pub enum Activation {
     Cos,
     /// sin(x), x in radians.
     Sin,
+    /// The least integer at or above x.
+    Ceil,
+    /// The greatest integer at or below x.
+    Floor,
 }
 
 /// GELU's tanh approximation's constants: sqrt(2 / pi) and the cube's
@@ -345,6 +349,8 @@ impl Activation {
             Activation::Mish => "mish",
             Activation::Cos => "cos",
             Activation::Sin => "sin",
+            Activation::Ceil => "ceil",
+            Activation::Floor => "floor",
         }
     }
 
@@ -403,6 +409,8 @@ impl Activation {
             Activation::Mish => x * Activation::Softplus.apply(x).tanh(),
             Activation::Cos => x.cos(),
             Activation::Sin => x.sin(),
+            Activation::Ceil => x.ceil(),
+            Activation::Floor => x.floor(),
         }
     }
 

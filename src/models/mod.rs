@@ -14,12 +14,12 @@ mod tflite;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::ml::{
-    BuildOptions, Context, DataType, Graph, GraphBuilder, HostTensor, Operand, Precision, Tensor,
-    TensorDescriptor,
+    BuildOptions, Context, DataType, Graph, GraphBuilder, HostStep, HostTensor, Operand,
+    OperandDescriptor, Precision, Tensor, TensorDescriptor,
 };
 pub use precision::{PrecisionChoice, AUTO_F16_TOLERANCE};
 
@@ -63,6 +63,23 @@ pub(crate) trait Source: Send + Sync {
         batch: usize,
     ) -> Result<Vec<(String, Operand)>>;
 
+    /// [`Source::write`], and what runs on the host after the graph where
+    /// the file's results have sizes that only the data decides (an ONNX
+    /// graph ending in NonZero or NonMaxSuppression): the graph's outputs
+    /// are then the tensors that step reads, and the step's outputs the
+    /// model's.
+    fn write_staged(
+        &self,
+        builder: &GraphBuilder,
+        hw: Option<(usize, usize)>,
+        batch: usize,
+    ) -> Result<Written> {
+        Ok(Written {
+            outputs: self.write(builder, hw, batch)?,
+            step: None,
+        })
+    }
+
     /// A size used to check at load time that the layers' shapes chain.
     fn probe_size(&self) -> Option<(usize, usize)>;
 
@@ -76,6 +93,15 @@ pub(crate) trait Source: Send + Sync {
     fn metadata(&self) -> &[(String, String)] {
         &[]
     }
+}
+
+/// A host step and the outputs it declares.
+pub(crate) type Staged = (Arc<dyn HostStep>, Vec<(String, OperandDescriptor)>);
+
+/// A written graph: its outputs, and the host step after it, if any.
+pub(crate) struct Written {
+    pub outputs: Vec<(String, Operand)>,
+    pub step: Option<Staged>,
 }
 
 /// (context id, input size) of a cached graph or precision choice.
@@ -375,8 +401,24 @@ impl Model {
     pub fn check_batch(&self, input_hw: Option<(usize, usize)>, batch: usize) -> Result<()> {
         self.refuse_batch_zero(batch)?;
         let builder = GraphBuilder::shapes_only();
-        let outputs = self.source.write(&builder, input_hw, batch)?;
+        let Written { outputs, step } = self.source.write_staged(&builder, input_hw, batch)?;
+        self.refuse_staged_batch(step.is_some(), batch)?;
         self.check_batched_graph(&builder, &outputs, input_hw, batch)
+    }
+
+    /// A host step runs one item's results: such a model is built for one.
+    fn refuse_staged_batch(&self, staged: bool, batch: usize) -> Result<()> {
+        if staged && batch > 1 {
+            return Err(model_error(
+                &self.path,
+                "build",
+                format!(
+                    "its results have sizes that depend on the data (computed on the host after \
+                     the graph) and cannot be batched; use batch-size=1 (not {batch})"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn refuse_batch_zero(&self, batch: usize) -> Result<()> {
@@ -429,12 +471,16 @@ impl Model {
             return Ok(g.clone());
         }
         let builder = GraphBuilder::new(context);
-        let outputs = self.source.write(&builder, input_hw, batch)?;
+        let Written { outputs, step } = self.source.write_staged(&builder, input_hw, batch)?;
+        self.refuse_staged_batch(step.is_some(), batch)?;
         self.check_batched_graph(&builder, &outputs, input_hw, batch)?;
         let named: Vec<(&str, &Operand)> = outputs.iter().map(|(n, o)| (n.as_str(), o)).collect();
-        let graph = builder
+        let mut graph = builder
             .build_with(&named, BuildOptions { precision })
             .map_err(|e| model_error(&self.path, "build", e))?;
+        if let Some((step, declared)) = step {
+            graph = graph.with_host_step(step, declared);
+        }
         self.graphs.lock().unwrap().insert(key, graph.clone());
         Ok(graph)
     }
@@ -444,8 +490,13 @@ impl Model {
     /// error names the layer where a size does not fit.
     pub fn output_shapes(&self, input_hw: Option<(usize, usize)>) -> Result<Vec<Vec<usize>>> {
         let builder = GraphBuilder::shapes_only();
-        let outputs = self.source.write(&builder, input_hw, 1)?;
-        Ok(outputs.iter().map(|(_, o)| o.shape().to_vec()).collect())
+        Ok(match self.source.write_staged(&builder, input_hw, 1)? {
+            Written {
+                step: Some((_, declared)),
+                ..
+            } => declared.into_iter().map(|(_, d)| d.shape).collect(),
+            Written { outputs, .. } => outputs.iter().map(|(_, o)| o.shape().to_vec()).collect(),
+        })
     }
 
     /// The shapes of the inputs in [`Model::inputs`] order for an input of

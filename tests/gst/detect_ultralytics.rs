@@ -18,9 +18,9 @@ fn data() -> PathBuf {
     common::root().join("tests/data/detect/ultralytics")
 }
 
-/// The committed frame as RGBA.
-fn frame(doc: &Value) -> (Vec<u8>, u32, u32) {
-    let img = image::open(data().join(doc["frame"].as_str().unwrap()))
+/// The committed frame of `dir`'s expected.json as RGBA.
+pub(crate) fn frame(dir: &std::path::Path, doc: &Value) -> (Vec<u8>, u32, u32) {
+    let img = image::open(dir.join(doc["frame"].as_str().unwrap()))
         .unwrap()
         .to_rgba8();
     (img.as_raw().clone(), img.width(), img.height())
@@ -30,7 +30,7 @@ fn frame(doc: &Value) -> (Vec<u8>, u32, u32) {
 /// Ultralytics keeps the boxes of no area a random-weight head predicts
 /// (a negative width or height); wgnn drops them (MODEL_PROC.md), so they
 /// are left out of the comparison.
-fn assert_objects(got: &Value, want: &[Value], what: &str) {
+pub(crate) fn assert_objects(got: &Value, want: &[Value], what: &str) {
     let got = got.as_array().unwrap();
     let positive = |o: &&Value| o["w"].as_f64().unwrap() > 0.0 && o["h"].as_f64().unwrap() > 0.0;
     let want: Vec<&Value> = want.iter().filter(positive).collect();
@@ -53,12 +53,35 @@ fn assert_objects(got: &Value, want: &[Value], what: &str) {
     }
 }
 
+/// The JSON line `wgnndetect` with no model-proc writes for one RGBA frame
+/// on `device`, into `json`.
+pub(crate) fn detect_once(
+    model: &std::path::Path,
+    device: &str,
+    (rgba, w, h): (&[u8], u32, u32),
+    json: &std::path::Path,
+) -> Value {
+    // float32: the objects are compared to float rounding, and `auto` may
+    // pick float16 on a GPU.
+    let launch = format!(
+        "wgnndetect device={device} precision=f32 model={} results-location={}",
+        model.display(),
+        json.display()
+    );
+    let mut harness = Harness::new_parse(&launch);
+    harness.set_src_caps_str(&caps("RGBA", w, h));
+    harness.push_and_pull(buffer(rgba, 0)).unwrap();
+    drop(harness);
+    let text = std::fs::read_to_string(json).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 #[test]
 fn ultralytics_exports_run_with_no_model_proc_on_both_devices() {
     init();
     let text = std::fs::read_to_string(data().join("expected.json")).unwrap();
     let doc: Value = serde_json::from_str(&text).unwrap();
-    let (rgba, w, h) = frame(&doc);
+    let (rgba, w, h) = frame(&data(), &doc);
     assert_eq!(
         (w, h),
         (
@@ -79,19 +102,7 @@ fn ultralytics_exports_run_with_no_model_proc_on_both_devices() {
         for device in ["gpu", "cpu"] {
             let what = format!("{} on {device}", model.display());
             let json = dir.join(format!("{ran}.jsonl"));
-            // float32: the objects are compared to float rounding, and
-            // `auto` may pick float16 on a GPU.
-            let launch = format!(
-                "wgnndetect device={device} precision=f32 model={} results-location={}",
-                model.display(),
-                json.display()
-            );
-            let mut harness = Harness::new_parse(&launch);
-            harness.set_src_caps_str(&caps("RGBA", w, h));
-            harness.push_and_pull(buffer(&rgba, 0)).unwrap();
-            drop(harness);
-            let text = std::fs::read_to_string(&json).unwrap();
-            let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let line = detect_once(&model, device, (&rgba, w, h), &json);
             assert_objects(&line["objects"], case["objects"].as_array().unwrap(), &what);
             ran += 1;
         }

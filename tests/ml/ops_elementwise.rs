@@ -44,6 +44,8 @@ fn unary_graph(g: &GraphBuilder, x: &[Operand]) -> Outs {
         g.softplus(v)?,
         g.cos(v)?,
         g.sin(v)?,
+        g.ceil(v)?,
+        g.floor(v)?,
         g.log(p)?,
         g.sqrt(p)?,
         g.reciprocal(p)?,

@@ -10,6 +10,7 @@ mod common;
 
 mod bad_input;
 mod batched;
+mod detect_nms;
 mod detect_tasks;
 mod detect_ultralytics;
 mod detect_yolo;

@@ -96,6 +96,33 @@ fn load_err(name: &str, m: &ModelProto, parts: &[&str]) {
     assert_eq!(text.lines().count(), 1, "one line: {text}");
 }
 
+/// After NonZero everything runs on the host; Sigmoid is computed only in
+/// the graph.
+#[test]
+fn graph_operator_after_a_data_dependent_size() {
+    let m = model(
+        vec![
+            node("NonZero", "nz", &["x"], &["i"]),
+            node("Cast", "cast", &["i"], &["f"]),
+            node("Sigmoid", "sig", &["f"], &["y"]),
+        ],
+        vec![],
+        "y",
+    );
+    let mut m = m;
+    m.graph.as_mut().unwrap().node[1].attribute = vec![AttributeProto {
+        name: Some("to".into()),
+        r#type: Some(attribute_proto::AttributeType::Int as i32),
+        i: Some(tensor_proto::DataType::Float as i64),
+        ..Default::default()
+    }];
+    load_err(
+        "after_nonzero",
+        &m,
+        &["node 'sig' (Sigmoid", "computes Sigmoid only in the graph"],
+    );
+}
+
 #[test]
 fn a_good_model_loads() {
     // The base every case below breaks: it must load as is.
@@ -130,14 +157,14 @@ fn corrupt_protobuf() {
 #[test]
 fn operator_outside_the_list() {
     let m = model(
-        vec![node("NonMaxSuppression", "nms", &["x"], &["y"])],
+        vec![node("StringNormalizer", "norm", &["x"], &["y"])],
         vec![],
         "y",
     );
     load_err(
         "unknown_op",
         &m,
-        &["node 'nms' (NonMaxSuppression, opset 13): operator not supported"],
+        &["node 'norm' (StringNormalizer, opset 13): operator not supported"],
     );
 }
 

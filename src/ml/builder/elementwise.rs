@@ -76,6 +76,14 @@ impl GraphBuilder {
     pub fn sin(&self, input: &Operand) -> Result<Operand> {
         self.unary(Activation::Sin, input)
     }
+    /// WebNN `ceil`.
+    pub fn ceil(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Ceil, input)
+    }
+    /// WebNN `floor`.
+    pub fn floor(&self, input: &Operand) -> Result<Operand> {
+        self.unary(Activation::Floor, input)
+    }
 
     /// WebNN `pow`: float operands, numpy broadcasting; C's `powf` (a
     /// negative base with an integral exponent gives the signed result).

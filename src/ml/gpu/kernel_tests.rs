@@ -33,7 +33,7 @@ const ALL_TYPES: [DataType; 4] = [
 
 /// Every activation the builder makes, with the constants that stress
 /// their literals (an infinite clamp bound has no WGSL literal).
-const ACTIVATIONS: [Act; 24] = [
+const ACTIVATIONS: [Act; 26] = [
     |b, x| b.relu(x),
     |b, x| b.clamp(x, -1.0, 6.0),
     |b, x| b.clamp(x, f32::NEG_INFINITY, 0.5),
@@ -60,6 +60,8 @@ const ACTIVATIONS: [Act; 24] = [
     |b, x| b.mish(x),
     |b, x| b.cos(x),
     |b, x| b.sin(x),
+    |b, x| b.ceil(x),
+    |b, x| b.floor(x),
 ];
 
 /// A lowering may use everything, or have no tensor cores (the other

@@ -321,6 +321,8 @@ pub(crate) fn activation_fn(
             Activation::Mish => format!("y = y * tanh(min({SOFTPLUS}, 15.0));"),
             Activation::Cos => "y = cos(y);".to_string(),
             Activation::Sin => "y = sin(y);".to_string(),
+            Activation::Ceil => "y = ceil(y);".to_string(),
+            Activation::Floor => "y = floor(y);".to_string(),
         };
         let _ = writeln!(body, "    {line}");
     }

@@ -72,6 +72,10 @@ pub(super) enum Fold {
     Consts(fn(&Args<'_>) -> Msg),
     /// When every input is a host constant of at most [`CHEAP`] elements.
     Cheap(fn(&Args<'_>) -> Msg),
+    /// On the host only: at import when every input is a host constant,
+    /// else per run in the graph's host stage (`tail.rs`), where the result
+    /// sizes depend on the data (NonZero, NonMaxSuppression).
+    Late(fn(&Args<'_>) -> Msg),
 }
 
 /// The node's results if `how` computes it now, else `None`.
@@ -85,7 +89,7 @@ pub(super) fn fold(
     let r = match how {
         Fold::Never => None,
         Fold::Always(f) => f(attrs, inputs),
-        Fold::Consts(f) | Fold::Cheap(f) => {
+        Fold::Consts(f) | Fold::Cheap(f) | Fold::Late(f) => {
             let consts: Option<Vec<Option<&Const>>> = inputs
                 .iter()
                 .map(|v| match v {
@@ -97,7 +101,7 @@ pub(super) fn fold(
             match consts {
                 Some(c) if !c.is_empty() => {
                     let cheap = c.iter().flatten().all(|c| c.len() <= CHEAP);
-                    (cheap || matches!(how, Fold::Consts(_))).then(|| {
+                    (cheap || matches!(how, Fold::Consts(_) | Fold::Late(_))).then(|| {
                         f(&Args {
                             op: n.op_type(),
                             opset: w.opset,

@@ -6,11 +6,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::proto;
+use super::tail::{Deferred, Tail};
 use super::tensor::{Const, Data, Elem};
 use super::{fold, ops, OnnxSource};
 use crate::error::{Error, Result};
 use crate::ml::{DataType, GraphBuilder, Operand, OperandDescriptor};
-use crate::models::model_error;
+use crate::models::{model_error, Written};
 
 /// An ONNX value at import time.
 #[derive(Clone, Debug)]
@@ -74,6 +75,8 @@ pub(super) struct Writer<'s> {
     /// Items in the batch being written: a graph input's open or declared-1
     /// leading dimension is this.
     pub(super) batch: usize,
+    /// Nodes after a data-dependent size, for the host stage (`tail.rs`).
+    deferred: Deferred,
 }
 
 impl<'s> Writer<'s> {
@@ -89,6 +92,7 @@ impl<'s> Writer<'s> {
             location: "graph".into(),
             opset: src.opset,
             batch,
+            deferred: Deferred::default(),
         }
     }
 
@@ -222,7 +226,7 @@ impl<'s> Writer<'s> {
         Ok(order)
     }
 
-    pub(super) fn write(mut self, hw: Option<(usize, usize)>) -> Result<Vec<(String, Operand)>> {
+    pub(super) fn write(mut self, hw: Option<(usize, usize)>) -> Result<Written> {
         for (name, c) in &self.src.initializers {
             self.values.insert(name.clone(), Value::Const(c.clone()));
         }
@@ -244,6 +248,9 @@ impl<'s> Writer<'s> {
             self.write_node(n, i)?;
         }
         self.location = "graph".into();
+        if !self.deferred.nodes.is_empty() {
+            return self.write_staged();
+        }
         let mut outputs = Vec::new();
         let mut seen = HashSet::new();
         for o in &self.src.graph.output {
@@ -254,16 +261,113 @@ impl<'s> Writer<'s> {
                 .get(o.name())
                 .cloned()
                 .ok_or_else(|| self.err("no node writes this graph output"))?;
-            let mut op = self.operand(&v)?;
-            // A graph output must be computed by the graph, and each output
-            // its own operand.
-            if self.not_computed.contains(&op.id) || !seen.insert(op.id) {
-                op = self.ctx(self.b.identity(&op))?;
-                seen.insert(op.id);
-            }
-            outputs.push((o.name().to_string(), op));
+            let op = self.operand(&v)?;
+            outputs.push((o.name().to_string(), self.own_output(op, &mut seen)?));
         }
-        Ok(outputs)
+        Ok(Written {
+            outputs,
+            step: None,
+        })
+    }
+
+    /// A graph output must be computed by the graph, and each output its
+    /// own operand.
+    fn own_output(&mut self, op: Operand, seen: &mut HashSet<usize>) -> Result<Operand> {
+        if self.not_computed.contains(&op.id) || !seen.insert(op.id) {
+            let op = self.ctx(self.b.identity(&op))?;
+            seen.insert(op.id);
+            return Ok(op);
+        }
+        Ok(op)
+    }
+
+    /// The graph's outputs where nodes were deferred to the host stage: the
+    /// computed values the stage reads; the model's outputs are the stage's,
+    /// of the shapes the file declares.
+    fn write_staged(mut self) -> Result<Written> {
+        let mut declared = Vec::new();
+        for (info, elem) in &self.src.outputs {
+            let name = info.name.as_str();
+            self.location = format!("output '{name}'");
+            if !self.deferred.is_late(name) {
+                match self.values.get(name).cloned() {
+                    Some(Value::Op { op, elem }) => self.deferred.read_back(name, &op, elem),
+                    Some(Value::Const(c)) => {
+                        self.deferred.consts.insert(name.to_string(), c);
+                    }
+                    None => return Err(self.err("no node writes this graph output")),
+                }
+            }
+            let shape = info
+                .shape
+                .iter()
+                .enumerate()
+                .map(|(axis, d)| match (d, axis) {
+                    (Some(d), _) => Ok(*d),
+                    (None, 0) => Ok(self.batch),
+                    (None, _) => Err(self.err(format!(
+                        "is computed after a data-dependent size (NonZero, NonMaxSuppression) \
+                         and the file leaves its dimension {axis} open; wgnn needs the size \
+                         the model pads its results to"
+                    ))),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            declared.push((
+                name.to_string(),
+                OperandDescriptor::new(elem.data_type(), shape),
+            ));
+        }
+        self.location = "graph".into();
+        let cut = std::mem::take(&mut self.deferred.cut);
+        let mut outputs = Vec::new();
+        let mut seen = HashSet::new();
+        for (name, op, _) in &cut {
+            outputs.push((name.clone(), self.own_output(op.clone(), &mut seen)?));
+        }
+        let tail = Tail {
+            path: self.src.path.clone(),
+            nodes: std::mem::take(&mut self.deferred.nodes),
+            consts: std::mem::take(&mut self.deferred.consts),
+            cut: cut.into_iter().map(|(n, _, e)| (n, e)).collect(),
+            outputs: declared.iter().map(|(n, _)| n.clone()).collect(),
+        };
+        Ok(Written {
+            outputs,
+            step: Some((Arc::new(tail), declared)),
+        })
+    }
+
+    /// Defers node `n` to the host stage: its computed inputs are read back
+    /// from the graph, and its outputs are known only there.
+    fn defer(&mut self, n: &'s proto::NodeProto) -> Result<()> {
+        if n.attribute
+            .iter()
+            .any(|a| a.g.is_some() || !a.graphs.is_empty())
+        {
+            return Err(self.err(
+                "a subgraph after a data-dependent size (NonZero, NonMaxSuppression) is not \
+                 supported",
+            ));
+        }
+        for name in n.input.iter().filter(|i| !i.is_empty()) {
+            if self.deferred.is_late(name) {
+                continue;
+            }
+            match self.values.get(name.as_str()).cloned() {
+                Some(Value::Op { op, elem }) => self.deferred.read_back(name, &op, elem),
+                Some(Value::Const(c)) => {
+                    self.deferred.consts.insert(name.clone(), c);
+                }
+                None => return Err(self.err(format!("input '{name}' is not written yet"))),
+            }
+        }
+        self.deferred
+            .nodes
+            .push((n.clone(), self.opset, self.location.clone()));
+        self.deferred
+            .late
+            .extend(n.output.iter().filter(|o| !o.is_empty()).cloned());
+        Ok(())
     }
 
     /// An input's shape for this build: a symbolic batch, or one the file
@@ -346,6 +450,12 @@ impl<'s> Writer<'s> {
             }
             return Ok(());
         }
+        if n.input.iter().any(|i| self.deferred.is_late(i)) {
+            if let Some(why) = ops::host_refusal(entry) {
+                return Err(self.err(why));
+            }
+            return self.defer(n);
+        }
         let inputs: Vec<Option<Value>> = n
             .input
             .iter()
@@ -361,6 +471,9 @@ impl<'s> Writer<'s> {
                 }
             })
             .collect::<Result<_>>()?;
+        if ops::is_late(entry, &inputs) {
+            return self.defer(n);
+        }
         let attrs = Attrs(&n.attribute);
         let outputs = match fold::fold(self, &entry.fold, n, &attrs, &inputs)? {
             Some(consts) => consts

@@ -8,6 +8,7 @@
 mod fold;
 mod graph;
 mod ops;
+mod tail;
 mod tensor;
 
 #[allow(
@@ -29,7 +30,7 @@ use std::sync::Arc;
 
 use prost::Message;
 
-use super::{model_error, Companions, Source, TensorInfo};
+use super::{model_error, Companions, Source, TensorInfo, Written};
 use crate::error::Result;
 use crate::ml::{GraphBuilder, HostTensor, Operand};
 use tensor::{Const, Elem};
@@ -162,7 +163,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
     let outputs = graph
         .output
         .iter()
-        .map(|v| info(v, "output").map(|(i, _)| i))
+        .map(|v| info(v, "output"))
         .collect::<Result<Vec<_>>>()?;
     let source = OnnxSource {
         path: path.to_path_buf(),
@@ -171,6 +172,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
         domain_versions,
         initializers,
         inputs: inputs.clone(),
+        outputs: outputs.clone(),
         metadata: model
             .metadata_props
             .iter()
@@ -179,7 +181,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], files: &Companions<'_>) -> Result
     };
     Ok((
         inputs.into_iter().map(|(i, _)| i).collect(),
-        outputs,
+        outputs.into_iter().map(|(i, _)| i).collect(),
         Box::new(source),
     ))
 }
@@ -193,6 +195,7 @@ pub(crate) struct OnnxSource {
     domain_versions: HashMap<String, i64>,
     initializers: HashMap<String, Arc<Const>>,
     inputs: Vec<(TensorInfo, Elem)>,
+    outputs: Vec<(TensorInfo, Elem)>,
     /// `metadata_props`, in file order.
     metadata: Vec<(String, String)>,
 }
@@ -204,6 +207,15 @@ impl Source for OnnxSource {
         hw: Option<(usize, usize)>,
         batch: usize,
     ) -> Result<Vec<(String, Operand)>> {
+        Ok(self.write_staged(builder, hw, batch)?.outputs)
+    }
+
+    fn write_staged(
+        &self,
+        builder: &GraphBuilder,
+        hw: Option<(usize, usize)>,
+        batch: usize,
+    ) -> Result<Written> {
         graph::Writer::new(self, builder, batch).write(hw)
     }
 

@@ -46,7 +46,8 @@ OPS = set(
     Softmax LogSoftmax ArgMax DepthToSpace SpaceToDepth Gather Expand Tile Where Equal
     Greater Less Cast Identity Dropout Constant Shape ConstantOfShape Range
     ArgMin ReduceMin ReduceProd ReduceL2 ReduceSumSquare ReduceLogSumExp GreaterOrEqual
-    LessOrEqual Not Gelu GatherND If Mod Mish Cos Sin
+    LessOrEqual Not Gelu GatherND If Mod Mish Cos Sin NonZero NonMaxSuppression ScatterND
+    TopK GatherElements Ceil Floor
     QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul""".split()
 )
 SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",

@@ -36,6 +36,8 @@ pub(super) fn unary<'s>(
         "Mish" => b.mish(&x),
         "Cos" => b.cos(&x),
         "Sin" => b.sin(&x),
+        "Ceil" => b.ceil(&x),
+        "Floor" => b.floor(&x),
         "Erf" => b.erf(&x),
         "Abs" => b.abs(&x),
         "Neg" => b.neg(&x),
@@ -493,6 +495,8 @@ pub(super) fn unary_const(op: &str, x: &Const) -> std::result::Result<Const, Str
                 "Exp" => u.exp(),
                 "Log" => u.ln(),
                 "Relu" => u.max(0.0),
+                "Ceil" => u.ceil(),
+                "Floor" => u.floor(),
                 _ => 1.0 / u,
             };
             Const::floats(x.elem, x.shape.clone(), v.iter().map(|&u| f(u)).collect())
@@ -502,6 +506,7 @@ pub(super) fn unary_const(op: &str, x: &Const) -> std::result::Result<Const, Str
                 "Neg" => Ok(u.wrapping_neg()),
                 "Abs" => Ok(u.wrapping_abs()),
                 "Relu" => Ok(u.max(0)),
+                "Ceil" | "Floor" => Ok(u),
                 _ => Err(format!("{op} of an integer tensor")),
             };
             Const::ints(

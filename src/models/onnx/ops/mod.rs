@@ -8,6 +8,7 @@
 mod control;
 mod conv;
 mod elementwise;
+mod late;
 mod linalg;
 mod normalization;
 mod pool;
@@ -19,7 +20,8 @@ mod slice;
 
 use std::sync::Arc;
 
-use super::fold::Fold::{self, Always, Cheap, Consts, Never};
+use super::fold::Args;
+use super::fold::Fold::{self, Always, Cheap, Consts, Late, Never};
 use super::graph::{Attrs, Value, Writer};
 use super::proto;
 use super::tensor::{Const, Elem};
@@ -60,6 +62,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("AveragePool", Never, pool::pool),
     op("BatchNormalization", Never, conv::batch_norm),
     op("Cast", Consts(elementwise::fold_cast), elementwise::cast),
+    op("Ceil", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Clip", Never, elementwise::clip),
     op("Concat", Consts(slice::fold_concat), slice::concat),
     op("Constant", Always(shape::fold_constant), shape::not_at_import),
@@ -77,7 +80,9 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Exp", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Expand", Consts(shape::fold_expand), shape::expand),
     op("Flatten", Consts(shape::fold_flatten), shape::flatten),
+    op("Floor", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Gather", Consts(slice::fold_gather), slice::gather),
+    op("GatherElements", Late(late::fold_gather_elements), late::in_tail),
     op("GatherND", Never, slice::gather_nd),
     op("Gelu", Never, elementwise::gelu),
     op("Gemm", Never, linalg::gemm),
@@ -106,6 +111,8 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Mod", Cheap(elementwise::fold_mod), elementwise::modulo),
     op("Mul", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Neg", Cheap(elementwise::fold_unary), elementwise::unary),
+    op("NonMaxSuppression", Late(late::fold_nms), late::in_tail),
+    op("NonZero", Late(late::fold_non_zero), late::in_tail),
     op("Not", Never, elementwise::not),
     op("PRelu", Never, elementwise::prelu),
     op("Pad", Never, slice::pad),
@@ -126,6 +133,7 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Relu", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Reshape", Consts(shape::fold_reshape), shape::reshape),
     op("Resize", Never, resize::resize),
+    op("ScatterND", Late(late::fold_scatter_nd), late::in_tail),
     op("Selu", Never, elementwise::unary),
     op("Shape", Always(shape::fold_shape), shape::not_at_import),
     op("Sigmoid", Never, elementwise::unary),
@@ -141,11 +149,69 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Sum", Cheap(elementwise::fold_variadic), elementwise::arithmetic),
     op("Tanh", Never, elementwise::unary),
     op("Tile", Consts(shape::fold_tile), shape::tile),
+    op("TopK", Late(late::fold_top_k), late::in_tail),
     op("Transpose", Consts(shape::fold_transpose), shape::transpose),
     op("Unsqueeze", Consts(shape::fold_unsqueeze), shape::unsqueeze),
     op("Upsample", Never, resize::resize),
     op("Where", Cheap(elementwise::fold_where), elementwise::where_),
 ];
+
+/// Computes node `n` (of `opset`) on host constants, as the graph's host
+/// stage does for what follows a data-dependent size: by its fold rule, or
+/// for a graph operator by its host evaluation ([`late::host`]).
+pub(super) fn on_host(
+    n: &proto::NodeProto,
+    opset: i64,
+    inputs: &[Option<Arc<Const>>],
+) -> std::result::Result<Vec<Const>, String> {
+    let op = n.op_type();
+    let entry = entry(n.domain(), op).ok_or("operator not supported")?;
+    let attrs = Attrs(&n.attribute);
+    let consts: Vec<Option<&Const>> = inputs.iter().map(|c| c.as_deref()).collect();
+    let args = Args {
+        op,
+        opset,
+        attrs: &attrs,
+        c: &consts,
+    };
+    match &entry.fold {
+        Fold::Always(f) => {
+            let values: Vec<Option<Value>> =
+                inputs.iter().map(|c| c.clone().map(Value::Const)).collect();
+            f(&attrs, &values).unwrap_or_else(|| Err(on_graph_only(op)))
+        }
+        Fold::Consts(f) | Fold::Cheap(f) | Fold::Late(f) => f(&args),
+        Fold::Never => match late::host(op) {
+            Some(f) => f(&args),
+            None => Err(on_graph_only(op)),
+        },
+    }
+}
+
+fn on_graph_only(op: &str) -> String {
+    format!(
+        "follows an operator computed on the host (NonZero, NonMaxSuppression, TopK, ...), \
+         where everything after it is too, and wgnn computes {op} only in the graph"
+    )
+}
+
+/// Why a node of `entry` cannot be computed in the host stage, if it cannot.
+pub(super) fn host_refusal(entry: &Entry) -> Option<String> {
+    match entry.fold {
+        Fold::Never if late::host(entry.op).is_none() => Some(on_graph_only(entry.op)),
+        _ => None,
+    }
+}
+
+/// Whether a node of this entry whose inputs are `inputs` goes to the host
+/// stage: a host-only operator reading a value the graph computes.
+pub(super) fn is_late(entry: &Entry, inputs: &[Option<Value>]) -> bool {
+    matches!(entry.fold, Fold::Late(_))
+        && inputs
+            .iter()
+            .flatten()
+            .any(|v| matches!(v, Value::Op { .. }))
+}
 
 /// The operators' names, in [`REGISTRY`]'s order.
 pub(super) const NAMES: [&str; REGISTRY.len()] = {

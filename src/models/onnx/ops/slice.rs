@@ -71,31 +71,11 @@ pub(super) fn gather_nd<'s>(
         wr.err("input 1 (indices) must be known at import (a constant or from shapes)")
     })?;
     let ishape = idx.shape.clone();
-    let k = *ishape
-        .last()
-        .ok_or_else(|| wr.err("indices must have at least one dimension"))?;
     let shape = x.shape().to_vec();
-    if k == 0 || k > shape.len() {
-        return Err(wr.err(format!(
-            "index tuples of {k} do not fit data of rank {}",
-            shape.len()
-        )));
-    }
+    let (slices, _) = wr.msg(super::late::tuple_offsets(&shape, &idx))?;
+    let k = ishape[ishape.len() - 1];
     let lead: usize = shape[..k].iter().product();
-    let values = idx.as_i64();
-    let mut flat = Vec::with_capacity(values.len() / k);
-    for tuple in values.chunks(k) {
-        let mut offset = 0i64;
-        for (a, &i) in tuple.iter().enumerate() {
-            let d = shape[a] as i64;
-            let i = if i < 0 { i + d } else { i };
-            if !(0..d).contains(&i) {
-                return Err(wr.err(format!("index {tuple:?} is out of range for {shape:?}")));
-            }
-            offset = offset * d + i;
-        }
-        flat.push(offset as i32);
-    }
+    let flat: Vec<i32> = slices.iter().map(|&s| s as i32).collect();
     let mut rest = vec![lead];
     rest.extend_from_slice(&shape[k..]);
     let b = wr.b;
@@ -205,7 +185,15 @@ pub(super) fn slice<'s>(
     };
     let ranges = wr.msg(slice_ranges(x.shape(), &args))?;
     if ranges.iter().any(|r| r.count == 0) {
-        return Err(wr.err("the slice is empty, which wgnn cannot hold"));
+        // An empty tensor has no values to compute: a host constant, which
+        // the host stage (or a fold) can read; the graph cannot hold one.
+        let shape = ranges.iter().map(|r| r.count).collect();
+        let empty = if elem.is_float() {
+            Const::floats(elem, shape, Vec::new())
+        } else {
+            Const::ints(elem, shape, Vec::new())
+        };
+        return Ok(vec![Value::Const(Arc::new(empty))]);
     }
     let b = wr.b;
     // Negative steps: take the same elements forwards, then reverse
