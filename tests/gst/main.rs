@@ -26,6 +26,7 @@ mod overlay;
 mod precision;
 mod properties;
 mod publish;
+mod publish_tls;
 mod segment;
 mod segment_cpu;
 mod sink;
