@@ -28,6 +28,7 @@ mod overlay_tasks;
 mod precision;
 mod properties;
 mod publish;
+mod publish_tls;
 mod segment;
 mod segment_cpu;
 mod sink;

@@ -16,7 +16,7 @@ use crate::common;
 use crate::common::harness::{init, launch};
 
 /// A port nothing listens on now.
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -26,15 +26,21 @@ fn free_port() -> u16 {
 
 /// A Mosquitto on `port` that keeps its sessions and queued messages in
 /// `dir` across restarts (saved when it is stopped), as a broker that a
-/// restart must not make forget its subscribers.
-struct Broker {
-    port: u16,
+/// restart must not make forget its subscribers. Anonymous clients are let
+/// in on `port`; `listeners` adds others, each with its own settings.
+pub(super) struct Broker {
+    pub(super) port: u16,
     dir: PathBuf,
+    listeners: String,
     child: Option<Child>,
 }
 
 impl Broker {
     fn start(dir: &Path) -> Broker {
+        Broker::with_listeners(dir, String::new())
+    }
+
+    pub(super) fn with_listeners(dir: &Path, listeners: String) -> Broker {
         // Mosquitto started as root runs as the user `mosquitto`, which
         // must be able to save its state here.
         use std::os::unix::fs::PermissionsExt;
@@ -42,6 +48,7 @@ impl Broker {
         let mut b = Broker {
             port: free_port(),
             dir: dir.to_path_buf(),
+            listeners,
             child: None,
         };
         b.restart();
@@ -53,9 +60,10 @@ impl Broker {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence true\n\
-                 persistence_location {}/\nautosave_interval 0\n",
+                "per_listener_settings true\nlistener {} 127.0.0.1\nallow_anonymous true\n{}\
+                 persistence true\npersistence_location {}/\nautosave_interval 0\n",
                 self.port,
+                self.listeners,
                 self.dir.display()
             ),
         )
@@ -99,7 +107,7 @@ impl Drop for Broker {
 
 /// A subscriber with a session of its own on the broker, collecting the
 /// payloads of `topic`.
-fn subscribe(port: u16, topic: &str) -> (rumqttc::Client, Arc<Mutex<Vec<Vec<u8>>>>) {
+pub(super) fn subscribe(port: u16, topic: &str) -> (rumqttc::Client, Arc<Mutex<Vec<Vec<u8>>>>) {
     let mut options = rumqttc::MqttOptions::new("wgnn-test-subscriber", "127.0.0.1", port);
     options.set_clean_session(false);
     options.set_keep_alive(Duration::from_secs(5));
@@ -129,7 +137,7 @@ fn subscribe(port: u16, topic: &str) -> (rumqttc::Client, Arc<Mutex<Vec<Vec<u8>>
 }
 
 /// The `wgnn-publish` counts posted at EOS: (sent, queued, dropped).
-fn counts_at_eos(pipeline: &gst::Pipeline) -> (u64, u64, u64) {
+pub(super) fn counts_at_eos(pipeline: &gst::Pipeline) -> (u64, u64, u64) {
     let bus = pipeline.bus().unwrap();
     let mut counts = None;
     loop {

@@ -14,7 +14,7 @@ use crate::gst::property::{self, Refusals};
 use crate::gst::stats::Stats;
 use crate::gst::{analytics_meta, pass_through};
 use crate::tasks::analytics::frame_object;
-use crate::tasks::publish::{self, Counts, MqttTarget, Publisher, Target};
+use crate::tasks::publish::{self, Counts, MqttTarget, Publisher, Target, TlsFiles};
 
 crate::gst::element_category!("wgnnpublish", "wgnn results publishing element");
 
@@ -27,6 +27,9 @@ const DEFAULT_TOPIC: &str = "wgnn/results";
 const DEFAULT_QOS: u32 = 1;
 const DEFAULT_MAX_QUEUE: u32 = 1000;
 const DEFAULT_CONNECT_TIMEOUT: u32 = 5;
+const DEFAULT_TLS: bool = false;
+/// What `password` reads back as once set: never the password itself.
+const PASSWORD_SET: &str = "***";
 const CLIENT_ID_ACCEPTED: &str =
     "1 to 65535 bytes of text (empty: wgnn-<process id>-<element name>)";
 
@@ -39,6 +42,10 @@ struct Settings {
     client_id: Option<String>,
     username: Option<String>,
     password: Option<String>,
+    tls: bool,
+    ca_file: Option<PathBuf>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
     file_location: Option<PathBuf>,
     max_queue: u32,
     connect_timeout: u32,
@@ -54,6 +61,10 @@ impl Default for Settings {
             client_id: None,
             username: None,
             password: None,
+            tls: DEFAULT_TLS,
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
             file_location: None,
             max_queue: DEFAULT_MAX_QUEUE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -95,6 +106,10 @@ fn client_id(given: Option<&str>) -> Result<Option<String>, String> {
 
 fn string(given: Option<&str>) -> Result<Option<String>, String> {
     Ok(given.filter(|s| !s.is_empty()).map(str::to_string))
+}
+
+fn path_value(path: &Option<PathBuf>) -> glib::Value {
+    path.as_ref().map(|p| p.display().to_string()).to_value()
 }
 
 fn counter(name: &str, blurb: &str) -> glib::ParamSpec {
@@ -149,8 +164,34 @@ impl ObjectImpl for WgnnPublish {
                     .build(),
                 glib::ParamSpecString::builder("password")
                     .nick("Password")
-                    .blurb("The MQTT password, with username (write-only)")
-                    .write_only()
+                    .blurb(
+                        "The MQTT password, with username (reads back as *** once set; never \
+                         logged)",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("tls")
+                    .nick("TLS")
+                    .blurb(
+                        "Connect over TLS, the broker's certificate checked against ca-file \
+                         (or the system's CA certificates without it)",
+                    )
+                    .default_value(DEFAULT_TLS)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("ca-file")
+                    .nick("CA file")
+                    .blurb("With tls: PEM CA certificates the broker's certificate must chain to")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("cert-file")
+                    .nick("Certificate file")
+                    .blurb("With tls: a PEM client certificate, for brokers that ask for one")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("key-file")
+                    .nick("Key file")
+                    .blurb("With cert-file: the client certificate's PEM private key")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("file-location")
@@ -209,6 +250,23 @@ impl ObjectImpl for WgnnPublish {
             "qos" => settings.qos = value.get().unwrap(),
             "max-queue" => settings.max_queue = value.get().unwrap(),
             "connect-timeout" => settings.connect_timeout = value.get().unwrap(),
+            "tls" => settings.tls = value.get().unwrap(),
+            "ca-file" | "cert-file" | "key-file" => {
+                let Some(path) = self.refusals.parse(
+                    &*obj,
+                    pspec,
+                    value,
+                    property::INPUT_FILE,
+                    property::input_file,
+                ) else {
+                    return;
+                };
+                *match name {
+                    "ca-file" => &mut settings.ca_file,
+                    "cert-file" => &mut settings.cert_file,
+                    _ => &mut settings.key_file,
+                } = path;
+            }
             "address" => {
                 let parse = |g: Option<&str>| publish::parse_address(g.unwrap_or(""));
                 match self
@@ -281,11 +339,12 @@ impl ObjectImpl for WgnnPublish {
             "qos" => settings.qos.to_value(),
             "client-id" => settings.client_id.to_value(),
             "username" => settings.username.to_value(),
-            "file-location" => settings
-                .file_location
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value(),
+            "password" => settings.password.as_ref().map(|_| PASSWORD_SET).to_value(),
+            "tls" => settings.tls.to_value(),
+            "ca-file" => path_value(&settings.ca_file),
+            "cert-file" => path_value(&settings.cert_file),
+            "key-file" => path_value(&settings.key_file),
+            "file-location" => path_value(&settings.file_location),
             "max-queue" => settings.max_queue.to_value(),
             "connect-timeout" => settings.connect_timeout.to_value(),
             "messages-sent" => counts().sent.to_value(),
@@ -333,6 +392,17 @@ impl WgnnPublish {
                     )
                 )
             })?),
+            Method::Mqtt
+                if !s.tls
+                    && [&s.ca_file, &s.cert_file, &s.key_file]
+                        .iter()
+                        .any(|f| f.is_some()) =>
+            {
+                return Err(gst::error_msg!(
+                    gst::LibraryError::Settings,
+                    ("ca-file, cert-file and key-file are for TLS: set tls=true, or unset them")
+                ));
+            }
             Method::Mqtt => Target::Mqtt(MqttTarget {
                 host: s.address.0.clone(),
                 port: s.address.1,
@@ -345,6 +415,11 @@ impl WgnnPublish {
                     .username
                     .clone()
                     .map(|u| (u, s.password.clone().unwrap_or_default())),
+                tls: s.tls.then(|| TlsFiles {
+                    ca: s.ca_file.clone(),
+                    cert: s.cert_file.clone(),
+                    key: s.key_file.clone(),
+                }),
             }),
         })
     }

@@ -3,13 +3,22 @@
 //! tracker ids) and what `wgnnanalytics` left on the frame (line and zone
 //! counts, events), in the schema of docs/RESULTS.md, with the frame's
 //! number in the stream. `method=mqtt` publishes to a broker
-//! (`address`, `topic`, `qos` 0 or 1, `client-id`, `username`/`password`);
+//! (`address`, `topic`, `qos` 0 or 1, `client-id`, `username`/`password`),
+//! over TLS with `tls=true`: the broker's certificate is checked against the
+//! PEM CA certificates of `ca-file` (the system's without it), and
+//! `cert-file`/`key-file` give a client certificate where the broker asks for
+//! one ([`TlsFiles`](crate::tasks::publish::TlsFiles): rustls, no OpenSSL).
+//! The password is never logged and reads back as `***` once set. A file
+//! that cannot be read or holds no certificate (or key) fails the start,
+//! naming it; so does a broker whose certificate does not check out.
 //! `method=file` appends one line per message to `file-location`.
 //!
 //! ```text
 //! gst-launch-1.0 filesrc location=in.mp4 ! decodebin ! wgnnupload ! \
 //!     wgnndetect model=yolov8n.onnx ! wgnnanalytics config=door.json ! \
 //!     wgnnpublish address=localhost:1883 topic=cameras/door ! fakesink
+//! ... ! wgnnpublish address=broker.example:8883 topic=cameras/door tls=true \
+//!     ca-file=/etc/ssl/broker-ca.pem username=camera password=... ! fakesink
 //! ```
 //!
 //! It never holds up the video: messages wait in a queue of `max-queue`

@@ -7,11 +7,13 @@
 mod mqtt;
 mod queue;
 mod target;
+mod tls;
 
 pub use queue::Counts;
 pub use target::{
     check_topic, parse_address, MqttTarget, Target, ADDRESS_ACCEPTED, TOPIC_ACCEPTED,
 };
+pub use tls::TlsFiles;
 
 use std::io::Write;
 use std::path::Path;
@@ -46,14 +48,25 @@ impl Publisher {
     ) -> Result<Publisher> {
         let shared = Arc::new(Shared::new(max_queue));
         let sink = match target {
-            Target::Mqtt(t) => Sink::Mqtt(
-                mqtt::Mqtt::connect(t, shared.clone(), connect_timeout).map_err(|cause| {
-                    Error::invalid(format!(
-                        "cannot connect to the MQTT broker at {}: {cause}",
-                        t.address()
-                    ))
-                })?,
-            ),
+            Target::Mqtt(t) => {
+                // The files first: a bad one is named before any connection.
+                let tls = t
+                    .tls
+                    .as_ref()
+                    .map(TlsFiles::client_config)
+                    .transpose()
+                    .map_err(Error::invalid)?;
+                Sink::Mqtt(
+                    mqtt::Mqtt::connect(t, tls, shared.clone(), connect_timeout).map_err(
+                        |cause| {
+                            Error::invalid(format!(
+                                "cannot connect to the MQTT broker at {}: {cause}",
+                                t.address()
+                            ))
+                        },
+                    )?,
+                )
+            }
             Target::File(path) => Sink::File(file_thread(path, shared.clone())?),
         };
         Ok(Publisher {
@@ -180,6 +193,7 @@ mod tests {
             qos: 1,
             client_id: "wgnn-test".into(),
             credentials: None,
+            tls: None,
         });
         let err = Publisher::start(&target, 4, Duration::from_secs(2))
             .err()

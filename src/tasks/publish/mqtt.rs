@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use rumqttc::{
     Client, ConnectReturnCode, ConnectionError, Event, MqttOptions, Outgoing, Packet, QoS,
+    TlsConfiguration, Transport,
 };
+use rustls::ClientConfig;
 
 use super::queue::Shared;
 use super::target::MqttTarget;
@@ -30,6 +32,9 @@ pub(super) struct Mqtt {
 
 /// Why a connection attempt failed, in one line.
 fn cause(e: &ConnectionError) -> String {
+    if let Some(cause) = super::tls::handshake_cause(e) {
+        return cause;
+    }
     match e {
         ConnectionError::Io(e) => match e.kind() {
             std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
@@ -43,7 +48,7 @@ fn cause(e: &ConnectionError) -> String {
             "the broker refused the connection: {}",
             match code {
                 ConnectReturnCode::BadUserNamePassword => "bad user name or password",
-                ConnectReturnCode::NotAuthorized => "not authorized",
+                ConnectReturnCode::NotAuthorized => "not authorized (check username and password)",
                 ConnectReturnCode::BadClientId => "client id refused",
                 ConnectReturnCode::ServiceUnavailable => "service unavailable",
                 ConnectReturnCode::RefusedProtocolVersion => "protocol version refused",
@@ -51,16 +56,27 @@ fn cause(e: &ConnectionError) -> String {
             }
         ),
         ConnectionError::NetworkTimeout => "no answer (network timeout)".into(),
+        // rumqttc's text repeats "TLS: I/O:"; what went wrong is the last
+        // source's.
+        ConnectionError::Tls(e) => {
+            let mut last: &dyn std::error::Error = e;
+            while let Some(next) = last.source() {
+                last = next;
+            }
+            format!("TLS: {last}")
+        }
         other => other.to_string(),
     }
 }
 
 impl Mqtt {
-    /// Connects to `target`, waiting up to `timeout` for the broker's
-    /// answer: a broker that cannot be reached at start is an error naming
-    /// its address. Later losses are reconnected in the background.
+    /// Connects to `target` (over TLS with `tls`), waiting up to `timeout`
+    /// for the broker's answer: a broker that cannot be reached at start is
+    /// an error naming its address. Later losses are reconnected in the
+    /// background.
     pub fn connect(
         target: &MqttTarget,
+        tls: Option<ClientConfig>,
         shared: Arc<Shared>,
         timeout: Duration,
     ) -> Result<Mqtt, String> {
@@ -69,6 +85,9 @@ impl Mqtt {
         options.set_clean_session(true);
         if let Some((user, password)) = &target.credentials {
             options.set_credentials(user, password);
+        }
+        if let Some(config) = tls {
+            options.set_transport(Transport::Tls(TlsConfiguration::Rustls(Arc::new(config))));
         }
         let qos = if target.qos == 0 {
             QoS::AtMostOnce

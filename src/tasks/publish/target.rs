@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::tls::TlsFiles;
+
 /// The accepted form of an address.
 pub const ADDRESS_ACCEPTED: &str = "host:port, e.g. localhost:1883 or [::1]:1883";
 
@@ -58,6 +60,8 @@ pub struct MqttTarget {
     pub client_id: String,
     /// User name and password, where the broker wants them.
     pub credentials: Option<(String, String)>,
+    /// TLS, with the files it takes; None: plain TCP.
+    pub tls: Option<TlsFiles>,
 }
 
 impl MqttTarget {
@@ -109,6 +113,7 @@ mod tests {
             qos: 0,
             client_id: "c".into(),
             credentials: None,
+            tls: None,
         };
         assert_eq!(t.address(), "[::1]:1");
     }
