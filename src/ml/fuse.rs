@@ -105,6 +105,7 @@ fn takes_epilogue(op: &Op) -> bool {
     matches!(
         op,
         Op::Conv2d(_)
+            | Op::QuantConv2d(_)
             | Op::ConvTranspose2d(_)
             | Op::Matmul
             | Op::Gemm(_)

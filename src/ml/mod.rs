@@ -18,6 +18,7 @@ mod host;
 mod layout;
 pub mod ops;
 mod precision;
+mod quant_conv;
 mod resample_taps;
 mod shape;
 mod tensor;
@@ -30,6 +31,7 @@ pub(crate) use graph_ir::{GraphIr, OperandId};
 pub use host::{HostData, HostTensor};
 pub use ops::*;
 pub use precision::{BuildOptions, Precision};
+pub use quant_conv::QuantConv2dOptions;
 pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
 pub use types::{DataType, OperandDescriptor};
 

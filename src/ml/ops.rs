@@ -573,6 +573,9 @@ pub enum Op {
     /// input scale applies to the input, a residual and the node's
     /// activations to the pointwise result.
     DepthwisePointwise(DepthwisePointwiseOptions),
+    /// inputs: [input, bias?]: a conv2d computing in int8, its filter in
+    /// the options (`ml/quant_conv.rs`).
+    QuantConv2d(super::quant_conv::QuantConv2dOptions),
 }
 
 /// A fused depthwise + pointwise conv2d pair (`Op::DepthwisePointwise`).
@@ -657,6 +660,7 @@ impl Op {
             Op::BatchNormalization { .. } => "batchNormalization",
             Op::SqueezeExcite(_) => "squeezeExcite",
             Op::DepthwisePointwise(_) => "depthwisePointwise",
+            Op::QuantConv2d(_) => "quantConv2d",
         }
     }
 }
