@@ -358,8 +358,12 @@ pub(super) fn qlinear_conv<'s>(
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
     let x = real_in(wr, inputs, 0, 1)?;
-    let w = real_in(wr, inputs, 3, 0)?;
     let bias = real_bias(wr, inputs, 8, 1, 4)?;
+    // In int8 where it can (`quant_conv.rs`), else in float.
+    if let Some(y) = super::quant_conv::qlinear_conv(wr, attrs, inputs, &x, bias.clone())? {
+        return quantized_out(wr, inputs, &[y], 6);
+    }
+    let w = real_in(wr, inputs, 3, 0)?;
     let y = conv::conv(wr, n, attrs, &[Some(x), Some(w), bias])?;
     quantized_out(wr, inputs, &y, 6)
 }
