@@ -91,7 +91,7 @@ fn check(what: &str, case: Case, dt: DataType, seed: u64) {
     let build = |b: &GraphBuilder, ins: &[Operand]| {
         let bias = b
             .constant(
-                OperandDescriptor::new(dt, &[oc]),
+                OperandDescriptor::new(dt, [oc]),
                 &ops::float_bytes(dt, &bias),
             )
             .unwrap();
