@@ -312,6 +312,16 @@ pub enum Activation {
     Cos,
     /// sin(x), x in radians.
     Sin,
+    /// x quantized and dequantized again (an int8 model's QuantizeLinear ->
+    /// DequantizeLinear pair): `(clamp(round_half_even(x * inv_scale) +
+    /// zero, lo, hi) - zero) * scale`.
+    FakeQuantize {
+        inv_scale: f32,
+        scale: f32,
+        zero: f32,
+        lo: f32,
+        hi: f32,
+    },
 }
 
 /// GELU's tanh approximation's constants: sqrt(2 / pi) and the cube's
@@ -343,6 +353,7 @@ impl Activation {
             Activation::Gelu => "gelu",
             Activation::GeluTanh => "geluTanh",
             Activation::Mish => "mish",
+            Activation::FakeQuantize { .. } => "fakeQuantize",
             Activation::Cos => "cos",
             Activation::Sin => "sin",
         }
@@ -403,6 +414,13 @@ impl Activation {
             Activation::Mish => x * Activation::Softplus.apply(x).tanh(),
             Activation::Cos => x.cos(),
             Activation::Sin => x.sin(),
+            Activation::FakeQuantize {
+                inv_scale,
+                scale,
+                zero,
+                lo,
+                hi,
+            } => (((x * inv_scale).round_ties_even() + zero).clamp(lo, hi) - zero) * scale,
         }
     }
 

@@ -13,9 +13,9 @@
 use std::path::PathBuf;
 
 use crate::common;
-use crate::common::harness::{buffer, caps, init};
+use crate::common::harness::init;
+use crate::detect_ultralytics::first_line;
 
-use gst_check::Harness;
 use serde_json::Value;
 
 fn data() -> PathBuf {
@@ -51,17 +51,7 @@ fn an_int8_qdq_ultralytics_detector_runs_with_no_model_proc_on_both_devices() {
     let mut ran = 0;
     for device in ["gpu", "cpu"] {
         let json = dir.join(format!("{device}.jsonl"));
-        let launch = format!(
-            "wgnndetect device={device} precision=f32 model={} results-location={}",
-            model.display(),
-            json.display()
-        );
-        let mut harness = Harness::new_parse(&launch);
-        harness.set_src_caps_str(&caps("RGBA", w, h));
-        harness.push_and_pull(buffer(img.as_raw(), 0)).unwrap();
-        drop(harness);
-        let text = std::fs::read_to_string(&json).unwrap();
-        let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let line = first_line(device, &model, &json, (img.as_raw(), w, h));
         let got = compared(&line["objects"]);
         let what = format!("{device}: {got:?}");
         assert_eq!(got.len(), want.len(), "{what}");

@@ -53,6 +53,28 @@ fn assert_objects(got: &Value, want: &[Value], what: &str) {
     }
 }
 
+/// The first JSON line `wgnndetect` with no model-proc writes for one RGBA
+/// frame, in float32: the objects are compared to float rounding, and
+/// `auto` may pick float16 on a GPU.
+pub(crate) fn first_line(
+    device: &str,
+    model: &std::path::Path,
+    json: &std::path::Path,
+    (rgba, w, h): (&[u8], u32, u32),
+) -> Value {
+    let launch = format!(
+        "wgnndetect device={device} precision=f32 model={} results-location={}",
+        model.display(),
+        json.display()
+    );
+    let mut harness = Harness::new_parse(&launch);
+    harness.set_src_caps_str(&caps("RGBA", w, h));
+    harness.push_and_pull(buffer(rgba, 0)).unwrap();
+    drop(harness);
+    let text = std::fs::read_to_string(json).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 #[test]
 fn ultralytics_exports_run_with_no_model_proc_on_both_devices() {
     init();
@@ -79,19 +101,7 @@ fn ultralytics_exports_run_with_no_model_proc_on_both_devices() {
         for device in ["gpu", "cpu"] {
             let what = format!("{} on {device}", model.display());
             let json = dir.join(format!("{ran}.jsonl"));
-            // float32: the objects are compared to float rounding, and
-            // `auto` may pick float16 on a GPU.
-            let launch = format!(
-                "wgnndetect device={device} precision=f32 model={} results-location={}",
-                model.display(),
-                json.display()
-            );
-            let mut harness = Harness::new_parse(&launch);
-            harness.set_src_caps_str(&caps("RGBA", w, h));
-            harness.push_and_pull(buffer(&rgba, 0)).unwrap();
-            drop(harness);
-            let text = std::fs::read_to_string(&json).unwrap();
-            let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let line = first_line(device, &model, &json, (&rgba, w, h));
             assert_objects(&line["objects"], case["objects"].as_array().unwrap(), &what);
             ran += 1;
         }

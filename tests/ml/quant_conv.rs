@@ -205,3 +205,44 @@ fn quant_conv2d_known_values() {
         pair.known("quantConv2d 1x1", &one(&build), &[x], &[&[1.25]]);
     }
 }
+
+/// fakeQuantize after an add (fused into its kernel), int8 and uint8, on
+/// random values that reach past both ends of the range: the GPU against
+/// the CPU, and a few values by hand.
+#[test]
+fn fake_quantize_gpu_matches_cpu() {
+    let pair = Pair::new();
+    let mut rng = ops::rng(7);
+    let mut ran = 0;
+    for (zero, range) in [(-3.0, (-128.0, 127.0)), (130.0, (0.0, 255.0))] {
+        for dt in [DataType::Float32, DataType::Float16] {
+            let shape = [2, 3, 5, 7];
+            let a = ops::uniform(&mut rng, 210, -8.0, 8.0);
+            let c = ops::uniform(&mut rng, 210, -8.0, 8.0);
+            let build = |b: &GraphBuilder, ins: &[Operand]| {
+                let s = b.add(&ins[0], &ins[1]).unwrap();
+                b.fake_quantize(&s, 0.05, zero, range).unwrap()
+            };
+            let inputs = [floats(dt, &shape, &a), floats(dt, &shape, &c)];
+            pair.check(
+                &format!("fakeQuantize zero {zero} ({dt})"),
+                &one(&build),
+                &inputs,
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 4, "cases run");
+    // At scale 0.5, zero point 1: 0.25 -> 0.5 rounds to 0 (half to even),
+    // 0.75 -> 1.5 to 2; 100 saturates at 127 - 1 = 126 steps, -100 at -129.
+    let build = |b: &GraphBuilder, ins: &[Operand]| {
+        b.fake_quantize(&ins[0], 0.5, 1.0, (-128.0, 127.0)).unwrap()
+    };
+    let x = ops::f32s(&[4], &[0.25, 0.75, 100.0, -100.0]);
+    pair.known(
+        "fakeQuantize",
+        &one(&build),
+        &[x],
+        &[&[0.0, 1.0, 63.0, -64.5]],
+    );
+}

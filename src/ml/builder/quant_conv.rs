@@ -2,7 +2,7 @@
 
 use super::{GraphBuilder, Operand};
 use crate::error::{Error, Result};
-use crate::ml::ops::{Conv2dFilterLayout, Op};
+use crate::ml::ops::{Activation, Conv2dFilterLayout, Op};
 use crate::ml::quant_conv::QuantConv2dOptions;
 use crate::ml::shape;
 use crate::ml::types::OperandDescriptor;
@@ -31,5 +31,32 @@ impl GraphBuilder {
         let out = shape::conv2d(&input.desc, &filter, bias.map(|b| &b.desc), &conv)?;
         let options = QuantConv2dOptions { conv, ..options };
         self.single(Op::QuantConv2d(options), &ops, out)
+    }
+
+    /// `x` quantized by `scale` and `zero` into [`lo`, `hi`] and
+    /// dequantized again, element-wise (an int8 model's QuantizeLinear ->
+    /// DequantizeLinear pair): one activation, which fuses into the node
+    /// computing `x`.
+    pub fn fake_quantize(
+        &self,
+        x: &Operand,
+        scale: f32,
+        zero: f32,
+        (lo, hi): (f32, f32),
+    ) -> Result<Operand> {
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::invalid(format!(
+                "fakeQuantize: scale {scale} is not a positive number"
+            )));
+        }
+        let inv_scale = 1.0 / scale;
+        let act = Activation::FakeQuantize {
+            inv_scale,
+            scale,
+            zero,
+            lo,
+            hi,
+        };
+        self.unary(act, x)
     }
 }

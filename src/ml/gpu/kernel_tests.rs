@@ -33,7 +33,7 @@ const ALL_TYPES: [DataType; 4] = [
 
 /// Every activation the builder makes, with the constants that stress
 /// their literals (an infinite clamp bound has no WGSL literal).
-const ACTIVATIONS: [Act; 24] = [
+const ACTIVATIONS: [Act; 25] = [
     |b, x| b.relu(x),
     |b, x| b.clamp(x, -1.0, 6.0),
     |b, x| b.clamp(x, f32::NEG_INFINITY, 0.5),
@@ -60,6 +60,7 @@ const ACTIVATIONS: [Act; 24] = [
     |b, x| b.mish(x),
     |b, x| b.cos(x),
     |b, x| b.sin(x),
+    |b, x| b.fake_quantize(x, 0.05, -3.0, (-128.0, 127.0)),
 ];
 
 /// A lowering may use everything, or have no tensor cores (the other

@@ -321,6 +321,27 @@ pub(crate) fn activation_fn(
             Activation::Mish => format!("y = y * tanh(min({SOFTPLUS}, 15.0));"),
             Activation::Cos => "y = cos(y);".to_string(),
             Activation::Sin => "y = sin(y);".to_string(),
+            Activation::FakeQuantize {
+                inv_scale,
+                scale,
+                zero,
+                lo,
+                hi,
+            } => {
+                spec = spec
+                    .f32(&c("INV"), inv_scale)
+                    .f32(&c("SCALE"), scale)
+                    .f32(&c("ZERO"), zero)
+                    .f32(&c("LO"), lo)
+                    .f32(&c("HI"), hi);
+                let (inv, z) = (c("INV"), c("ZERO"));
+                format!(
+                    "y = (clamp(round(y * {inv}) + {z}, {}, {}) - {z}) * {};",
+                    c("LO"),
+                    c("HI"),
+                    c("SCALE")
+                )
+            }
         };
         let _ = writeln!(body, "    {line}");
     }

@@ -10,7 +10,9 @@
 //! read through a fused nearest upsample (`upsampled.rs`), one invocation
 //! per output pixel when a single group has few outputs (up to 8,
 //! `narrow.rs`), else (depthwise, narrow groups) one invocation per output
-//! element (`direct.rs`). Layouts are not specialised in the shader text:
+//! element (`direct.rs`). A quantized conv2d (`Op::QuantConv2d`, through
+//! [`quant_conv2d`]) takes `int8.rs`: int8 products on `dot4I8Packed`.
+//! Layouts are not specialised in the shader text:
 //! the lowering passes element strides of the input (in N, C, H, W order)
 //! and of the filter (in O, I, H, W order), so every input/filter layout
 //! pair shares one pipeline. `params.rs` and `tables.rs` hold what the

@@ -282,11 +282,14 @@ pub(super) fn quantize_linear<'s>(
 
 pub(super) fn dequantize_linear<'s>(
     wr: &mut Writer<'s>,
-    _n: &'s proto::NodeProto,
+    n: &'s proto::NodeProto,
     attrs: &Attrs<'_>,
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
     wr.msg(refuse_blocks(attrs))?;
+    if let Some(y) = super::quant_conv::fake_quantize(wr, n)? {
+        return Ok(vec![y]);
+    }
     let x = wr.need(inputs, 0)?.clone();
     let q = quant_in(wr, inputs, 1, 2, attrs.int("axis", 1), x.shape().len())?;
     Ok(vec![dequantize(wr, &x, &q)?])

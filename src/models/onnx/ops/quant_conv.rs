@@ -15,6 +15,13 @@
 //!
 //! Anything else (a BatchNormalization after the Conv, block or
 //! differing quantizations, a 1-D conv) runs in float as before.
+//!
+//! A QuantizeLinear -> DequantizeLinear pair on a float tensor with one
+//! scale and zero point (what QDQ puts between every two float ops) is
+//! written as one `fakeQuantize` activation of the pair's input, which the
+//! node computing that input takes into its kernel, instead of the eight
+//! element-wise nodes the two operators write apart (the QuantizeLinear's,
+//! then read by nothing, are left out).
 
 use std::sync::Arc;
 
@@ -88,10 +95,9 @@ fn node_quant(wr: &Writer<'_>, n: &proto::NodeProto, data: Elem) -> Option<(Int8
     Some((q, key))
 }
 
-/// What a QDQ Conv is made of: x (float, 4-D), its quantization, the
-/// integer weights and theirs.
-fn qdq_parts(wr: &Writer<'_>, n: &proto::NodeProto) -> Option<(Value, Int8, Arc<Const>, Int8)> {
-    let dq = producer(wr, n.input.first()?, "DequantizeLinear")?;
+/// The float input and quantization of the QuantizeLinear writing
+/// DequantizeLinear `dq`'s input, where both quantize alike, per tensor.
+fn qdq_pair(wr: &Writer<'_>, dq: &proto::NodeProto) -> Option<(Value, Int8)> {
     let q = producer(wr, dq.input.first()?, "QuantizeLinear")?;
     let (xq, key) = node_quant(wr, q, Elem::U8)?;
     let (_, dq_key) = node_quant(wr, dq, if xq.signed { Elem::I8 } else { Elem::U8 })?;
@@ -99,7 +105,32 @@ fn qdq_parts(wr: &Writer<'_>, n: &proto::NodeProto) -> Option<(Value, Int8, Arc<
         return None;
     }
     let x = wr.values.get(q.input.first()?.as_str())?.clone();
-    if x.konst().is_some() || !x.elem().is_float() || x.shape().len() != 4 {
+    (x.konst().is_none() && x.elem().is_float()).then_some((x, xq))
+}
+
+/// DequantizeLinear `n` of a QuantizeLinear (see the module's note) as one
+/// `fakeQuantize`; `None` where it is not one.
+pub(super) fn fake_quantize(wr: &mut Writer<'_>, n: &proto::NodeProto) -> Result<Option<Value>> {
+    let Some((x, xq)) = qdq_pair(wr, n) else {
+        return Ok(None);
+    };
+    let x = wr.operand(&x)?;
+    let range = if xq.signed {
+        (-128.0, 127.0)
+    } else {
+        (0.0, 255.0)
+    };
+    let y =
+        wr.b.fake_quantize(&x, xq.scale[0], xq.zero[0] as f32, range);
+    Ok(Some(wr.computed(wr.ctx(y)?)))
+}
+
+/// What a QDQ Conv is made of: x (float, 4-D), its quantization, the
+/// integer weights and theirs.
+fn qdq_parts(wr: &Writer<'_>, n: &proto::NodeProto) -> Option<(Value, Int8, Arc<Const>, Int8)> {
+    let dq = producer(wr, n.input.first()?, "DequantizeLinear")?;
+    let (x, xq) = qdq_pair(wr, dq)?;
+    if x.shape().len() != 4 {
         return None;
     }
     let wdq = producer(wr, n.input.get(1)?, "DequantizeLinear")?;
