@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 40's measurement in one device-machine call: ResNet-50,
 # MobileNetV3-Large, YOLOv8n and YOLO11n exported to ONNX with a dynamic
-# batch axis (speed_models.py export), their PyTorch eager anchors, then
+# batch axis (speed_models.py export), int8 QDQ YOLOv8n and ResNet-50 made
+# from them (int8_models.py), their PyTorch eager anchors, then
 # `wgnn-bench models --batch 1,8,32` on those files in f32 and f16, the
 # eager anchors again (clocks drifting in between would show), and last the
 # torch.compile anchors (slow to compile; skipped past a deadline so that
@@ -18,8 +19,8 @@
 #   bash benches/anchors/device_speed.sh
 # or only the torch.compile anchors of some models (same carry):
 #   bash benches/anchors/device_speed.sh compile yolov8n,yolo11n
-# speed_models.py (and cuda_timing.py) are found beside this script, so all
-# three can travel in .devbin/ too when the checkout sent is not the one
+# speed_models.py, int8_models.py (and cuda_timing.py) are found beside this
+# script, so all four can travel in .devbin/ too when the checkout sent is not the one
 # they are committed in.
 set -u
 OUT=${OUT:-/tmp/wgnn-bench-out}
@@ -50,11 +51,14 @@ if [ "${1:-}" = compile ]; then
     exit
 fi
 $P export --out $M 2>&1 | tee "$OUT/anchor.txt"
+# int8 QDQ YOLOv8n and ResNet-50 from those files (their convolutions run in
+# int8 on dot4I8Packed), timed beside the float ones below.
+python3 "$HERE/int8_models.py" --dir $M 2>&1 | tee -a "$OUT/anchor.txt"
 $P time --json "$OUT/eager.json" 2>&1 | tee -a "$OUT/anchor.txt"
 # One wgnn-bench call per model and precision, so that a model wgnn cannot
 # import or run fails alone; each prints one JSON line (or its error line).
 for prec in f32 f16; do
-    for m in resnet50 mobilenet_v3_large yolov8n yolo11n; do
+    for m in resnet50 mobilenet_v3_large yolov8n yolo11n resnet50_int8 yolov8n_int8; do
         $B models --model $M/$m.onnx --context gpu --precision $prec --batch 1,8,32 \
             --iterations 20 --json 2>&1 | tee -a "$OUT/wgnn.jsonl"
     done

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 mod elementwise;
 mod gather;
 mod normalization;
+mod quant_conv;
 mod reduce;
 mod remainder;
 

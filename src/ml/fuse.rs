@@ -25,6 +25,7 @@ mod cast;
 mod concat;
 mod late_residual;
 mod resample_swap;
+mod unread;
 mod upsample;
 
 pub(crate) use upsample::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
@@ -51,7 +52,7 @@ use super::shape::{conv_filter_ochw, nchw};
 /// a conv2d's result into the conv2d (`fuse/cast.rs`), once its residual
 /// is known.
 pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
-    let ir = super::layout::to_nhwc(ir, layout);
+    let ir = super::layout::to_nhwc(unread::drop_unread(ir), layout);
     let ir = resample_swap::swap_resample_pointwise(ir);
     let ir = fuse_activations(activation_patterns::fuse_activation_patterns(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
@@ -105,6 +106,7 @@ fn takes_epilogue(op: &Op) -> bool {
     matches!(
         op,
         Op::Conv2d(_)
+            | Op::QuantConv2d(_)
             | Op::ConvTranspose2d(_)
             | Op::Matmul
             | Op::Gemm(_)

@@ -19,6 +19,7 @@ mod host_stage;
 mod layout;
 pub mod ops;
 mod precision;
+mod quant_conv;
 mod resample_taps;
 mod shape;
 mod tensor;
@@ -32,6 +33,7 @@ pub use host::{HostData, HostTensor};
 pub use host_stage::HostStep;
 pub use ops::*;
 pub use precision::{BuildOptions, Precision};
+pub use quant_conv::QuantConv2dOptions;
 pub use tensor::{RentedBuffer, Tensor, TensorDescriptor};
 pub use types::{DataType, OperandDescriptor};
 

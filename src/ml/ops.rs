@@ -316,6 +316,16 @@ pub enum Activation {
     Ceil,
     /// The greatest integer at or below x.
     Floor,
+    /// x quantized and dequantized again (an int8 model's QuantizeLinear ->
+    /// DequantizeLinear pair): `(clamp(round_half_even(x * inv_scale) +
+    /// zero, lo, hi) - zero) * scale`.
+    FakeQuantize {
+        inv_scale: f32,
+        scale: f32,
+        zero: f32,
+        lo: f32,
+        hi: f32,
+    },
 }
 
 /// GELU's tanh approximation's constants: sqrt(2 / pi) and the cube's
@@ -347,6 +357,7 @@ impl Activation {
             Activation::Gelu => "gelu",
             Activation::GeluTanh => "geluTanh",
             Activation::Mish => "mish",
+            Activation::FakeQuantize { .. } => "fakeQuantize",
             Activation::Cos => "cos",
             Activation::Sin => "sin",
             Activation::Ceil => "ceil",
@@ -411,6 +422,13 @@ impl Activation {
             Activation::Sin => x.sin(),
             Activation::Ceil => x.ceil(),
             Activation::Floor => x.floor(),
+            Activation::FakeQuantize {
+                inv_scale,
+                scale,
+                zero,
+                lo,
+                hi,
+            } => (((x * inv_scale).round_ties_even() + zero).clamp(lo, hi) - zero) * scale,
         }
     }
 
@@ -581,6 +599,9 @@ pub enum Op {
     /// input scale applies to the input, a residual and the node's
     /// activations to the pointwise result.
     DepthwisePointwise(DepthwisePointwiseOptions),
+    /// inputs: [input, bias?]: a conv2d computing in int8, its filter in
+    /// the options (`ml/quant_conv.rs`).
+    QuantConv2d(super::quant_conv::QuantConv2dOptions),
 }
 
 /// A fused depthwise + pointwise conv2d pair (`Op::DepthwisePointwise`).
@@ -665,6 +686,7 @@ impl Op {
             Op::BatchNormalization { .. } => "batchNormalization",
             Op::SqueezeExcite(_) => "squeezeExcite",
             Op::DepthwisePointwise(_) => "depthwisePointwise",
+            Op::QuantConv2d(_) => "quantConv2d",
         }
     }
 }

@@ -118,7 +118,8 @@ fn keeps_float32(ir: &GraphIr, node: &Node) -> bool {
         | Op::Tile { .. }
         | Op::BatchNormalization { .. }
         | Op::SqueezeExcite(_)
-        | Op::DepthwisePointwise(_) => false,
+        | Op::DepthwisePointwise(_)
+        | Op::QuantConv2d(_) => false,
     }
 }
 

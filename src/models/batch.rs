@@ -223,8 +223,9 @@ fn refusal(
             .all(|(c, s)| *c == Same || s.len() == out_shape.len())
     };
     match op {
-        Op::Conv2d(_) | Op::ConvTranspose2d(_) => (!batched(0) || ins[1..].contains(&Batched))
-            .then(|| "takes its filter or bias from the frames".into()),
+        Op::Conv2d(_) | Op::ConvTranspose2d(_) | Op::QuantConv2d(_) => (!batched(0)
+            || ins[1..].contains(&Batched))
+        .then(|| "takes its filter or bias from the frames".into()),
         Op::Pool2d(..) | Op::Reshape | Op::Identity | Op::Cast | Op::Unary(_) | Op::LogicalNot => {
             None
         }

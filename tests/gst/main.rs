@@ -17,6 +17,7 @@ mod analytics;
 mod batch;
 mod classify;
 mod detect;
+mod detect_int8;
 mod detect_nms;
 mod detect_tasks;
 mod detect_ultralytics;

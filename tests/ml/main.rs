@@ -20,6 +20,7 @@ mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
 mod precision;
+mod quant_conv;
 mod rent;
 mod squeeze_excite;
 mod timeline;

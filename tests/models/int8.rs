@@ -1,16 +1,18 @@
 //! int8 models (tests/data/int8, made by make_models.py): one small network
 //! quantized by onnxruntime in the QDQ and QOperator formats, per tensor and
 //! per channel, and converted by TensorFlow to a full-integer TFLite model,
-//! each against its own runtime's outputs on both contexts. wgnn computes
-//! them in float (weights dequantized at load, activations quantized with
-//! a scale, a round and a clamp), so an output may differ from the integer
-//! kernels' by a rounding: errors are counted in the output's quantization
-//! steps.
+//! each against its own runtime's outputs on both contexts. The ONNX
+//! models' convolutions compute in int8 (`Op::QuantConv2d`: the input
+//! quantized as the kernel reads it, int8 products summed in int32); the
+//! rest, and the TFLite model, in float (weights dequantized at load,
+//! activations quantized with a scale, a round and a clamp), so an output
+//! may differ from the integer kernels' by a rounding: errors are counted in
+//! the output's quantization steps.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
-use wgnn::ml::{Context, HostTensor};
+use wgnn::ml::{Context, HostTensor, TensorDescriptor};
 
 use crate::common;
 
@@ -145,4 +147,50 @@ fn int8_models_match_their_runtimes_on_the_cpu() {
 #[test]
 fn int8_models_match_their_runtimes_on_the_gpu() {
     check(&Context::gpu(&common::gpu()), "gpu");
+}
+
+/// Each ONNX model's convolutions run as int8 convolutions (the small
+/// network's four, the QDQ detector's 64).
+#[test]
+fn int8_onnx_convolutions_compute_in_int8() {
+    let ctx = Context::cpu();
+    let mut ran = 0;
+    // (file, its convolutions)
+    let files = MODELS[..4]
+        .iter()
+        .map(|(_, f)| (*f, 4))
+        .chain([("yolov8n_qdq.onnx", 64)]);
+    for (file, convs) in files {
+        let model = file;
+        let g = wgnn::models::load(dir().join(file))
+            .unwrap()
+            .build(&ctx, None)
+            .unwrap();
+        let tensor = |(name, d): (String, wgnn::ml::OperandDescriptor), writable: bool| {
+            let t = TensorDescriptor::new(d.data_type, d.shape);
+            let t = if writable { t.writable() } else { t.readable() };
+            (name, ctx.create_tensor(t).unwrap())
+        };
+        let ins: Vec<_> = g.inputs().into_iter().map(|i| tensor(i, true)).collect();
+        let outs: Vec<_> = g.outputs().into_iter().map(|o| tensor(o, false)).collect();
+        let ins: Vec<(&str, &wgnn::ml::Tensor)> =
+            ins.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let outs: Vec<(&str, &wgnn::ml::Tensor)> =
+            outs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let profile = g.profile(&ctx, &ins, &outs).unwrap();
+        let count = |op: &str| profile.kernels.iter().filter(|(k, _)| k == op).count();
+        eprintln!(
+            "{model}: {} kernels, {} casts",
+            profile.kernels.len(),
+            count("cast")
+        );
+        assert_eq!(
+            (count("quantConv2d"), count("conv2d")),
+            (convs, 0),
+            "{model}: (int8 convolutions, float ones)"
+        );
+        ran += 1;
+    }
+    assert_eq!(ran, 5, "models checked");
+    ctx.destroy();
 }

@@ -47,7 +47,7 @@ fn permute4(src: &[f32], shape: [usize; 4], order: [usize; 4]) -> Vec<f32> {
     dst
 }
 
-fn shape4(d: &OperandDescriptor) -> [usize; 4] {
+pub(super) fn shape4(d: &OperandDescriptor) -> [usize; 4] {
     [d.shape[0], d.shape[1], d.shape[2], d.shape[3]]
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn from_nchw(v: Vec<f32>, shape: [usize; 4], layout: InputLayout) -> 
 }
 
 /// The input as NHWC values, borrowed when it already is.
-fn to_nhwc<'a>(
+pub(super) fn to_nhwc<'a>(
     arg: (&'a Values, &OperandDescriptor),
     layout: InputLayout,
 ) -> std::borrow::Cow<'a, [f32]> {
@@ -79,7 +79,7 @@ fn to_nhwc<'a>(
 }
 
 /// NHWC values of shape `nhwc` into the requested layout.
-fn from_nhwc(v: Vec<f32>, shape: [usize; 4], layout: InputLayout) -> Values {
+pub(super) fn from_nhwc(v: Vec<f32>, shape: [usize; 4], layout: InputLayout) -> Values {
     match layout {
         InputLayout::Nhwc => Values::F32(v),
         InputLayout::Nchw => Values::F32(permute4(&v, shape, NHWC_TO_NCHW)),

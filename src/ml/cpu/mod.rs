@@ -26,6 +26,7 @@ mod normalization;
 mod pad;
 mod pool2d;
 mod prelu;
+mod quant_conv;
 mod reduce;
 mod reply;
 mod resample2d;
@@ -259,6 +260,7 @@ fn execute(
             return one(conv2d_dwpw::depthwise_pointwise(args, out, o, ep))
         }
         Op::ConvTranspose2d(o) => return one(conv::conv_transpose2d(args, out, o, ep)),
+        Op::QuantConv2d(o) => return one(quant_conv::quant_conv2d(args, out, o, ep)),
         Op::Binary(b) => return one(elementwise::binary(*b, args[0], args[1], out, ep)),
         Op::Pool2d(kind, o) => one(pool2d::pool2d(*kind, args[0], out, o)),
         Op::Reduce { kind, axes, .. } => one(reduce::reduce(args[0], out, *kind, axes)),

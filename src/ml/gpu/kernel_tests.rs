@@ -16,7 +16,7 @@ use super::{axes, Lowering, Recorded, Target, MAX_RANK};
 use crate::ml::gpu::lower_node;
 use crate::ml::graph_ir::GraphIr;
 use crate::ml::ops::*;
-use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor};
+use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor, QuantConv2dOptions};
 
 type Built = crate::error::Result<Operand>;
 type Act = fn(&GraphBuilder, &Operand) -> Built;
@@ -33,7 +33,7 @@ const ALL_TYPES: [DataType; 4] = [
 
 /// Every activation the builder makes, with the constants that stress
 /// their literals (an infinite clamp bound has no WGSL literal).
-const ACTIVATIONS: [Act; 26] = [
+const ACTIVATIONS: [Act; 27] = [
     |b, x| b.relu(x),
     |b, x| b.clamp(x, -1.0, 6.0),
     |b, x| b.clamp(x, f32::NEG_INFINITY, 0.5),
@@ -62,6 +62,7 @@ const ACTIVATIONS: [Act; 26] = [
     |b, x| b.sin(x),
     |b, x| b.ceil(x),
     |b, x| b.floor(x),
+    |b, x| b.fake_quantize(x, 0.05, -3.0, (-128.0, 127.0)),
 ];
 
 /// A lowering may use everything, or have no tensor cores (the other
@@ -145,9 +146,10 @@ fn op_kind(op: &Op) -> usize {
         Op::BatchNormalization { .. } => 26,
         Op::SqueezeExcite(_) => 27,
         Op::DepthwisePointwise(_) => 28,
+        Op::QuantConv2d(_) => 29,
     }
 }
-const OP_KINDS: usize = 29;
+const OP_KINDS: usize = 30;
 
 fn nchw_shape(layout: InputLayout, [n, c, h, w]: [usize; 4]) -> Vec<usize> {
     match layout {
@@ -758,6 +760,7 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
     reductions_gathers_and_normalizations(ctx, &mut add);
     squeeze_excite_graphs(ctx, &mut add);
     depthwise_pointwise_graphs(ctx, &mut add);
+    quant_conv_graphs(ctx, &mut add);
     few_output_graphs(ctx, &mut add);
     // Ten axes that fold to a few: the kernels take at most MAX_RANK.
     add(
@@ -908,6 +911,49 @@ fn depthwise_pointwise_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphI
                     format!(
                         "depthwisePointwise {dt} {layout:?} {dwl:?} {pwl:?} bias {dw_bias} {pw_bias} \
                          scale {scale} residual {residual}"
+                    ),
+                    ir,
+                );
+            }
+        }
+    }
+}
+
+/// Quantized conv2d: both float types and layouts, int8 and uint8 inputs,
+/// filter zero points (the input sum) or none, with and without a bias, a
+/// fused activation, grouped and not.
+fn quant_conv_graphs(ctx: &Context, add: &mut impl FnMut(String, GraphIr)) {
+    for dt in FLOATS {
+        for layout in [InputLayout::Nchw, InputLayout::Nhwc] {
+            for flags in 0..8u8 {
+                let [signed, bias, grouped] = [1, 2, 4].map(|bit| flags & bit != 0);
+                let (c, oc, groups) = if grouped { (6, 6, 3) } else { (5, 9, 1) };
+                let options = QuantConv2dOptions {
+                    conv: Conv2dOptions {
+                        padding: [1, 0, 1, 1],
+                        strides: [2, 1],
+                        groups,
+                        input_layout: layout,
+                        ..Conv2dOptions::new()
+                    },
+                    input_scale: 0.1,
+                    input_zero: if signed { -3 } else { 130 },
+                    input_signed: signed,
+                    filter_shape: [oc, c / groups, 3, 2],
+                    filter: std::sync::Arc::new(vec![1; oc * c / groups * 6]),
+                    filter_zero: vec![if signed { 0 } else { 2 }; oc],
+                    filter_scale: vec![0.02; oc],
+                };
+                let ir = graph(ctx, |b| {
+                    let x = b.input("x", desc(dt, &nchw_shape(layout, [1, c, 7, 6])))?;
+                    let bias = bias.then(|| zeros(b, dt, &[oc]));
+                    let y = b.quant_conv2d(&x, bias.as_ref(), options)?;
+                    ACTIVATIONS[flags as usize % 3](b, &y)
+                });
+                assert!(matches!(ir.nodes[0].op, Op::QuantConv2d(_)));
+                add(
+                    format!(
+                        "quantConv2d {dt} {layout:?} signed {signed} bias {bias} groups {groups}"
                     ),
                     ir,
                 );

@@ -323,6 +323,27 @@ pub(crate) fn activation_fn(
             Activation::Sin => "y = sin(y);".to_string(),
             Activation::Ceil => "y = ceil(y);".to_string(),
             Activation::Floor => "y = floor(y);".to_string(),
+            Activation::FakeQuantize {
+                inv_scale,
+                scale,
+                zero,
+                lo,
+                hi,
+            } => {
+                spec = spec
+                    .f32(&c("INV"), inv_scale)
+                    .f32(&c("SCALE"), scale)
+                    .f32(&c("ZERO"), zero)
+                    .f32(&c("LO"), lo)
+                    .f32(&c("HI"), hi);
+                let (inv, z) = (c("INV"), c("ZERO"));
+                format!(
+                    "y = (clamp(round(y * {inv}) + {z}, {}, {}) - {z}) * {};",
+                    c("LO"),
+                    c("HI"),
+                    c("SCALE")
+                )
+            }
         };
         let _ = writeln!(body, "    {line}");
     }

@@ -56,6 +56,7 @@ fn lower_node(l: &mut Lowering, node: &Node) -> Result<()> {
         Op::Unary(_) => elementwise::unary(l, node),
         Op::Cast => elementwise::cast(l, node),
         Op::Conv2d(o) => conv2d::conv2d(l, node, o),
+        Op::QuantConv2d(o) => conv2d::quant_conv2d(l, node, o),
         Op::ConvTranspose2d(o) => conv_transpose2d::conv_transpose2d(l, node, o),
         Op::Pool2d(kind, o) => pool2d::pool2d(l, node, *kind, o),
         Op::Reduce { kind, axes, .. } => reduce::reduce_kind(l, node, *kind, axes),

@@ -18,11 +18,23 @@ Writes, under tests/data/int8/:
   model's own runtime (onnxruntime, LiteRT), raw little-endian values;
 - references.json: per model its input (name, shape, dtype) and outputs
   (name, shape, dtype, and the output's quantization step, the unit the
-  tests measure errors in).
+  tests measure errors in);
+- yolov8n_qdq.onnx: the tiny YOLOv8 export of tests/data/detect/ultralytics
+  (yolov8n_detect) quantized by quantize_static in the QDQ format (int8
+  activations, per-channel int8 weights; its convolutions only, the head's
+  decoding stays float) with its Ultralytics metadata kept,
+  calibrated on that folder's letterboxed frame;
+  references.json's "yolov8n_qdq" holds the objects onnxruntime's output
+  decodes to on the frame with Ultralytics' own post-processing (that
+  folder's make_models.py `objects`), which tests/gst/detect_int8.rs
+  compares with wgnndetect's JSON lines (no model-proc).
 
 Needs tensorflow-cpu 2.21, ai-edge-litert 2.3.0, onnx 1.22.0, onnxruntime
-1.32.0 and numpy from PyPI (one virtual environment). Run from anywhere:
+1.32.0 and numpy from PyPI (one virtual environment), and for the detector
+ultralytics 8.4.190 and torch. Run from anywhere:
     python3 tests/data/int8/make_models.py
+or only the detector (it updates its key of references.json):
+    python3 tests/data/int8/make_models.py detector
 """
 
 import json
@@ -191,12 +203,61 @@ def tflite_model(x, refs):
     write("int8_tflite", inp["name"], q, outputs, steps, refs)
 
 
+class Frames(CalibrationDataReader):
+    """The letterboxed frame alone: with random images too, the ranges grow
+    until the random-weight head's scores collapse onto a few values."""
+
+    def __init__(self, name, frame):
+        self.data = iter([{name: frame}])
+
+    def get_next(self):
+        return next(self.data, None)
+
+
+def detector(refs):
+    import importlib.util
+
+    folder = os.path.join(OUT, "../detect/ultralytics")
+    spec = importlib.util.spec_from_file_location(
+        "ultralytics_models", os.path.join(folder, "make_models.py"))
+    ultra = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ultra)
+    src = os.path.join(folder, "yolov8n_detect/model.onnx")
+    tensor = onnx.load_tensor(os.path.join(folder, "yolov8n_detect/test_data_set_0/input_0.pb"))
+    frame = numpy_helper.to_array(tensor)
+    path = os.path.join(OUT, "yolov8n_qdq.onnx")
+    name = onnx.load(src).graph.input[0].name
+    # Only the convolutions: the head's decoding (DFL softmax, box
+    # arithmetic, the concat of boxes in pixels with scores in [0, 1])
+    # would share one int8 scale and lose its scores.
+    quantize_static(src, path, Frames(name, frame), quant_format=QuantFormat.QDQ,
+                    per_channel=True, activation_type=QuantType.QInt8,
+                    weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (out,) = s.run(None, {name: frame})
+    with open(os.path.join(folder, "expected.json")) as f:
+        doc = json.load(f)
+    hw = (doc["height"], doc["width"])
+    found = ultra.objects(out, hw)
+    print(f"yolov8n_qdq: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
+    refs["yolov8n_qdq"] = {"model": "yolov8n_qdq.onnx",
+                           "frame": "../detect/ultralytics/frame.png", "objects": found}
+
+
 def main():
-    x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
-    refs = {}
-    onnx_models(x, refs)
-    tflite_model(x, refs)
-    with open(os.path.join(OUT, "references.json"), "w") as f:
+    import sys
+
+    path = os.path.join(OUT, "references.json")
+    if sys.argv[1:] == ["detector"]:
+        with open(path) as f:
+            refs = json.load(f)
+    else:
+        x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
+        refs = {}
+        onnx_models(x, refs)
+        tflite_model(x, refs)
+    detector(refs)
+    with open(path, "w") as f:
         json.dump(refs, f, indent=1, sort_keys=True)
         f.write("\n")
 

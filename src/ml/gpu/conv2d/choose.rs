@@ -69,6 +69,11 @@ pub(super) const TC_CHANNELS: usize = 16;
 /// ms an image against 0.897 with this threshold counted per image, and
 /// ResNet-50 0.360 against 0.732.
 pub(super) const TC_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
+/// Output channels of a group that one invocation of the int8 kernel
+/// computes at most (`conv2d_int8.wgsl`): each input word it loads and
+/// quantizes serves that many filter words. Not yet measured on a large GPU:
+/// 8 keeps the sums in registers and a 64-channel layer at 8 blocks.
+pub(super) const INT8_BLOCK_OUTPUTS: usize = 8;
 /// Output channels of the tensor cores' widest tile (4 blocks of 16).
 const TC_TILE_CHANNELS: usize = 64;
 
@@ -127,6 +132,8 @@ pub(super) struct ConvShape {
     /// The filter is a constant (every imported model): the kernels that
     /// rearrange it at build can take it.
     pub constant_filter: bool,
+    /// A quantized conv2d (`Op::QuantConv2d`): int8 products.
+    pub quantized: bool,
 }
 
 impl ConvShape {
@@ -209,6 +216,8 @@ pub(super) enum ConvKernel {
     CoopStaged(Staged, CoopTile),
     /// `conv2d_coop_direct.wgsl`: A blocks read straight from x.
     CoopDirect(CoopTile),
+    /// `conv2d_int8.wgsl`: int8 products, `outputs` channels an invocation.
+    Int8 { outputs: u32 },
 }
 
 /// Why no kernel takes a convolution (fusion should not have made it).
@@ -221,6 +230,12 @@ pub(super) enum Refused {
 /// conv2d's kernel: the first of these that takes the convolution, in this
 /// order (each says why it goes before the ones after it).
 pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
+    // A quantized conv2d computes in int8, which only its kernel does
+    // (fusion gives it no residual, input scale or upsample).
+    if s.quantized {
+        let outputs = s.ocg.min(INT8_BLOCK_OUTPUTS) as u32;
+        return Ok(ConvKernel::Int8 { outputs });
+    }
     // Fusion leaves an upsample only on convolutions the upsampled, narrow
     // and direct kernels take.
     if let Some(up) = s.upsample {
@@ -445,6 +460,7 @@ mod tests {
             has_residual: false,
             upsample: None,
             constant_filter: true,
+            quantized: false,
         }
     }
 
@@ -486,6 +502,23 @@ mod tests {
 
     fn chosen(s: ConvShape, t: Target) -> ConvKernel {
         choose(&s, &t).unwrap()
+    }
+
+    #[test]
+    fn a_quantized_conv_takes_the_int8_kernel_with_up_to_8_outputs_an_invocation() {
+        let q = |s: ConvShape| ConvShape {
+            quantized: true,
+            ..s
+        };
+        let int8 = |outputs| ConvKernel::Int8 { outputs };
+        // Wide layers, on tensor cores in float16 too, block 8 outputs.
+        assert_eq!(chosen(q(conv(64, 64, 3, 80)), NO_TC), int8(8));
+        assert_eq!(chosen(q(f16(conv(64, 64, 3, 80))), TC), int8(8));
+        // Narrower groups one block of all of theirs; depthwise one.
+        assert_eq!(chosen(q(conv(16, 7, 3, 32)), TC), int8(7));
+        assert_eq!(chosen(q(grouped(conv(1, 1, 3, 32), 16)), TC), int8(1));
+        // The same shapes unquantized take the float kernels.
+        assert_ne!(chosen(conv(64, 64, 3, 80), NO_TC), int8(8));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! read through a fused nearest upsample (`upsampled.rs`), one invocation
 //! per output pixel when a single group has few outputs (up to 8,
 //! `narrow.rs`), else (depthwise, narrow groups) one invocation per output
-//! element (`direct.rs`). Layouts are not specialised in the shader text:
+//! element (`direct.rs`). A quantized conv2d (`Op::QuantConv2d`, through
+//! [`quant_conv2d`]) takes `int8.rs`: int8 products on `dot4I8Packed`.
+//! Layouts are not specialised in the shader text:
 //! the lowering passes element strides of the input (in N, C, H, W order)
 //! and of the filter (in O, I, H, W order), so every input/filter layout
 //! pair shares one pipeline. `params.rs` and `tables.rs` hold what the
@@ -26,6 +28,7 @@ pub(super) mod dwpw;
 mod gemm;
 mod gemm_split;
 mod gemm_vec;
+mod int8;
 mod narrow;
 mod params;
 mod pointwise;
@@ -46,6 +49,7 @@ use super::lower::Lowering;
 use crate::error::{Error, Result};
 use crate::ml::graph_ir::Node;
 use crate::ml::ops::{Conv2dOptions, InputLayout};
+use crate::ml::quant_conv::QuantConv2dOptions;
 use crate::ml::types::DataType;
 use choose::{choose, ConvKernel, ConvShape, CoopTile, Refused, Target};
 use params::{folded, Conv, CoopTiles};
@@ -86,6 +90,51 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
             coop_tile::emit(l, &c, staged, coop_tiles(&c, tile))
         }
         ConvKernel::CoopDirect(tile) => coop_direct::emit(l, &c, coop_tiles(&c, tile)),
+        ConvKernel::Int8 { .. } => Err(Error::invalid(format!(
+            "conv2d of {}: the int8 kernel takes quantized convolutions only",
+            l.ir.label(c.x)
+        ))),
+    }
+}
+
+/// Lowers a quantized conv2d (`Op::QuantConv2d`): the kernel [`choose`]
+/// picks for its numbers.
+pub(super) fn quant_conv2d(l: &mut Lowering, node: &Node, o: &QuantConv2dOptions) -> Result<()> {
+    let c = &o.conv;
+    let yd = l.ir.desc(node.outputs[0]);
+    let [n, _, oh, ow] = crate::ml::shape::nchw(c.input_layout, shape4(&yd.shape));
+    let [oc, icg, kh, kw] = o.filter_shape;
+    let shape = ConvShape {
+        nhwc: c.input_layout == InputLayout::Nhwc,
+        channels_adjacent: c.input_layout == InputLayout::Nhwc,
+        input_f16: l.ir.desc(node.inputs[0]).data_type == DataType::Float16,
+        filter_f16: false,
+        floats: false,
+        groups: c.groups,
+        icg,
+        ocg: oc / c.groups,
+        oc,
+        kh,
+        kw,
+        strides: c.strides,
+        dilations: c.dilations,
+        padding: c.padding,
+        oh,
+        ow,
+        images: n,
+        has_bias: node.op_inputs().len() > 1,
+        has_scale: false,
+        has_residual: false,
+        upsample: None,
+        constant_filter: true,
+        quantized: true,
+    };
+    match choose(&shape, &target(l)) {
+        Ok(ConvKernel::Int8 { outputs }) => int8::emit(l, node, o, outputs),
+        _ => Err(Error::invalid(format!(
+            "quantConv2d of {}: no kernel computes it",
+            l.ir.label(node.inputs[0])
+        ))),
     }
 }
 
@@ -115,6 +164,7 @@ fn conv_shape(c: &Conv) -> ConvShape {
         has_residual: c.has_residual,
         upsample: c.node.input_upsample,
         constant_filter: c.filter.is_some(),
+        quantized: false,
     }
 }
 

@@ -103,6 +103,36 @@ impl<'s> Writer<'s> {
         }
     }
 
+    /// A Conv's options for its 4-D input `x4` and 4-D weights of shape
+    /// `ws`, from its spatial attributes and `group`.
+    pub(super) fn conv2d_options(
+        &self,
+        attrs: &Attrs<'_>,
+        spatial: usize,
+        x4: &crate::ml::Operand,
+        ws: &[usize],
+    ) -> Result<Conv2dOptions> {
+        let kernel = [
+            ws.get(2).copied().unwrap_or(1),
+            ws.get(3).copied().unwrap_or(1),
+        ];
+        let strides = self.spatial(attrs, "strides", spatial, 1)?;
+        let dilations = self.spatial(attrs, "dilations", spatial, 1)?;
+        let hw = [x4.shape()[2], x4.shape()[3]];
+        let padding = self.conv_padding(attrs, spatial, hw, kernel, strides, dilations)?;
+        let groups = usize::try_from(attrs.int("group", 1))
+            .ok()
+            .filter(|&g| g > 0)
+            .ok_or_else(|| self.err("group must be positive"))?;
+        Ok(Conv2dOptions {
+            padding,
+            strides,
+            dilations,
+            groups,
+            ..Conv2dOptions::new()
+        })
+    }
+
     /// When the Conv's only reader is a BatchNormalization with constant
     /// parameters and the Conv's weights (and bias) are constant: that node
     /// and the per-channel (scale, shift) it applies.
@@ -163,6 +193,9 @@ pub(super) fn conv<'s>(
     attrs: &Attrs<'_>,
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
+    if let Some(y) = super::quant_conv::qdq_conv(wr, n, attrs, inputs)? {
+        return Ok(y);
+    }
     let x = wr.opnd(inputs, 0)?;
     let (x4, shape) = wr.as_4d(&x)?;
     let spatial = shape.len() - 2;
@@ -214,25 +247,7 @@ pub(super) fn conv<'s>(
         None => None,
     };
     let ws = w4.shape().to_vec();
-    let kernel = [
-        ws.get(2).copied().unwrap_or(1),
-        ws.get(3).copied().unwrap_or(1),
-    ];
-    let strides = wr.spatial(attrs, "strides", spatial, 1)?;
-    let dilations = wr.spatial(attrs, "dilations", spatial, 1)?;
-    let hw = [x4.shape()[2], x4.shape()[3]];
-    let padding = wr.conv_padding(attrs, spatial, hw, kernel, strides, dilations)?;
-    let groups = usize::try_from(attrs.int("group", 1))
-        .ok()
-        .filter(|&g| g > 0)
-        .ok_or_else(|| wr.err("group must be positive"))?;
-    let options = Conv2dOptions {
-        padding,
-        strides,
-        dilations,
-        groups,
-        ..Conv2dOptions::new()
-    };
+    let options = wr.conv2d_options(attrs, spatial, &x4, &ws)?;
     let y = wr.ctx(wr.b.conv2d(&x4, &w4, bias.as_ref(), options))?;
     let y = wr.back_from_4d(y, &shape)?;
     Ok(wr.one(y))

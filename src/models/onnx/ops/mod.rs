@@ -13,6 +13,7 @@ mod linalg;
 mod normalization;
 mod pool;
 mod quant;
+mod quant_conv;
 mod reduce;
 mod resize;
 mod shape;

@@ -282,11 +282,14 @@ pub(super) fn quantize_linear<'s>(
 
 pub(super) fn dequantize_linear<'s>(
     wr: &mut Writer<'s>,
-    _n: &'s proto::NodeProto,
+    n: &'s proto::NodeProto,
     attrs: &Attrs<'_>,
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
     wr.msg(refuse_blocks(attrs))?;
+    if let Some(y) = super::quant_conv::fake_quantize(wr, n)? {
+        return Ok(vec![y]);
+    }
     let x = wr.need(inputs, 0)?.clone();
     let q = quant_in(wr, inputs, 1, 2, attrs.int("axis", 1), x.shape().len())?;
     Ok(vec![dequantize(wr, &x, &q)?])
@@ -358,8 +361,12 @@ pub(super) fn qlinear_conv<'s>(
     inputs: &[Option<Value>],
 ) -> Result<Vec<Value>> {
     let x = real_in(wr, inputs, 0, 1)?;
-    let w = real_in(wr, inputs, 3, 0)?;
     let bias = real_bias(wr, inputs, 8, 1, 4)?;
+    // In int8 where it can (`quant_conv.rs`), else in float.
+    if let Some(y) = super::quant_conv::qlinear_conv(wr, attrs, inputs, &x, bias.clone())? {
+        return quantized_out(wr, inputs, &[y], 6);
+    }
+    let w = real_in(wr, inputs, 3, 0)?;
     let y = conv::conv(wr, n, attrs, &[Some(x), Some(w), bias])?;
     quantized_out(wr, inputs, &y, 6)
 }
