@@ -20,11 +20,12 @@
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
 #   bash benches/anchors/device_run.sh streams
 # The streams' YOLOv8n runs need its ONNX export (random weights, with the
-# metadata Ultralytics writes, so no model-proc): $YOLO, or carried in .devbin/
-#   python3 benches/anchors/speed_models.py export --out .devbin --models yolov8n
+# metadata Ultralytics writes, so no model-proc; its class biases raised by 9
+# so that it finds 15 objects on the bench picture and the tracker has work):
+# $YOLO, or carried in .devbin/
+#   python3 benches/anchors/speed_models.py export --out .devbin --models yolov8n --cls-bias 9
 #   xz -f .devbin/yolov8n.onnx
-# or made on the device where .whl/ carries the ultralytics wheels (see
-# device_speed.sh, which leaves it in /tmp/speed-models on that machine).
+# or made on the device where .whl/ carries the ultralytics wheels.
 set -u
 OUT=${OUT:-/tmp/wgnn-bench-out}
 mkdir -p "$OUT"
@@ -45,7 +46,7 @@ fi
 # nothing.
 yolo_model() {
     local m
-    for m in "${YOLO:-}" .devbin/yolov8n.onnx /tmp/speed-models/yolov8n.onnx; do
+    for m in "${YOLO:-}" .devbin/yolov8n.onnx /tmp/streams-models/yolov8n.onnx; do
         if [ -n "$m" ] && [ -f "$m" ]; then
             echo "$m"
             return
@@ -55,8 +56,8 @@ yolo_model() {
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
             --target /tmp/site .whl/*.whl >&2 && export PYTHONPATH=/tmp/site
         YOLO_OFFLINE=1 YOLO_VERBOSE=False YOLO_CONFIG_DIR=/tmp/ultralytics \
-            python3 benches/anchors/speed_models.py export --out /tmp/speed-models \
-            --models yolov8n >&2 && echo /tmp/speed-models/yolov8n.onnx && return
+            python3 benches/anchors/speed_models.py export --out /tmp/streams-models \
+            --models yolov8n --cls-bias 9 >&2 && echo /tmp/streams-models/yolov8n.onnx && return
     fi
 }
 # wgnn-bench streams (issue 20): N live 1080p30 streams through the elements
