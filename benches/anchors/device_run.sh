@@ -18,7 +18,7 @@
 # Then run with carry [".devbin", ".gl", ".gst", ".whl"]:
 #   bash benches/anchors/device_run.sh
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
-#   bash benches/anchors/device_run.sh streams
+#   bash benches/anchors/device_run.sh streams        # or `streams yolo`: only the YOLOv8n rows
 # The streams' YOLOv8n runs need its ONNX export (random weights, with the
 # metadata Ultralytics writes, so no model-proc; its class biases raised by 9
 # so that it finds 15 objects on the bench picture and the tracker has work):
@@ -86,8 +86,10 @@ streams() {
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
-        .devbin/wgnn-bench-gst streams --streams 1,8,16,24,32,48,64 --task segment
-        .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task detect
+        if [ "${1:-}" != yolo ]; then
+            .devbin/wgnn-bench-gst streams --streams 1,8,16,24,32,48,64 --task segment
+            .devbin/wgnn-bench-gst streams --streams 1,8,32,64 --task detect
+        fi
         if [ -n "$Y" ]; then
             .devbin/wgnn-bench-gst streams --streams 1,8,16,32 --seconds 5 --task detect,track \
                 --model "$Y"
@@ -104,7 +106,7 @@ streams() {
     $B adapters
 } 2>&1 | tee "$OUT/env.txt"
 if [ "${1:-}" = streams ]; then
-    streams
+    streams "${2:-}"
     exit
 fi
 $B ops --iterations 20 2>&1 | tee "$OUT/ops.txt"
