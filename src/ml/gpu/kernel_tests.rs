@@ -187,7 +187,7 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
 /// 64 x 64 GEMM splits in NCHW. The tensor-core ones are 66 rows of two
-/// 64-pixel runs: the conv2d/choose.rs `TC_MIN_WORKGROUPS` an image.
+/// 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an image.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
@@ -1767,10 +1767,10 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
         convs += 1;
     }
     assert!(convs >= 20, "{convs} convolutions");
-    // Its maps (55 x 55 and less past the stem) are below the tensor
-    // cores' TC_MIN_WORKGROUPS (ml/gpu/conv2d/choose.rs); three NCHW
-    // convolutions written as an exporter writes them, on a 66 x 66 map,
-    // reach them.
+    // Its maps (55 x 55 and less past the stem) leave many of its
+    // convolutions short of the tensor cores' TC_MIN_WORKGROUPS
+    // (ml/gpu/conv2d/choose.rs); three NCHW convolutions written as an
+    // exporter writes them, on a 66 x 66 map, reach them.
     let ctx = Context::cpu();
     let chain = graph(&ctx, |b| {
         let dt = DataType::Float16;

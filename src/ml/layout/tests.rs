@@ -317,7 +317,7 @@ fn f16_chain(size: usize, images: usize) -> GraphIr {
 
 #[test]
 fn on_tensor_cores_a_region_converts_where_they_take_most_of_its_convolutions() {
-    // 66 rows of two 64-pixel runs fill TC_MIN_WORKGROUPS (132): three
+    // 66 rows of two 64-pixel runs pass TC_MIN_WORKGROUPS (64): three
     // tensor-core convolutions against two transposes.
     let large = to_nhwc(f16_chain(66, 1), Policy::TensorCores);
     assert_eq!(nhwc_convs(&large), 3);

@@ -9,10 +9,7 @@ use super::coop_blocked::Blocked;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
-use super::params::{
-    DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, LARGE_GPU_MULTIPROCESSORS, WIDE_MIN_TILES,
-    WIDE_TILE_PIXELS,
-};
+use super::params::{DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS};
 use super::pointwise;
 use super::split::Split;
 use super::upsampled::Upsampled;
@@ -67,8 +64,13 @@ pub(super) const TC_CHANNELS: usize = 16;
 /// batched.rs), and a batch of small maps fills the GPU. On an H200 with
 /// the tensor cores on every float16 conv, YOLOv8n at batch 32 took 0.592
 /// ms an image against 0.897 with this threshold counted per image, and
-/// ResNet-50 0.360 against 0.732.
-pub(super) const TC_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
+/// ResNet-50 0.360 against 0.732. Half a workgroup per multiprocessor
+/// since the runs of 32 pixels (`params::run_for`) and the direct kernel's
+/// unstaged short blocks: one H200 call at 12:47 UTC the same day, float16
+/// batch 1, YOLOv8n 2.117 ms at 64 against 2.403 at 132, 2.419 at 32 and
+/// 2.452 at 16 (its layout pass then turns more regions NHWC); ResNet-50
+/// 1.422 at 64 and 132, 2.640 at 32; batch 8 alike at all four.
+pub(super) const TC_MIN_WORKGROUPS: usize = 64;
 /// Output channels of a group that one invocation of the int8 kernel
 /// computes at most (`conv2d_int8.wgsl`): each input word it loads and
 /// quantizes serves that many filter words. Not yet measured on a large GPU:
@@ -639,8 +641,10 @@ mod tests {
             chosen(batch(conv(128, 256, 1, 20)), TC),
             ConvKernel::Direct { lanes: LANES }
         );
+        // One image of a 1x1 128 -> 128 there fills 40 tensor-core
+        // workgroups, short of TC_MIN_WORKGROUPS.
         assert_eq!(
-            chosen(f16(conv(128, 256, 1, 20)), TC),
+            chosen(f16(conv(128, 128, 1, 20)), TC),
             ConvKernel::Direct { lanes: LANES }
         );
     }
@@ -653,20 +657,20 @@ mod tests {
         };
         let body = f16(conv(64, 64, 3, 160));
         assert!(matches!(chosen(body, TC), ConvKernel::CoopStaged(_, t) if t == tile));
-        // TC_MIN_WORKGROUPS: 66 rows of two 64-pixel runs fill 132; 65
+        // TC_MIN_WORKGROUPS: 64 rows of one 64-pixel run fill 64; 63
         // rows leave the tensor cores to the GEMM kernels.
         assert!(matches!(
-            chosen(f16(conv(64, 64, 3, 66)), TC),
+            chosen(f16(conv(64, 64, 3, 64)), TC),
             ConvKernel::CoopStaged(..)
         ));
-        assert!(matches!(
-            chosen(f16(conv(64, 64, 3, 65)), TC),
-            ConvKernel::VecGemm(_)
+        assert!(!matches!(
+            chosen(f16(conv(64, 64, 3, 63)), TC),
+            ConvKernel::CoopStaged(..) | ConvKernel::CoopBlocked(..) | ConvKernel::CoopDirect(_)
         ));
-        // ... counted over the batch: two images of 65 rows fill 260.
+        // ... counted over the batch: two images of 63 rows fill 126.
         let two = ConvShape {
             images: 2,
-            ..f16(conv(64, 64, 3, 65))
+            ..f16(conv(64, 64, 3, 63))
         };
         assert!(matches!(chosen(two, TC), ConvKernel::CoopStaged(..)));
         // A fused residual: the blocked copy's kernel.
