@@ -3,6 +3,7 @@
 //! folder without `main.rs`, so cargo does not build it as a test of its own).
 #![allow(dead_code)]
 
+pub mod broker;
 pub mod harness;
 pub mod onnx;
 pub mod ops;

@@ -3,6 +3,7 @@
 //! of each line runs as written.
 
 use crate::common;
+use crate::common::broker::Broker;
 use crate::common::harness::{description, expect_eos, launch};
 
 use std::path::Path;
@@ -13,42 +14,6 @@ use gst::prelude::*;
 /// The port of the Mosquitto broker `every_pipeline_runs` starts, which
 /// lines that publish to the local broker's default port are pointed at.
 static BROKER_PORT: AtomicU16 = AtomicU16::new(1883);
-
-/// A Mosquitto broker (Debian's `mosquitto`, which .ci/setup installs) on a
-/// free port, stopped when dropped.
-struct Broker(std::process::Child);
-
-impl Broker {
-    fn start() -> Broker {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("mosquitto")
-            .args(["-p", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("mosquitto (Debian: apt install mosquitto) for the MQTT pipeline");
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < until,
-                "mosquitto did not listen on {port}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        BROKER_PORT.store(port, Ordering::SeqCst);
-        Broker(child)
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The swaps for a machine with no camera and no screen, and paths made
 /// absolute so that outputs land in `out`.
@@ -214,10 +179,12 @@ fn every_pipeline_runs() {
     assert!(files.len() >= 5, "pipelines/ holds {} lines", files.len());
     // wgnnpublish refuses to start without its broker, so the MQTT line
     // running to its end shows that it connected and published.
-    let _broker = Broker::start();
+    let broker = Broker::start(&out);
+    BROKER_PORT.store(broker.port, Ordering::SeqCst);
     for f in &files {
         run(f, &root, &out);
     }
+    drop(broker);
     let _ = std::fs::remove_dir_all(out);
 }
 

@@ -2,7 +2,7 @@
 //! element (or LANES per output over many input channels), which take any
 //! convolution; the depthwise one with its taps compiled in.
 
-use super::super::lower::{grid, Kernel, Lowering};
+use super::super::lower::{grid, Lowering};
 use super::params::{bias_and_output, Conv, WG};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -32,23 +32,17 @@ fn pixel_kernel(
 ) -> Result<()> {
     let source = format!("{}{}", include_str!("conv2d_params.wgsl"), body);
     let (has_bias, has_scale, has_residual) = c.flags();
-    l.kernel(Kernel {
-        label: "conv2d".into(),
-        source: &source,
-        spec: spec
-            .code(&bias_and_output(has_bias, has_scale, has_residual))
-            .code(match c.node.late_residual {
-                false => "fn store(v: f32, i: u32) -> f32 { return act(v + residual(i)); }",
-                true => "fn store(v: f32, i: u32) -> f32 { return act(v) + residual(i); }",
-            }),
-        output_type: c.yd.data_type,
-        input_type: c.xd.data_type,
-        activations: &c.node.activations,
-        params: Kernel::params(&c.params),
-        table: None,
-        inputs: c.node.inputs.clone(),
-        outputs: vec![c.y],
-        workgroups: grid(invocations, WG),
-        workgroup_size: WG,
-    })
+    // `Conv::kernel` adds `finish`, which adds the residual before the
+    // activations or, a late one, after them.
+    let spec = spec
+        .code(&bias_and_output(has_bias, has_scale, has_residual))
+        .code("fn store(v: f32, i: u32) -> f32 { return finish(v, residual(i)); }");
+    l.kernel(c.kernel(
+        &source,
+        spec,
+        &c.params,
+        None,
+        c.node.inputs.clone(),
+        (grid(invocations, WG), WG),
+    ))
 }
