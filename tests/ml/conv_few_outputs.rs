@@ -359,6 +359,22 @@ fn cases() -> Vec<(&'static str, Case)> {
                 ..BASE
             },
         ),
+        // Stems of up to 16 outputs take the narrow kernel, all of a
+        // pixel's outputs in one invocation: 13 (not whole vec4s) over a
+        // 5x5 stride 2, residual and relu, batch 2.
+        (
+            "stem 4 -> 13 5x5 stride 2, residual, relu, batch 2",
+            Case {
+                input: [2, 11, 9, 4],
+                out_channels: 13,
+                kernel: [5, 5],
+                strides: [2, 2],
+                padding: [2; 4],
+                residual: true,
+                relu: true,
+                ..BASE
+            },
+        ),
         (
             "2 -> 8 3x3 dilation [2, 1], batch 2, ihwo",
             Case {

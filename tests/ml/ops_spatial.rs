@@ -1686,6 +1686,18 @@ fn resample_cases() -> Vec<(Resample2dOptions, [usize; 4])> {
                 },
                 [1, 5, 1, 2],
             ));
+            // NHWC channels in runs of 4 (four an invocation), batch 2,
+            // up in one axis and down in the other.
+            cases.push((
+                Resample2dOptions {
+                    mode,
+                    sizes: Some([6, 2]),
+                    axes: [1, 2],
+                    coordinate_transform: t,
+                    ..Default::default()
+                },
+                [2, 3, 5, 8],
+            ));
         }
     }
     cases

@@ -569,7 +569,9 @@ fn prelu_known_values() {
 fn softmax_matches_cpu() {
     let p = Pair::new();
     let mut r = rng(10);
-    let cases: [(&[usize], usize); 7] = [
+    // The last two: short rows side by side, one invocation a row (as
+    // YOLOv8n's DFL softmax over 16 bins of 4 x 8400 boxes).
+    let cases: [(&[usize], usize); 9] = [
         (&[1], 0),
         (&[3, 5], 1),
         (&[7, 1], 1),
@@ -577,6 +579,8 @@ fn softmax_matches_cpu() {
         (&[2, 100, 3], 1),
         (&[5, 3, 2], 0),
         (&[2, 3, 33], 2),
+        (&[2, 5, 70], 1),
+        (&[1, 16, 3, 33], 1),
     ];
     for dt in FLOAT_TYPES {
         for (shape, axis) in cases {

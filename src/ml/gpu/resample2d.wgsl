@@ -1,4 +1,7 @@
-// resample2d, one output element per invocation. The tap tables hold, per
+// resample2d, one output element per invocation: a scalar, or four
+// adjacent channels where the last axis is not resampled (resample2d.rs's
+// `lanes`: XV, YV and FV are then vec4s, and the shapes and strides count
+// them). The tap tables hold, per
 // output row and then per output column, (i0, i1, weight of i1 as f32
 // bits); nearest has i0 == i1 and weight 0, so one formula serves both
 // modes.
@@ -15,8 +18,8 @@ struct Params {
     axis_x: u32,
 }
 
-@group(0) @binding(1) var<storage, read> x: array<TI>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
+@group(0) @binding(1) var<storage, read> x: array<XV>;
+@group(0) @binding(2) var<storage, read_write> y: array<YV>;
 // 3 * out_shape[axis_y] row entries, then 3 * out_shape[axis_x] column ones.
 @group(0) @binding(3) var<storage, read> taps: array<u32>;
 
@@ -55,7 +58,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let x1 = taps[tx + 1u] * sx;
     let fy = bitcast<f32>(taps[ty + 2u]);
     let fx = bitcast<f32>(taps[tx + 2u]);
-    let top = f32(x[y0 + x0]) * (1.0 - fx) + f32(x[y0 + x1]) * fx;
-    let bottom = f32(x[y1 + x0]) * (1.0 - fx) + f32(x[y1 + x1]) * fx;
-    y[i] = T(act(top * (1.0 - fy) + bottom * fy));
+    let top = FV(x[y0 + x0]) * (1.0 - fx) + FV(x[y0 + x1]) * fx;
+    let bottom = FV(x[y1 + x0]) * (1.0 - fx) + FV(x[y1 + x1]) * fx;
+    y[i] = put(top * (1.0 - fy) + bottom * fy);
 }

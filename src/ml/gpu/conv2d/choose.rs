@@ -9,7 +9,10 @@ use super::coop_blocked::Blocked;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
-use super::params::{DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS};
+use super::params::LARGE_GPU_MULTIPROCESSORS;
+use super::params::{
+    run_for, DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS,
+};
 use super::pointwise;
 use super::split::Split;
 use super::upsampled::Upsampled;
@@ -76,6 +79,24 @@ pub(super) const TC_MIN_WORKGROUPS: usize = 64;
 /// quantizes serves that many filter words. Not yet measured on a large GPU:
 /// 8 keeps the sums in registers and a 64-channel layer at 8 blocks.
 pub(super) const INT8_BLOCK_OUTPUTS: usize = 8;
+/// The fewest workgroups a 1x1 convolution's pixels run as one row must
+/// fill (`flat_pixels`): rows padded to runs of 32 or 64 pixels leave most
+/// of a block idle on small maps (ResNet-50's 7x7: 7 of 32; YOLO's 80, 40
+/// and 20: 5 of 8), but one row of all pixels makes fewer workgroups, each
+/// one subgroup walking the whole reduction: below about one per
+/// multiprocessor of a large GPU the rows' extra workgroups hide latency
+/// that the flat run's full blocks do not save.
+pub(super) const FLAT_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
+/// An RGB stem of up to this many outputs (YOLO's 3 -> 16 3x3 stride 2)
+/// takes the narrow kernel, all of a pixel's outputs in one invocation:
+/// a GEMM tile leaves 48 of its 64 columns idle over a 27-long reduction,
+/// and YOLOv8n's stem took 1.05 ms of its 11.9 at batch 32 in float16 on
+/// an H200 there. Past 16 (ResNet's 3 -> 64 7x7, ESRGAN's 3 -> 64 3x3)
+/// the GEMM kernels keep it: the narrow kernel in runs of 8 outputs took
+/// 0.77 ms against 0.24 on ESRGAN-slim's 3 -> 64 at 960x540 (H100).
+pub(super) const STEM_MAX_OUTPUTS: usize = 16;
+/// Input channels of a group up to which a convolution is a stem.
+pub(super) const STEM_MAX_CHANNELS: usize = 4;
 /// Output channels of the tensor cores' widest tile (4 blocks of 16).
 const TC_TILE_CHANNELS: usize = 64;
 
@@ -216,8 +237,9 @@ pub(super) enum ConvKernel {
     CoopBlocked(Blocked, CoopTile),
     /// `conv2d_coop_tile.wgsl`: the input staged through workgroup memory.
     CoopStaged(Staged, CoopTile),
-    /// `conv2d_coop_direct.wgsl`: A blocks read straight from x.
-    CoopDirect(CoopTile),
+    /// `conv2d_coop_direct.wgsl`: A blocks read straight from x; `flat`:
+    /// a 1x1 over every image's pixels as one row ([`flat_pixels`]).
+    CoopDirect(CoopTile, bool),
     /// `conv2d_int8.wgsl`: int8 products, `outputs` channels an invocation.
     Int8 { outputs: u32 },
 }
@@ -294,17 +316,36 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
             return Ok(kernel);
         }
     }
-    if pixel_by_pixel(s.groups, s.ocg) {
+    if pixel_by_pixel(s.groups, s.ocg) || stem(s) {
         return Ok(pixel(s));
     }
     Ok(gemm(s, t, gemm_tiles))
+}
+
+/// An RGB stem (a group of up to [`STEM_MAX_CHANNELS`] inputs and
+/// [`STEM_MAX_OUTPUTS`] outputs, a constant filter): the narrow kernel.
+fn stem(s: &ConvShape) -> bool {
+    s.groups == 1 && s.icg <= STEM_MAX_CHANNELS && s.ocg <= stem_max_outputs() && s.constant_filter
+}
+
+/// [`STEM_MAX_OUTPUTS`], or `WGNN_STEM_MAX_OUTPUTS` (a measurement's
+/// knob, read once).
+fn stem_max_outputs() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("WGNN_STEM_MAX_OUTPUTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(STEM_MAX_OUTPUTS)
+    })
 }
 
 /// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
 /// outputs and a constant filter, else the depthwise or direct one, which
 /// take any convolution.
 fn pixel(s: &ConvShape) -> ConvKernel {
-    if s.oc == s.ocg && s.ocg <= NARROW_MAX_OUTPUTS && s.constant_filter {
+    let narrow = s.ocg <= NARROW_MAX_OUTPUTS || stem(s);
+    if s.oc == s.ocg && narrow && s.constant_filter {
         return ConvKernel::Narrow;
     }
     let (kh, kw) = (s.kh as u32, s.kw as u32);
@@ -383,7 +424,43 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     Some(match (blocked, staged) {
         (Some(b), _) => ConvKernel::CoopBlocked(b, tile),
         (None, Some(st)) => ConvKernel::CoopStaged(st, tile),
-        (None, None) => ConvKernel::CoopDirect(tile),
+        (None, None) => ConvKernel::CoopDirect(tile, flat_pixels(s, blocks)),
+    })
+}
+
+/// Whether the direct tensor-core kernel runs a 1x1 stride-1 NHWC
+/// convolution over all its images' pixels as one output row (they lie end
+/// to end in x and y, so that a 64-pixel run crosses rows and images and
+/// only the last run is short), given `blocks` 16-channel blocks a tile:
+/// where that still fills [`FLAT_MIN_WORKGROUPS`] and pads less than rows.
+fn flat_pixels(s: &ConvShape, blocks: u32) -> bool {
+    let one_by_one = (s.kh, s.kw) == (1, 1)
+        && s.strides == [1, 1]
+        && s.padding == [0; 4]
+        && s.nhwc
+        && s.upsample.is_none();
+    if !one_by_one {
+        return false;
+    }
+    let tiles = s.ocg.div_ceil(16 * blocks as usize) * s.groups;
+    let pixels = s.pixels();
+    let flat_run = run_for(pixels);
+    let row_run = run_for(s.ow);
+    let flat_slots = pixels.div_ceil(flat_run) * flat_run;
+    let row_slots = s.images * s.oh * s.ow.div_ceil(row_run) * row_run;
+    let workgroups = pixels.div_ceil(flat_run) * tiles;
+    flat_slots < row_slots && workgroups >= flat_min_workgroups()
+}
+
+/// [`FLAT_MIN_WORKGROUPS`], or `WGNN_FLAT_MIN_WORKGROUPS` (a measurement's
+/// knob, read once).
+fn flat_min_workgroups() -> usize {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("WGNN_FLAT_MIN_WORKGROUPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(FLAT_MIN_WORKGROUPS)
     })
 }
 
@@ -524,6 +601,69 @@ mod tests {
     }
 
     #[test]
+    fn a_1x1_runs_its_pixels_as_one_row_where_that_pads_less_and_fills_the_gpu() {
+        let batch = |s: ConvShape, images| ConvShape { images, ..s };
+        let kernel = |s| chosen(f16(s), TC);
+        let flat = |s| matches!(kernel(s), ConvKernel::CoopDirect(_, true));
+        // ResNet-50's 1x1 2048 -> 512 on 7x7 at batch 32: 7 of 32 pixels a
+        // run as rows, 1568 end to end in 25 runs x 8 tiles = 200 workgroups.
+        assert!(flat(batch(conv(2048, 512, 1, 7), 32)));
+        // YOLOv8n's 1x1 on 80x80 (rows pad 80 to 96) at batch 1: 100 runs
+        // of 64 pixels x 2 tiles of 64 channels.
+        assert!(flat(conv(128, 128, 1, 80)));
+        // Too few workgroups end to end: the rows' extra ones hide latency
+        // (7x7 at batch 1: 1 run x 8 tiles).
+        assert!(!flat(conv(2048, 512, 1, 7)));
+        // Rows of whole runs pad nothing: no gain (64x64).
+        assert!(!flat(batch(conv(256, 256, 1, 64), 8)));
+        // Only a 1x1 at stride 1 without padding: a 3x3, a strided or a
+        // padded 1x1 keeps its rows.
+        assert!(!flat(batch(conv(128, 128, 3, 80), 8)));
+        let strided = ConvShape {
+            strides: [2, 2],
+            ..batch(conv(256, 512, 1, 28), 32)
+        };
+        assert!(!flat(strided));
+        let padded = ConvShape {
+            padding: [1; 4],
+            ..batch(conv(2048, 512, 1, 7), 32)
+        };
+        assert!(!flat(padded));
+    }
+
+    #[test]
+    fn an_rgb_stem_of_up_to_16_outputs_takes_the_narrow_kernel() {
+        let s2 = |s: ConvShape| ConvShape {
+            strides: [2, 2],
+            images: 32,
+            ..s
+        };
+        // YOLO's 3 -> 16 3x3 stride 2, either float type and layout.
+        for s in [
+            conv(3, 16, 3, 320),
+            f16(conv(3, 16, 3, 320)),
+            nchw(conv(3, 16, 3, 320)),
+        ] {
+            assert_eq!(chosen(s2(s), TC), ConvKernel::Narrow);
+            assert_eq!(chosen(s2(s), NO_TC), ConvKernel::Narrow);
+        }
+        // ResNet's 3 -> 64 7x7 and 5 -> 16 (not a stem) stay on a GEMM;
+        // a stride-1 float16 RGB head of 16 takes the tensor cores first.
+        assert!(matches!(
+            chosen(s2(conv(3, 64, 7, 112)), TC),
+            ConvKernel::GemmWide { .. }
+        ));
+        assert!(matches!(
+            chosen(s2(conv(5, 16, 3, 320)), TC),
+            ConvKernel::GemmWide { .. }
+        ));
+        assert!(matches!(
+            chosen(f16(conv(3, 16, 3, 320)), TC),
+            ConvKernel::CoopBlocked(..)
+        ));
+    }
+
+    #[test]
     fn tensor_core_rows_take_the_run_that_pads_them_least() {
         use super::super::params::run_for;
         // Short runs where the row pads less: YOLO's 20 and 80, ResNet's
@@ -635,7 +775,7 @@ mod tests {
         let batch = |s: ConvShape| ConvShape { images: 32, ..s };
         assert!(matches!(
             chosen(batch(f16(conv(128, 256, 1, 20))), TC),
-            ConvKernel::CoopDirect(_)
+            ConvKernel::CoopDirect(..)
         ));
         assert_eq!(
             chosen(batch(conv(128, 256, 1, 20)), TC),
@@ -665,7 +805,7 @@ mod tests {
         ));
         assert!(!matches!(
             chosen(f16(conv(64, 64, 3, 63)), TC),
-            ConvKernel::CoopStaged(..) | ConvKernel::CoopBlocked(..) | ConvKernel::CoopDirect(_)
+            ConvKernel::CoopStaged(..) | ConvKernel::CoopBlocked(..) | ConvKernel::CoopDirect(..)
         ));
         // ... counted over the batch: two images of 63 rows fill 126.
         let two = ConvShape {
@@ -698,7 +838,7 @@ mod tests {
             strides: [2, 2],
             ..body
         };
-        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile));
+        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile, false));
         // Not taken: an input scale, NCHW, no tensor cores, a filter that
         // is not a constant, or narrow groups of 8 input channels.
         let scaled = ConvShape {
@@ -722,7 +862,7 @@ mod tests {
                     k,
                     ConvKernel::CoopBlocked(..)
                         | ConvKernel::CoopStaged(..)
-                        | ConvKernel::CoopDirect(_)
+                        | ConvKernel::CoopDirect(..)
                 ),
                 "{s:?}: {k:?}"
             );

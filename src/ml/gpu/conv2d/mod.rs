@@ -89,7 +89,8 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         ConvKernel::CoopStaged(staged, tile) => {
             coop_tile::emit(l, &c, staged, coop_tiles(&c, tile))
         }
-        ConvKernel::CoopDirect(tile) => coop_direct::emit(l, &c, coop_tiles(&c, tile)),
+        ConvKernel::CoopDirect(tile, false) => coop_direct::emit(l, &c, coop_tiles(&c, tile)),
+        ConvKernel::CoopDirect(tile, true) => coop_direct::emit(l, &c, flat_tiles(&c, tile)),
         ConvKernel::Int8 { .. } => Err(Error::invalid(format!(
             "conv2d of {}: the int8 kernel takes quantized convolutions only",
             l.ir.label(c.x)
@@ -186,6 +187,30 @@ fn target(l: &Lowering) -> Target {
         max_workgroup_bytes: limits
             .as_ref()
             .map_or(u32::MAX, |l| l.max_compute_workgroup_storage_size),
+    }
+}
+
+/// [`coop_tiles`] for a 1x1 stride-1 NHWC convolution run over all its
+/// images' pixels as one output row (`choose.rs`'s `flat_pixels`): one
+/// image of 1 x pixels, whose pixel k is x's pixel k (x's strides stay: row
+/// and image are always 0).
+fn flat_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
+    let pixels = c.pixels;
+    let tiles = coop_tiles(c, tile);
+    let run = params::run_for(pixels);
+    let channel_tiles = tiles.params.channel_tiles as usize;
+    CoopTiles {
+        params: params::Params {
+            oh: 1,
+            ow: pixels as u32,
+            ohw: pixels as u32,
+            h: 1,
+            w: pixels as u32,
+            ..tiles.params
+        },
+        run,
+        run_grid: folded(pixels.div_ceil(run), channel_tiles, c.o.groups),
+        ..tiles
     }
 }
 
