@@ -9,7 +9,6 @@ use super::coop_blocked::Blocked;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
-use super::params::LARGE_GPU_MULTIPROCESSORS;
 use super::params::{
     run_for, DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS,
 };
@@ -83,17 +82,20 @@ pub(super) const INT8_BLOCK_OUTPUTS: usize = 8;
 /// fill (`flat_pixels`): rows padded to runs of 32 or 64 pixels leave most
 /// of a block idle on small maps (ResNet-50's 7x7: 7 of 32; YOLO's 80, 40
 /// and 20: 5 of 8), but one row of all pixels makes fewer workgroups, each
-/// one subgroup walking the whole reduction: below about one per
-/// multiprocessor of a large GPU the rows' extra workgroups hide latency
-/// that the flat run's full blocks do not save.
-pub(super) const FLAT_MIN_WORKGROUPS: usize = LARGE_GPU_MULTIPROCESSORS;
+/// one subgroup walking the whole reduction. One H200 call (15:34 UTC,
+/// 2026-11-29), float16: ResNet-50 at batch 32 7.46 ms against 8.76 with
+/// rows, at batch 8 3.10 against 3.55 (3.12 with 132 here); YOLOv8n at 32
+/// 10.26 against 10.63, at 8 3.94 against 3.89; batch 1 alike.
+pub(super) const FLAT_MIN_WORKGROUPS: usize = TC_MIN_WORKGROUPS;
 /// An RGB stem of up to this many outputs (YOLO's 3 -> 16 3x3 stride 2)
 /// takes the narrow kernel, all of a pixel's outputs in one invocation:
 /// a GEMM tile leaves 48 of its 64 columns idle over a 27-long reduction,
 /// and YOLOv8n's stem took 1.05 ms of its 11.9 at batch 32 in float16 on
 /// an H200 there. Past 16 (ResNet's 3 -> 64 7x7, ESRGAN's 3 -> 64 3x3)
 /// the GEMM kernels keep it: the narrow kernel in runs of 8 outputs took
-/// 0.77 ms against 0.24 on ESRGAN-slim's 3 -> 64 at 960x540 (H100).
+/// 0.77 ms against 0.24 on ESRGAN-slim's 3 -> 64 at 960x540 (H100). On
+/// the narrow kernel YOLOv8n's stem took 0.52 ms at batch 32, and the
+/// model 10.26 against 10.78 (H200, the call above).
 pub(super) const STEM_MAX_OUTPUTS: usize = 16;
 /// Input channels of a group up to which a convolution is a stem.
 pub(super) const STEM_MAX_CHANNELS: usize = 4;
@@ -325,19 +327,7 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
 /// An RGB stem (a group of up to [`STEM_MAX_CHANNELS`] inputs and
 /// [`STEM_MAX_OUTPUTS`] outputs, a constant filter): the narrow kernel.
 fn stem(s: &ConvShape) -> bool {
-    s.groups == 1 && s.icg <= STEM_MAX_CHANNELS && s.ocg <= stem_max_outputs() && s.constant_filter
-}
-
-/// [`STEM_MAX_OUTPUTS`], or `WGNN_STEM_MAX_OUTPUTS` (a measurement's
-/// knob, read once).
-fn stem_max_outputs() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        std::env::var("WGNN_STEM_MAX_OUTPUTS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(STEM_MAX_OUTPUTS)
-    })
+    s.groups == 1 && s.icg <= STEM_MAX_CHANNELS && s.ocg <= STEM_MAX_OUTPUTS && s.constant_filter
 }
 
 /// The narrow kernel for one group of up to [`NARROW_MAX_OUTPUTS`]
@@ -449,19 +439,7 @@ fn flat_pixels(s: &ConvShape, blocks: u32) -> bool {
     let flat_slots = pixels.div_ceil(flat_run) * flat_run;
     let row_slots = s.images * s.oh * s.ow.div_ceil(row_run) * row_run;
     let workgroups = pixels.div_ceil(flat_run) * tiles;
-    flat_slots < row_slots && workgroups >= flat_min_workgroups()
-}
-
-/// [`FLAT_MIN_WORKGROUPS`], or `WGNN_FLAT_MIN_WORKGROUPS` (a measurement's
-/// knob, read once).
-fn flat_min_workgroups() -> usize {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("WGNN_FLAT_MIN_WORKGROUPS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(FLAT_MIN_WORKGROUPS)
-    })
+    flat_slots < row_slots && workgroups >= FLAT_MIN_WORKGROUPS
 }
 
 /// The GEMM-shaped kernels, for groups of more outputs than the narrow
