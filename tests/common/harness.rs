@@ -80,6 +80,25 @@ pub fn launch(desc: &str) -> gst::Pipeline {
         .unwrap()
 }
 
+/// The context that puts the wgnn elements of whatever it is set on on the
+/// process's shared device (`common::gpu()`), as one application's
+/// pipelines share theirs. Set before the elements start, it spares each
+/// pipeline a device of its own, whose first frame compiles every kernel of
+/// its model again (seconds a model on lavapipe). Not for tests that count
+/// a device's own objects or transfers (they take `common::own_gpu()`).
+pub fn shared_device() -> gst::Context {
+    wgnn::gst::device::context_for(&super::gpu())
+}
+
+/// `Harness::new_parse(desc)` with its elements on the shared device (see
+/// [`shared_device`]).
+pub fn harness_on_shared_device(desc: &str) -> Harness {
+    let bin =
+        gst::parse::bin_from_description(desc, true).unwrap_or_else(|e| panic!("{desc}: {e}"));
+    bin.set_context(&shared_device());
+    Harness::with_element(&bin, Some("sink"), Some("src"))
+}
+
 /// Plays `desc` and hands every sample of its appsink `sink` to `each`
 /// until EOS (one at a time: decoders' buffer pools are small). The pipeline
 /// is left playing; [`stop`] it when done.

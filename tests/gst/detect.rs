@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::common;
-use crate::common::harness::{buffer, caps, element, init, start_error};
+use crate::common::harness::{buffer, caps, element, harness_on_shared_device, init, start_error};
 use crate::face_refs::{self, agreement, plausible, RefImage};
 
 use gst::prelude::*;
@@ -34,9 +34,10 @@ fn objects(buf: &gst::BufferRef, w: u32, h: u32) -> Vec<ObjectResult> {
 }
 
 /// Pushes `reference`'s image through `launch` (a harness whose element
-/// `detect` is wgnndetect) as RGBA and returns the output buffer.
+/// `detect` is wgnndetect, on the shared device) as RGBA and returns the
+/// output buffer.
 fn push_reference(launch: &str, reference: &RefImage) -> (Harness, gst::Buffer) {
-    let mut h = Harness::new_parse(launch);
+    let mut h = harness_on_shared_device(launch);
     h.set_src_caps_str(&caps("RGBA", reference.width, reference.height));
     let out = h.push_and_pull(buffer(&reference.rgba(), 0)).unwrap();
     (h, out)
@@ -367,7 +368,7 @@ fn an_8k_frame_and_a_tiny_one_give_correct_results() {
         );
         plausible(&found, &big).unwrap_or_else(|e| panic!("{device}: {e}"));
 
-        let mut h = Harness::new_parse(&launch);
+        let mut h = harness_on_shared_device(&launch);
         h.set_src_caps_str(&caps("RGBA", tiny.width, tiny.height));
         let out = h.push_and_pull(buffer(&[128; 16 * 12 * 4], 0)).unwrap();
         assert_eq!(

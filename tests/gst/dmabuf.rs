@@ -244,6 +244,8 @@ fn run(caps: gst::Caps, middle: &str, counted: &str, buffers: Vec<gst::Buffer>) 
     .unwrap()
     .downcast::<gst::Pipeline>()
     .unwrap();
+    // The counters are the element's own: the device may be shared.
+    pipeline.set_context(&crate::common::harness::shared_device());
     let src = pipeline
         .by_name("src")
         .unwrap()
@@ -691,7 +693,7 @@ fn sink_pads_prefer_textures_then_dmabufs_then_system_memory() {
 /// `caps`, and its counters.
 fn infer(device: &str, caps: gst::Caps, buffer: gst::Buffer) -> (Vec<f32>, u64, u64) {
     let model = crate::common::root().join("assets/models/esrgan-slim/x2/model.json");
-    let mut h = gst_check::Harness::new_parse(&format!(
+    let mut h = crate::common::harness::harness_on_shared_device(&format!(
         "wgnninfer device={device} name=dmainfer model={}",
         model.display()
     ));

@@ -4,7 +4,7 @@
 
 use crate::common;
 use crate::common::broker::Broker;
-use crate::common::harness::{description, expect_eos, launch};
+use crate::common::harness::{description, expect_eos, launch, shared_device};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -15,6 +15,11 @@ use gst::prelude::*;
 /// lines that publish to the local broker's default port are pointed at.
 static BROKER_PORT: AtomicU16 = AtomicU16::new(1883);
 
+/// Frames a camera, a decoded file or a longer test source stops after.
+/// Software Vulkan is slow: a few frames show the line works, and four let
+/// `inference-interval=3` run its model twice.
+const FRAMES: u32 = 4;
+
 /// The swaps for a machine with no camera and no screen, and paths made
 /// absolute so that outputs land in `out`.
 fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
@@ -22,10 +27,10 @@ fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
         .map(|element| {
             let name = element.split_whitespace().next().unwrap_or("");
             match name {
-                "v4l2src" => "videotestsrc num-buffers=8 pattern=ball".to_string(),
+                "v4l2src" => format!("videotestsrc num-buffers={FRAMES} pattern=ball"),
                 "wgnnsink" => format!("{element} offscreen=true"),
                 "autovideosink" => "fakesink".to_string(),
-                "decodebin" => "decodebin ! identity eos-after=8".to_string(),
+                "decodebin" => format!("decodebin ! identity eos-after={FRAMES}"),
                 _ => element
                     .split_whitespace()
                     .map(|w| match w.split_once('=') {
@@ -44,9 +49,8 @@ fn for_ci(desc: &str, root: &Path, out: &Path) -> String {
                         Some(("address", "127.0.0.1:1883")) => {
                             format!("address=127.0.0.1:{}", BROKER_PORT.load(Ordering::SeqCst))
                         }
-                        // Software Vulkan is slow: a few frames show the line works.
-                        Some(("num-buffers", n)) if n.parse::<u32>().is_ok_and(|n| n > 8) => {
-                            "num-buffers=8".to_string()
+                        Some(("num-buffers", n)) if n.parse::<u32>().is_ok_and(|n| n > FRAMES) => {
+                            format!("num-buffers={FRAMES}")
                         }
                         _ => w.to_string(),
                     })
@@ -105,6 +109,9 @@ fn run(file: &Path, root: &Path, out: &Path) {
     let desc = for_ci(&written, root, out);
     eprintln!("{}: {desc}", file.display());
     let pipeline = launch(&desc);
+    // One device for every line (see `shared_device`): the lines that run
+    // the same model compile its kernels once.
+    pipeline.set_context(&shared_device());
     pipeline.set_state(gst::State::Playing).unwrap();
     expect_eos(&pipeline, 600, &file.display().to_string());
     let wgnn: Vec<gst::Element> = pipeline
@@ -200,6 +207,9 @@ fn the_swaps_keep_the_rest_of_the_line() {
     let ci = for_ci(&d, Path::new("/r"), Path::new("/o"));
     assert_eq!(
         ci,
-        "videotestsrc num-buffers=8 pattern=ball ! videoconvert ! wgnnsink fullscreen=true offscreen=true"
+        format!(
+            "videotestsrc num-buffers={FRAMES} pattern=ball ! videoconvert ! wgnnsink fullscreen=true \
+             offscreen=true"
+        )
     );
 }
