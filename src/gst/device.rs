@@ -136,10 +136,19 @@ impl DeviceSlot {
         }
     }
 
-    /// `ObjectImpl::set_property`'s share; false for other names.
-    pub fn set_property(&self, name: &str, value: &glib::Value) -> bool {
-        if name != "gpu" {
+    /// `ObjectImpl::set_property`'s share (refused with a warning while
+    /// `element` runs); false for other names.
+    pub fn set_property(
+        &self,
+        element: &gst::Element,
+        pspec: &glib::ParamSpec,
+        value: &glib::Value,
+    ) -> bool {
+        if pspec.name() != "gpu" {
             return false;
+        }
+        if crate::gst::property::refused_while_running(element, pspec) {
+            return true;
         }
         let text = value
             .get::<Option<String>>()

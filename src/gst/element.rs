@@ -151,6 +151,10 @@ impl Processing {
     /// `batched-frames`, `profile` / `gpu-ms`, and `gpu` / `gpu-used`;
     /// `None` for other names.
     pub fn property(&self, name: &str) -> Option<gst::glib::Value> {
+        // On the CPU no GPU is used, whatever device the context offered.
+        if name == "gpu-used" && self.started().is_some_and(|s| s.device.is_cpu()) {
+            return Some(String::new().to_value());
+        }
         self.meter
             .property(name)
             .or_else(|| self.users.property(name))

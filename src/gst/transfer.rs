@@ -41,8 +41,13 @@ impl Transfer {
     }
 
     /// `ObjectImpl::set_property`: `gpu`, the only writable property.
-    pub fn set_property(&self, pspec: &glib::ParamSpec, value: &glib::Value) {
-        self.device.set_property(pspec.name(), value);
+    pub fn set_property(
+        &self,
+        element: &gst::Element,
+        pspec: &glib::ParamSpec,
+        value: &glib::Value,
+    ) {
+        self.device.set_property(element, pspec, value);
     }
 
     /// `ElementImpl::pad_templates`: `sink` caps in, `src` caps out.
@@ -313,7 +318,8 @@ macro_rules! transfer_element {
             }
 
             fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-                self.transfer.set_property(pspec, value)
+                self.transfer
+                    .set_property(self.obj().upcast_ref(), pspec, value)
             }
         }
 

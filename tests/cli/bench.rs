@@ -628,6 +628,49 @@ fn streams_track_over_detect_with_a_zero_config_yolo_export() {
     );
 }
 
+/// `--gpus 2` on two real adapters (lavapipe over Vulkan, llvmpipe over
+/// GL): the streams go round robin, one to each, and the run says so.
+#[test]
+fn streams_spread_over_two_adapters() {
+    let out = common::run_bin(
+        env!("CARGO_BIN_EXE_wgnn-bench"),
+        &[
+            "streams",
+            "--streams",
+            "2",
+            "--gpus",
+            "2",
+            "--width",
+            "32",
+            "--height",
+            "32",
+            "--seconds",
+            "1",
+            "--fps",
+            "5",
+            "--task",
+            "segment",
+            "--json",
+        ],
+        &[("WGPU_BACKEND", "vulkan,gl")],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["devices"].as_array().unwrap().len(), 2, "{v}");
+    let r = &v["runs"][0];
+    assert_eq!(num(r, "streams"), 2.0, "{r}");
+    let shares = r["per_gpu"].as_array().unwrap();
+    assert_eq!(shares.len(), 2, "{r}");
+    for (g, share) in shares.iter().enumerate() {
+        assert_eq!(num(share, "streams"), 1.0, "{share}");
+        let adapter = share["adapter"].as_str().unwrap();
+        assert!(adapter.starts_with(&format!("{g} '")), "{share}");
+    }
+    let total: f64 = shares.iter().map(|s| num(s, "sustained_streams")).sum();
+    assert_eq!(total, num(r, "sustained_streams"), "{r}");
+}
+
 /// Bad flags are refused before any device or pipeline: one line each, exit 2.
 #[test]
 fn streams_refuses_bad_flags_in_one_line() {
@@ -641,6 +684,8 @@ fn streams_refuses_bad_flags_in_one_line() {
         (&["--batch-size", "257"][..], "--batch-size"),
         (&["--max-batch-latency", "1001"][..], "--max-batch-latency"),
         (&["--format", "XYZ"][..], "XYZ"),
+        (&["--gpus", "0"][..], "--gpus"),
+        (&["--gpus", "1", "--gpu", "0"][..], "--gpus and --gpu"),
         (&["--model", "/nonexistent/model.tflite"][..], "--model"),
         (
             &[

@@ -262,7 +262,11 @@ impl ObjectImpl for WgnnModelElement {
         if property::refused_while_running(self.obj().upcast_ref(), pspec) {
             return;
         }
-        if self.core.slot.set_property(pspec.name(), value) {
+        if self
+            .core
+            .slot
+            .set_property(self.obj().upcast_ref(), pspec, value)
+        {
             return;
         }
         let mut s = self.settings.lock().unwrap();

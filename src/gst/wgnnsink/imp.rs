@@ -391,7 +391,10 @@ impl ObjectImpl for WgnnSink {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        if self.device.set_property(pspec.name(), value) {
+        if self
+            .device
+            .set_property(self.obj().upcast_ref(), pspec, value)
+        {
             return;
         }
         let mut settings = self.settings.lock().unwrap();

@@ -230,6 +230,7 @@ fn an_id_shares_one_instance_while_it_has_users_and_refuses_other_settings() {
     let cpu = registry::join(
         &InstanceSpec {
             device: &Device::Cpu,
+            batch: BatchOptions::new(1, Duration::ZERO).unwrap(),
             ..spec.clone()
         },
         load,
