@@ -49,8 +49,8 @@ fn each_branch_runs_on_the_gpu_it_names_and_shares_nothing() {
     let pipeline = launch(&format!("{} {}", branch(0), branch(1)));
     pipeline.set_state(gst::State::Playing).unwrap();
     expect_eos(&pipeline, 60, "two branches on two adapters");
-    for g in 0..2 {
-        let name = &listed[g].name;
+    for (g, adapter) in listed.iter().enumerate().take(2) {
+        let name = &adapter.name;
         for element in ["up", "infer", "down"] {
             let e = pipeline.by_name(&format!("{element}{g}")).unwrap();
             let used = e.property::<String>("gpu-used");

@@ -32,8 +32,10 @@ impl Place {
     }
 }
 
-static INSTANCES: LazyLock<Mutex<HashMap<(String, Place), Weak<ModelInstance>>>> =
-    LazyLock::new(Mutex::default);
+/// The instances by id and place.
+type Instances = HashMap<(String, Place), Weak<ModelInstance>>;
+
+static INSTANCES: LazyLock<Mutex<Instances>> = LazyLock::new(Mutex::default);
 
 /// What a user asks of a shared instance.
 #[derive(Clone, Debug)]
