@@ -1,6 +1,7 @@
 //! Adapter choice: a hardware GPU first, a software one (lavapipe, llvmpipe)
 //! only when there is nothing else, and the user's environment over both.
 
+use super::selector::{stable_order, GpuSelector};
 use crate::error::{Error, Result};
 
 /// How to pick an adapter. [`GpuOptions::from_env`] reads the variables wgpu's
@@ -14,6 +15,9 @@ pub struct GpuOptions {
     pub adapter_name: Option<String>,
     /// Allow a software adapter when no hardware one exists.
     pub allow_software: bool,
+    /// The adapter asked for by index or identity (an element's `gpu`
+    /// property); it overrides `adapter_name` and `allow_software`.
+    pub selector: Option<GpuSelector>,
 }
 
 impl Default for GpuOptions {
@@ -22,6 +26,7 @@ impl Default for GpuOptions {
             backends: None,
             adapter_name: None,
             allow_software: true,
+            selector: None,
         }
     }
 }
@@ -37,6 +42,7 @@ impl GpuOptions {
                 .ok()
                 .filter(|s| !s.trim().is_empty()),
             allow_software: true,
+            selector: None,
         }
     }
 }
@@ -45,9 +51,13 @@ pub struct AdapterChoice {
     pub instance: wgpu::Instance,
     pub adapter: wgpu::Adapter,
     pub software: bool,
+    /// The adapter's place in [`list`].
+    pub index: usize,
 }
 
-pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
+/// The adapters of `options`' backends in the order `gpu=N` counts in
+/// ([`stable_order`]), with the instance that found them.
+fn enumerate(options: &GpuOptions) -> Result<(wgpu::Instance, Vec<wgpu::Adapter>)> {
     let backends = options.backends.unwrap_or(wgpu::Backends::PRIMARY);
     if backends.is_empty() {
         return Err(Error::NoAdapter(
@@ -58,7 +68,40 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
     desc.backends = backends;
     desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
     let instance = quiet_vulkan_instance(&desc).unwrap_or_else(|| wgpu::Instance::new(desc));
-    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+    let found = pollster::block_on(instance.enumerate_adapters(backends));
+    let infos: Vec<wgpu::AdapterInfo> = found.iter().map(wgpu::Adapter::get_info).collect();
+    let mut found: Vec<Option<wgpu::Adapter>> = found.into_iter().map(Some).collect();
+    let adapters = stable_order(&infos)
+        .into_iter()
+        .filter_map(|i| found[i].take())
+        .collect();
+    Ok((instance, adapters))
+}
+
+/// The adapters `options` (their backends) find, in the order `gpu=N`
+/// counts in.
+pub fn list(options: &GpuOptions) -> Result<Vec<wgpu::AdapterInfo>> {
+    let (_, adapters) = enumerate(options)?;
+    Ok(adapters.iter().map(wgpu::Adapter::get_info).collect())
+}
+
+pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
+    let (instance, adapters) = enumerate(options)?;
+    let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
+    if let Some(selector) = &options.selector {
+        let index = selector.pick(&infos)?;
+        let adapter = adapters
+            .into_iter()
+            .nth(index)
+            .expect("picked from the list");
+        return Ok(AdapterChoice {
+            instance,
+            software: is_software(&infos[index]),
+            adapter,
+            index,
+        });
+    }
+    let backends = options.backends.unwrap_or(wgpu::Backends::PRIMARY);
 
     let described: Vec<String> = adapters
         .iter()
@@ -67,10 +110,10 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
             format!("'{}' ({:?}, {:?})", i.name, i.device_type, i.backend)
         })
         .collect();
-    let mut candidates: Vec<wgpu::Adapter> = adapters;
+    let mut candidates: Vec<(usize, wgpu::Adapter)> = adapters.into_iter().enumerate().collect();
     if let Some(wanted) = &options.adapter_name {
         let wanted_lc = wanted.to_lowercase();
-        candidates.retain(|a| a.get_info().name.to_lowercase().contains(&wanted_lc));
+        candidates.retain(|(i, _)| infos[*i].name.to_lowercase().contains(&wanted_lc));
         if candidates.is_empty() {
             return Err(Error::NoAdapter(format!(
                 "WGPU_ADAPTER_NAME='{wanted}' matches none of the adapters found: {}",
@@ -79,10 +122,10 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
         }
     }
     if !options.allow_software {
-        candidates.retain(|a| !is_software(&a.get_info()));
+        candidates.retain(|(i, _)| !is_software(&infos[*i]));
     }
-    candidates.sort_by_key(|a| rank(&a.get_info()));
-    let Some(adapter) = candidates.into_iter().next() else {
+    candidates.sort_by_key(|(i, _)| rank(&infos[*i]));
+    let Some((index, adapter)) = candidates.into_iter().next() else {
         let why = if described.is_empty() {
             format!(
                 "no {backends:?} adapter found; install a GPU driver or Mesa's software Vulkan \
@@ -109,6 +152,7 @@ pub(super) fn choose(options: &GpuOptions) -> Result<AdapterChoice> {
         instance,
         adapter,
         software,
+        index,
     })
 }
 
@@ -193,7 +237,7 @@ fn quiet_vulkan_instance(_desc: &wgpu::InstanceDescriptor) -> Option<wgpu::Insta
     None
 }
 
-fn is_software(info: &wgpu::AdapterInfo) -> bool {
+pub(super) fn is_software(info: &wgpu::AdapterInfo) -> bool {
     let name = info.name.to_lowercase();
     info.device_type == wgpu::DeviceType::Cpu
         || name.contains("llvmpipe")

@@ -11,6 +11,7 @@ pub(crate) mod bind_cache;
 #[cfg(target_os = "linux")]
 pub mod dmabuf;
 pub mod live;
+pub mod selector;
 pub mod shader;
 pub mod transfer;
 pub mod upload_ring;
@@ -18,8 +19,9 @@ mod upload_unpack;
 
 use std::sync::{Arc, Mutex};
 
-pub use adapter::{AdapterChoice, GpuOptions};
+pub use adapter::{list as list_adapters, AdapterChoice, GpuOptions};
 pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
+pub use selector::GpuSelector;
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use transfer::{upload_overlap, Download, TextureWrite, TransferStats, UPLOAD_OVERLAP_ENV};
 pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
@@ -61,6 +63,8 @@ struct Inner {
     device: wgpu::Device,
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
+    /// The adapter's place in [`list_adapters`].
+    index: usize,
     software: bool,
     tensor_cores_f16: bool,
     /// Plane formats uploads write by a compute pass (`upload_unpack`).
@@ -89,6 +93,7 @@ impl Gpu {
             instance,
             adapter,
             software,
+            index,
         } = choice;
         let info = adapter.get_info();
         let mut features = adapter.features() & OPTIONAL_FEATURES;
@@ -168,6 +173,7 @@ impl Gpu {
                 device,
                 queue,
                 info,
+                index,
                 software,
                 tensor_cores_f16,
                 unpack_formats,
@@ -183,6 +189,12 @@ impl Gpu {
     /// Identifies the device: two handles with the same id share one device.
     pub fn id(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// The adapter's place in the list `gpu=N` counts in ([`list_adapters`]
+    /// with the same backends).
+    pub fn index(&self) -> usize {
+        self.inner.index
     }
 
     pub fn instance(&self) -> &wgpu::Instance {

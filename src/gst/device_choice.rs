@@ -31,7 +31,8 @@ impl DeviceChoice {
     /// a warning on the bus, when there is no GPU, and when the only GPU is
     /// a software rasteriser (lavapipe, llvmpipe: several times slower than
     /// wgnn's CPU context), unless the pipeline was built for texture memory
-    /// (see [`built_for_textures`]). Logs under the element's category
+    /// (see [`built_for_textures`]); it runs on the GPU the element's `gpu`
+    /// property names, if it names one. Logs under the element's category
     /// `cat`.
     pub fn open(
         self,
@@ -39,7 +40,12 @@ impl DeviceChoice {
         element: &gst::Element,
         cat: gst::DebugCategory,
     ) -> Result<Option<crate::gpu::Gpu>, gst::ErrorMessage> {
-        match self {
+        // A GPU named with `gpu` is wanted: run there, or fail saying why.
+        let choice = match self {
+            DeviceChoice::Auto if slot.selected() => DeviceChoice::Gpu,
+            other => other,
+        };
+        match choice {
             DeviceChoice::Cpu => Ok(None),
             DeviceChoice::Gpu => slot.ensure(element, cat).map(Some),
             DeviceChoice::Auto => match slot.ensure(element, cat) {

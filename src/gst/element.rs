@@ -78,8 +78,10 @@ impl Processing {
         self.clock.reset();
         let batch = instance.batch();
         let shared = instance.id.as_deref();
+        // The instance on the adapter `gpu` names (any, when it names none).
+        let adapter = self.slot.wanted_adapter().ok().flatten();
         if let Some(gpu) = shared
-            .and_then(registry::find)
+            .and_then(|id| registry::find(id, adapter))
             .and_then(|i| i.device().gpu().cloned())
         {
             self.slot.prefer(gpu);
@@ -144,14 +146,20 @@ impl Processing {
         self.users.clear();
     }
 
-    /// The value of a read-only property every processing element shares:
-    /// the counters ([`FrameMeter`]), the instance's `batches` and
-    /// `batched-frames`, and `profile` / `gpu-ms`; `None` for other names.
+    /// The value of a property every processing element shares: the
+    /// counters ([`FrameMeter`]), the instance's `batches` and
+    /// `batched-frames`, `profile` / `gpu-ms`, and `gpu` / `gpu-used`;
+    /// `None` for other names.
     pub fn property(&self, name: &str) -> Option<gst::glib::Value> {
+        // On the CPU no GPU is used, whatever device the context offered.
+        if name == "gpu-used" && self.started().is_some_and(|s| s.device.is_cpu()) {
+            return Some(String::new().to_value());
+        }
         self.meter
             .property(name)
             .or_else(|| self.users.property(name))
             .or_else(|| self.clock.property(name))
+            .or_else(|| self.slot.property(name))
     }
 
     pub fn started(&self) -> Option<Arc<Started>> {

@@ -78,6 +78,7 @@ pub fn frame_in(
 ) -> Result<(Arc<GpuFrame>, TransferStats)> {
     let info = &input.info;
     if let Some(frame) = frame_of(buffer) {
+        same_device(gpu, &frame)?;
         if frame.width() != info.width() || frame.height() != info.height() {
             return Err(Error::invalid(format!(
                 "the buffer's GPU frame is {}x{} but the caps say {}x{}",
@@ -153,6 +154,22 @@ pub fn upload_counts(layout: &FrameLayout) -> TransferStats {
         upload_bytes: bytes as u64,
         ..Default::default()
     }
+}
+
+/// Refuses a GPU frame of another device: an element upstream runs on
+/// another GPU (`gpu` differs), and textures cannot cross devices. Copying
+/// through the host instead would hide a pipeline that moves every frame
+/// twice over PCIe; the fix is one `gpu` for the branch, or a
+/// `wgnndownload ! wgnnupload` pair where the change is meant.
+pub fn same_device(gpu: &Gpu, frame: &GpuFrame) -> Result<()> {
+    if frame.is_on(gpu) {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "the frame's textures are on another GPU device than this element's ({}): give the \
+         elements of a branch the same gpu, or put wgnndownload ! wgnnupload between them",
+        gpu.info().name
+    )))
 }
 
 /// The layout of `buffer`'s frame where [`frame_in`] would upload it from

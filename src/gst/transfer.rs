@@ -27,14 +27,27 @@ impl Transfer {
     /// The counters' ParamSpecs: new ones for each class, since a GObject
     /// class owns the ParamSpecs it installs.
     pub fn properties() -> Vec<glib::ParamSpec> {
-        Stats::properties()
+        let mut props = Stats::properties();
+        props.extend(DeviceSlot::properties());
+        props
     }
 
     /// `ObjectImpl::property`.
     pub fn property(&self, pspec: &glib::ParamSpec) -> glib::Value {
         self.stats
             .property(pspec.name())
-            .expect("only counters are registered")
+            .or_else(|| self.device.property(pspec.name()))
+            .expect("only counters and the device are registered")
+    }
+
+    /// `ObjectImpl::set_property`: `gpu`, the only writable property.
+    pub fn set_property(
+        &self,
+        element: &gst::Element,
+        pspec: &glib::ParamSpec,
+        value: &glib::Value,
+    ) {
+        self.device.set_property(element, pspec, value);
     }
 
     /// `ElementImpl::pad_templates`: `sink` caps in, `src` caps out.
@@ -274,7 +287,7 @@ pub trait Mover {
 /// The subclass of a transfer element `$imp` (a struct with a
 /// `transfer: Transfer` field, implementing [`Mover`], in a module with a
 /// debug category `CAT`): a `GstBaseTransform` that makes a new buffer for
-/// each one, with the counters as properties and the given metadata and
+/// each one, with the counters and `gpu` / `gpu-used` as properties and the given metadata and
 /// pad templates.
 macro_rules! transfer_element {
     (
@@ -302,6 +315,11 @@ macro_rules! transfer_element {
 
             fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
                 self.transfer.property(pspec)
+            }
+
+            fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+                self.transfer
+                    .set_property(self.obj().upcast_ref(), pspec, value)
             }
         }
 

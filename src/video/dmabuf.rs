@@ -252,6 +252,7 @@ pub fn import_frame(gpu: &Gpu, pool: &TexturePool, frame: &DmabufFrame<'_>) -> R
     };
     gpu.count_import(bytes);
     Ok(Imported::Frame(GpuFrame::from_planes(
+        gpu,
         frame.format,
         frame.width,
         frame.height,

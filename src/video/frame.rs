@@ -263,6 +263,9 @@ pub struct GpuFrame {
     width: u32,
     height: u32,
     planes: Vec<Plane>,
+    /// The device the textures belong to ([`Gpu::id`]): a frame is only
+    /// usable there.
+    device: usize,
 }
 
 /// A plane's texture: one of the pool's (uploaded, unpacked or written by
@@ -321,9 +324,16 @@ impl GpuFrame {
         self.planes.get(index).map(|p| &**p)
     }
 
+    /// Whether the frame's textures belong to `gpu`'s device (a frame
+    /// from an element on another GPU does not).
+    pub fn is_on(&self, gpu: &Gpu) -> bool {
+        self.device == gpu.id()
+    }
+
     /// A frame of `format` from its plane textures (in format order, each
     /// of the size and format `format` gives it).
     pub(crate) fn from_planes(
+        gpu: &Gpu,
         format: VideoFormat,
         width: u32,
         height: u32,
@@ -335,6 +345,7 @@ impl GpuFrame {
             width,
             height,
             planes,
+            device: gpu.id(),
         }
     }
 
@@ -360,6 +371,7 @@ impl GpuFrame {
             width,
             height,
             planes: vec![Plane::Pooled(texture)],
+            device: gpu.id(),
         })
     }
 }
@@ -374,7 +386,7 @@ pub fn upload_frame(
     layout: &FrameLayout,
     bytes: &[u8],
 ) -> Result<GpuFrame> {
-    let frame = pooled_frame(layout, frame_planes(gpu, pool, layout, bytes)?);
+    let frame = pooled_frame(gpu, layout, frame_planes(gpu, pool, layout, bytes)?);
     gpu.upload_textures(pool.upload_ring(), &plane_writes(&frame, layout, bytes))?;
     Ok(frame)
 }
@@ -394,7 +406,7 @@ pub fn upload_frame_then<R>(
 ) -> Result<(GpuFrame, R, wgpu::SubmissionIndex)> {
     // The frame is whole before its bytes are: `during` only records
     // commands reading it, which run after the upload's.
-    let frame = pooled_frame(layout, frame_planes(gpu, pool, layout, bytes)?);
+    let frame = pooled_frame(gpu, layout, frame_planes(gpu, pool, layout, bytes)?);
     let writes = plane_writes(&frame, layout, bytes);
     let (r, index) = gpu.upload_textures_then(pool.upload_ring(), &writes, what, |commands| {
         during(&frame, commands)
@@ -451,11 +463,12 @@ fn plane_writes<'a>(
         .collect()
 }
 
-fn pooled_frame(layout: &FrameLayout, planes: Vec<PooledTexture>) -> GpuFrame {
+fn pooled_frame(gpu: &Gpu, layout: &FrameLayout, planes: Vec<PooledTexture>) -> GpuFrame {
     GpuFrame {
         format: layout.format,
         width: layout.width,
         height: layout.height,
         planes: planes.into_iter().map(Plane::Pooled).collect(),
+        device: gpu.id(),
     }
 }

@@ -75,3 +75,46 @@ fn adapters_subcommand_lists_the_chosen_adapter() {
     );
     assert!(stdout.contains("chosen:"), "{stdout}");
 }
+
+/// The list `gpu` counts in, with each adapter's ids, and a `gpu` value
+/// that names none: one line listing them, exit 3.
+#[test]
+fn adapters_lists_indices_and_ids_and_refuses_a_missing_gpu() {
+    let run = |args: &[&str]| {
+        common::run_bin(
+            env!("CARGO_BIN_EXE_wgnn-bench"),
+            args,
+            &[("WGPU_BACKEND", "vulkan,gl")],
+        )
+    };
+    let out = run(&["adapters", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let adapters = v["adapters"].as_array().unwrap();
+    assert!(adapters.len() >= 2, "lavapipe and llvmpipe: {v}");
+    for (i, a) in adapters.iter().enumerate() {
+        assert_eq!(a["index"].as_u64(), Some(i as u64), "{a}");
+        for key in [
+            "name",
+            "backend",
+            "type",
+            "driver",
+            "pci_bus_id",
+            "vendor_device",
+        ] {
+            assert!(a[key].is_string(), "{key}: {a}");
+        }
+    }
+    let out = run(&["adapters", "--gpu", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\nchosen: 1 "), "{stdout}");
+    let out = run(&["adapters", "--gpu", "no-such-gpu"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("gpu='no-such-gpu' matches none of the") && errors[0].contains("0 '"),
+        "{stderr}"
+    );
+}

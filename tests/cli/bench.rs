@@ -509,8 +509,8 @@ fn streams_segment_prints_a_row_per_stream_count() {
 }
 
 /// The detect task as JSON: the keys the table claims, the measured window
-/// (expected frames = fps x seconds) and the live GPU memory of the device
-/// the streams share.
+/// (expected frames = fps x seconds), the live GPU memory of the device
+/// the streams share, and (`--gpus 1`) that device's share of the streams.
 #[test]
 fn streams_detect_json() {
     let v = bench_json(&[
@@ -529,6 +529,8 @@ fn streams_detect_json() {
         "detect",
         "--batch-size",
         "2",
+        "--gpus",
+        "1",
         "--json",
     ]);
     assert!(
@@ -561,6 +563,19 @@ fn streams_detect_json() {
         assert!((1.0..=2.0).contains(&b), "{r}");
     }
     assert_eq!(r["missing_properties"], serde_json::json!([]), "{r}");
+    // `--gpus 1`: every stream on adapter 0, and said so.
+    let shares = r["per_gpu"].as_array().unwrap();
+    assert_eq!(shares.len(), 1, "{r}");
+    assert_eq!(num(&shares[0], "streams"), 2.0, "{r}");
+    assert_eq!(
+        num(&shares[0], "sustained_streams"),
+        num(r, "sustained_streams"),
+        "{r}"
+    );
+    assert!(
+        shares[0]["adapter"].as_str().unwrap().starts_with("0 '"),
+        "{r}"
+    );
     // The streams held graphs and buffers on the bench's device; once all
     // stopped, the shared instance went with its last user.
     assert!(num(&r["live_running"], "graphs") >= 1.0, "{r}");
@@ -641,6 +656,8 @@ fn streams_refuses_bad_flags_in_one_line() {
         (&["--batch-size", "257"][..], "--batch-size"),
         (&["--max-batch-latency", "1001"][..], "--max-batch-latency"),
         (&["--format", "XYZ"][..], "XYZ"),
+        (&["--gpus", "0"][..], "--gpus"),
+        (&["--gpus", "1", "--gpu", "0"][..], "--gpus and --gpu"),
         (&["--model", "/nonexistent/model.tflite"][..], "--model"),
         (
             &[

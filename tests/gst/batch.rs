@@ -391,9 +391,9 @@ fn a_pipeline_leaving_keeps_the_instance_for_the_others_until_the_last_goes() {
         tiny().display(),
         LATENCY.as_millis()
     );
-    assert!(registry::find(&id).is_none());
+    assert!(registry::find(&id, None).is_none());
     let mut streams: Vec<Stream> = (0..3).map(|_| Stream::start(&desc, (32, 24))).collect();
-    assert!(registry::find(&id).is_some());
+    assert!(registry::find(&id, None).is_some());
     {
         let mut all: Vec<&mut Stream> = streams.iter_mut().collect();
         one_round(&mut all, 0);
@@ -403,7 +403,7 @@ fn a_pipeline_leaving_keeps_the_instance_for_the_others_until_the_last_goes() {
     gone.pipeline.set_state(gst::State::Null).unwrap();
     drop(gone);
     assert!(
-        registry::find(&id).is_some(),
+        registry::find(&id, None).is_some(),
         "the others still use the instance"
     );
     let (batches, _) = streams[0].mean_batch();
@@ -426,10 +426,13 @@ fn a_pipeline_leaving_keeps_the_instance_for_the_others_until_the_last_goes() {
     );
     a.pipeline.set_state(gst::State::Null).unwrap();
     drop(a);
-    assert!(registry::find(&id).is_some(), "one user is left");
+    assert!(registry::find(&id, None).is_some(), "one user is left");
     b.pipeline.set_state(gst::State::Null).unwrap();
     drop(b);
-    assert!(registry::find(&id).is_none(), "the last user has gone");
+    assert!(
+        registry::find(&id, None).is_none(),
+        "the last user has gone"
+    );
 }
 
 /// One line, no source paths, no runs of spaces from a broken string.

@@ -22,6 +22,7 @@ mod detect_nms;
 mod detect_tasks;
 mod detect_ultralytics;
 mod dmabuf;
+mod gpus;
 mod infer;
 mod infer_models;
 mod overlay;

@@ -3,31 +3,77 @@
 
 use std::process::ExitCode;
 
-use wgnn::gpu::{Gpu, GpuOptions};
+use serde_json::json;
+use wgnn::gpu::{list_adapters, selector, Gpu, GpuOptions, GpuSelector};
 
-use crate::cli::EXIT_NO_GPU;
+use crate::cli::{Json, EXIT_NO_GPU};
 
-/// List the GPU adapters found and the one wgnn would use.
+/// List the GPU adapters found, in the order the elements' `gpu` property
+/// and `streams --gpus` count in (index, name, backend, type, driver, PCI
+/// bus id, vendor:device id), and the one wgnn would use.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Show the adapter this `gpu` value picks (an index, or a piece of a
+    /// name, driver, PCI bus id or vendor:device id) rather than the
+    /// default one.
+    #[arg(long, value_name = "GPU")]
+    gpu: Option<String>,
+    #[command(flatten)]
+    json: Json,
+}
 
 impl Args {
     pub fn run(self) -> ExitCode {
-        let options = GpuOptions::from_env();
-        let backends = options.backends.unwrap_or(wgpu::Backends::PRIMARY);
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-        desc.backends = backends;
-        let instance = wgpu::Instance::new(desc);
-        for adapter in pollster::block_on(instance.enumerate_adapters(backends)) {
-            let info = adapter.get_info();
+        let options = GpuOptions {
+            selector: self.gpu.as_deref().and_then(GpuSelector::parse),
+            ..GpuOptions::from_env()
+        };
+        let listed = list_adapters(&options).unwrap_or_default();
+        let chosen = Gpu::with_options(&options);
+        if self.json.json {
+            let adapters: Vec<_> = listed
+                .iter()
+                .enumerate()
+                .map(|(i, info)| {
+                    json!({
+                        "index": i,
+                        "name": info.name,
+                        "backend": format!("{:?}", info.backend),
+                        "type": format!("{:?}", info.device_type),
+                        "driver": info.driver,
+                        "driver_info": info.driver_info,
+                        "pci_bus_id": info.device_pci_bus_id,
+                        "vendor_device": selector::vendor_device(info),
+                    })
+                })
+                .collect();
+            let chosen = match &chosen {
+                Ok(gpu) => json!({"index": gpu.index(), "name": gpu.info().name}),
+                Err(e) => json!({"error": e.to_string()}),
+            };
+            println!("{}", json!({"adapters": adapters, "chosen": chosen}));
+            return match chosen.get("error") {
+                Some(_) => ExitCode::from(EXIT_NO_GPU),
+                None => ExitCode::SUCCESS,
+            };
+        }
+        for (i, info) in listed.iter().enumerate() {
             println!(
-                "found:  {} ({:?}, {:?}, driver {} {})",
-                info.name, info.device_type, info.backend, info.driver, info.driver_info
+                "{i}: '{}' {:?} {:?}, driver {} {}, PCI bus {}, id {}",
+                info.name,
+                info.backend,
+                info.device_type,
+                info.driver,
+                info.driver_info,
+                Some(info.device_pci_bus_id.as_str())
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("-"),
+                selector::vendor_device(info)
             );
         }
-        match Gpu::with_options(&options) {
+        match chosen {
             Ok(gpu) => {
-                println!("chosen: {}", gpu.describe());
+                println!("chosen: {} {}", gpu.index(), gpu.describe());
                 let limits = gpu.limits();
                 println!(
                     "limits: max buffer {} MiB, max storage binding {} MiB, max 2D texture {}, max workgroup invocations {}",

@@ -11,6 +11,7 @@ use gst_base::subclass::prelude::*;
 use super::{Class, Frames};
 use crate::gpu::TransferStats;
 use crate::gst::caps;
+use crate::gst::device::DeviceSlot;
 use crate::gst::device_choice::DeviceChoice;
 use crate::gst::element::Processing;
 use crate::gst::frames::Intake;
@@ -251,6 +252,7 @@ impl ObjectImpl for WgnnModelElement {
                 precision_choice::used_property(),
             ];
             props.extend(Stats::properties());
+            props.extend(DeviceSlot::properties());
             props
         });
         PROPS.as_ref()
@@ -258,6 +260,13 @@ impl ObjectImpl for WgnnModelElement {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         if property::refused_while_running(self.obj().upcast_ref(), pspec) {
+            return;
+        }
+        if self
+            .core
+            .slot
+            .set_property(self.obj().upcast_ref(), pspec, value)
+        {
             return;
         }
         let mut s = self.settings.lock().unwrap();

@@ -71,7 +71,8 @@ impl Mover for WgnnDownload {
             );
             return Err(gst::FlowError::Error);
         };
-        frames::download(gpu, &frame, &info)
+        frames::same_device(gpu, &frame)
+            .and_then(|()| frames::download(gpu, &frame, &info))
             .map_err(|e| fail(self.obj().upcast_ref(), "download failed", e))
     }
 }

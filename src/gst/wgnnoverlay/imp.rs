@@ -192,12 +192,19 @@ impl ObjectImpl for WgnnOverlay {
                     .build(),
             ];
             props.extend(Stats::properties());
+            props.extend(DeviceSlot::properties());
             props
         });
         PROPS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self
+            .device
+            .set_property(self.obj().upcast_ref(), pspec, value)
+        {
+            return;
+        }
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "line-width" => settings.line_width = value.get().unwrap(),
@@ -232,6 +239,9 @@ impl ObjectImpl for WgnnOverlay {
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         if let Some(v) = self.meter.property(pspec.name()) {
+            return v;
+        }
+        if let Some(v) = self.device.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();

@@ -370,6 +370,7 @@ impl ObjectImpl for WgnnSink {
                     .build(),
             ];
             props.extend(Stats::properties());
+            props.extend(DeviceSlot::properties());
             props
         });
         PROPS.as_ref()
@@ -390,6 +391,12 @@ impl ObjectImpl for WgnnSink {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self
+            .device
+            .set_property(self.obj().upcast_ref(), pspec, value)
+        {
+            return;
+        }
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "offscreen" => settings.offscreen = value.get().unwrap(),
@@ -429,6 +436,9 @@ impl ObjectImpl for WgnnSink {
             return (counted + self.snapshot_bytes.load(Ordering::Relaxed)).to_value();
         }
         if let Some(v) = self.stats.property(pspec.name()) {
+            return v;
+        }
+        if let Some(v) = self.device.property(pspec.name()) {
             return v;
         }
         let settings = self.settings.lock().unwrap();

@@ -1,7 +1,9 @@
-//! The process's shared model instances by id (`model-instance-id`): the
-//! first user makes one, later users with the same id join it as long as
-//! they ask for the same model, device and batching, and it lives until
-//! the last of them lets go.
+//! The process's shared model instances by id (`model-instance-id`) and
+//! place (the CPU, or one GPU adapter): the first user makes one, later
+//! users with the same id on the same place join it as long as they ask for
+//! the same model, device and batching, and it lives until the last of them
+//! lets go. Users on different GPUs (`gpu=0`, `gpu=1`) share nothing: each
+//! adapter gets its own instance of the id.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,8 +15,27 @@ use crate::tasks::Device;
 
 use super::{BatchOptions, ModelInstance};
 
-static INSTANCES: LazyLock<Mutex<HashMap<String, Weak<ModelInstance>>>> =
-    LazyLock::new(Mutex::default);
+/// Where an instance runs, as far as sharing goes: two devices on one
+/// adapter are one place (and cannot share an instance: an error says so).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Place {
+    Cpu,
+    Adapter(usize),
+}
+
+impl Place {
+    fn of(device: &Device) -> Place {
+        match device {
+            Device::Cpu => Place::Cpu,
+            Device::Gpu(g) => Place::Adapter(g.index()),
+        }
+    }
+}
+
+/// The instances by id and place.
+type Instances = HashMap<(String, Place), Weak<ModelInstance>>;
+
+static INSTANCES: LazyLock<Mutex<Instances>> = LazyLock::new(Mutex::default);
 
 /// What a user asks of a shared instance.
 #[derive(Clone, Debug)]
@@ -38,10 +59,22 @@ pub enum JoinError<E> {
     Instance(Error),
 }
 
-/// The live instance `id`, if any (for a user that wants its device before
-/// joining).
-pub fn find(id: &str) -> Option<Arc<ModelInstance>> {
-    INSTANCES.lock().unwrap().get(id).and_then(Weak::upgrade)
+/// A live instance `id` on adapter `adapter` (its place in
+/// [`crate::gpu::list_adapters`]), or anywhere when `None` (a GPU's before
+/// the CPU's, the first adapter's first), if there is one: for a user that
+/// wants its device before joining.
+pub fn find(id: &str, adapter: Option<usize>) -> Option<Arc<ModelInstance>> {
+    let instances = INSTANCES.lock().unwrap();
+    let mut found: Vec<(Place, Arc<ModelInstance>)> = instances
+        .iter()
+        .filter(|((i, place), _)| i == id && adapter.is_none_or(|a| *place == Place::Adapter(a)))
+        .filter_map(|((_, place), w)| Some((*place, w.upgrade()?)))
+        .collect();
+    found.sort_by_key(|(place, _)| match place {
+        Place::Adapter(a) => *a,
+        Place::Cpu => usize::MAX,
+    });
+    found.into_iter().next().map(|(_, i)| i)
 }
 
 /// Joins instance `spec.id`, or makes it with the model `load` gives. The
@@ -53,7 +86,8 @@ pub fn join<E>(
 ) -> Result<Arc<ModelInstance>, JoinError<E>> {
     let mut instances = INSTANCES.lock().unwrap();
     instances.retain(|_, w| w.strong_count() > 0);
-    if let Some(existing) = instances.get(spec.id).and_then(Weak::upgrade) {
+    let key = (spec.id.to_string(), Place::of(spec.device));
+    if let Some(existing) = instances.get(&key).and_then(Weak::upgrade) {
         check(&existing, spec).map_err(JoinError::Instance)?;
         return Ok(existing);
     }
@@ -66,7 +100,7 @@ pub fn join<E>(
         spec.batch,
     )
     .map_err(JoinError::Instance)?;
-    instances.insert(spec.id.to_string(), Arc::downgrade(&instance));
+    instances.insert(key, Arc::downgrade(&instance));
     Ok(instance)
 }
 

@@ -218,17 +218,33 @@ fn an_id_shares_one_instance_while_it_has_users_and_refuses_other_settings() {
         ..spec.clone()
     });
     assert!(e.ends_with("with max-batch-latency 5 ms, not 6 ms"), "{e}");
+    // Another device on the same adapter cannot share it...
+    let other = Device::Gpu(crate::gpu::Gpu::new().unwrap());
     let e = refused(InstanceSpec {
-        device: &Device::Cpu,
+        device: &other,
         ..spec.clone()
     });
-    assert!(e.contains("this element's device is the CPU"), "{e}");
+    assert!(e.contains("this element's device is GPU device"), "{e}");
+    // ...while another place (here the CPU; another adapter alike) gets an
+    // instance of its own under the same id.
+    let cpu = registry::join(
+        &InstanceSpec {
+            device: &Device::Cpu,
+            batch: BatchOptions::new(1, Duration::ZERO).unwrap(),
+            ..spec.clone()
+        },
+        load,
+    )
+    .unwrap();
+    assert!(!Arc::ptr_eq(&a, &cpu));
+    assert!(cpu.device().is_cpu());
+    drop(cpu);
 
     // The last user going frees it; the id then makes a new one.
     drop(a);
-    assert!(registry::find(spec.id).is_some());
+    assert!(registry::find(spec.id, None).is_some());
     drop(b);
-    assert!(registry::find(spec.id).is_none());
+    assert!(registry::find(spec.id, None).is_none());
     let c = registry::join(
         &InstanceSpec {
             user: "third",

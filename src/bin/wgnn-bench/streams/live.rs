@@ -11,6 +11,7 @@ use serde_json::json;
 use wgnn::gpu::{live, Gpu};
 use wgnn::video::VideoFormat;
 
+use super::spread::{self, GpuShare};
 use super::track::AnalyticsConfig;
 use super::Task;
 
@@ -202,6 +203,9 @@ pub struct RunReport {
     /// they all stopped.
     pub live_running: live::Counts,
     pub live_after_stop: live::Counts,
+    /// Each GPU's streams, with `--gpus`/`--gpu` (the columns above are
+    /// the total, and the instance's figures the first GPU's).
+    pub per_gpu: Vec<GpuShare>,
 }
 
 impl RunReport {
@@ -242,6 +246,7 @@ impl RunReport {
             "missing_properties": self.missing,
             "live_running": live_json(&self.live_running),
             "live_after_stop": live_json(&self.live_after_stop),
+            "per_gpu": self.per_gpu.iter().map(GpuShare::to_json).collect::<Vec<_>>(),
         })
     }
 
@@ -550,14 +555,15 @@ fn watch(streams: &[Stream], how_long: Duration) -> Result<(), String> {
     }
 }
 
-/// Runs every N of `options.streams`, calling `done` with each result.
+/// Runs every N of `options.streams` spread over `gpus` (see [`spread`]),
+/// calling `done` with each result.
 pub fn run(
-    gpu: &Gpu,
+    gpus: &[Gpu],
     options: &Options,
     mut done: impl FnMut(&RunReport),
 ) -> Result<Vec<RunReport>, String> {
     wgnn::gst::register_static().map_err(|e| e.to_string())?;
-    let context = wgnn::gst::device::context_for(gpu);
+    let contexts: Vec<gst::Context> = gpus.iter().map(wgnn::gst::device::context_for).collect();
     let analytics = match options.task {
         Task::Track => Some(AnalyticsConfig::write(options.width, options.height)?),
         _ => None,
@@ -571,7 +577,7 @@ pub fn run(
             std::process::id(),
             options.task.name()
         );
-        let report = run_one(gpu, options, n, &instance, &context, analytics.as_ref())?;
+        let report = run_one(gpus, options, n, &instance, &contexts, analytics.as_ref())?;
         done(&report);
         reports.push(report);
     }
@@ -579,22 +585,24 @@ pub fn run(
 }
 
 fn run_one(
-    gpu: &Gpu,
+    gpus: &[Gpu],
     options: &Options,
     n: u32,
     instance: &str,
-    context: &gst::Context,
+    contexts: &[gst::Context],
     analytics: Option<&AnalyticsConfig>,
 ) -> Result<RunReport, String> {
-    let batch = options.batch_for(n);
+    // Each GPU's instance batches its own streams.
+    let batch = options.batch_for(n.div_ceil(gpus.len() as u32));
     let measuring = Arc::new(AtomicBool::new(false));
     let mut streams = Vec::with_capacity(n as usize);
     for index in 0..n {
+        let context = &contexts[spread::gpu_of(index, gpus.len())];
         streams.push(build_stream(
             options, index, instance, batch, context, analytics, &measuring,
         )?);
     }
-    let mut result = measure(gpu, options, n, batch, &streams, &measuring);
+    let mut result = measure(gpus, options, n, batch, &streams, &measuring);
     for s in &streams {
         let _ = s.pipeline.set_state(gst::State::Null);
     }
@@ -603,13 +611,13 @@ fn run_one(
     // shared instance goes with its last user, so the graphs count falls
     // back to what the bench held before (none).
     if let Ok(r) = &mut result {
-        r.live_after_stop = gpu.live();
+        r.live_after_stop = gpus[0].live();
     }
     result
 }
 
 fn measure(
-    gpu: &Gpu,
+    gpus: &[Gpu],
     options: &Options,
     n: u32,
     batch: u32,
@@ -685,8 +693,8 @@ fn measure(
         .map(|_| first.property::<f64>("gpu-ms"))
         .filter(|ms| *ms >= 0.0);
     let rss = crate::soak::rss();
-    let live = gpu.live();
-    let allocator = gpu
+    let live = gpus[0].live();
+    let allocator = gpus[0]
         .device()
         .generate_allocator_report()
         .map(|r| (r.total_allocated_bytes, r.total_reserved_bytes));
@@ -697,6 +705,7 @@ fn measure(
     let mut fps = Vec::with_capacity(streams.len());
     let (mut latency_sum, mut latency_max, mut frames_all) = (0.0, 0.0f64, 0u64);
     let (mut objects, mut modelled) = (0, 0);
+    let mut kept = Vec::with_capacity(streams.len());
     for s in streams {
         let t = s.tally.lock().unwrap();
         let d = s.dropped.load(Ordering::Relaxed);
@@ -704,9 +713,9 @@ fn measure(
         fps.push(t.frames as f64 / window);
         // The window's edges fall between frames: one frame and 1% of
         // slack, no more.
-        if d == 0 && t.frames as f64 + 1.0 >= expected * 0.99 {
-            sustained += 1;
-        }
+        let ok = d == 0 && t.frames as f64 + 1.0 >= expected * 0.99;
+        sustained += u32::from(ok);
+        kept.push(ok);
         latency_sum += t.latency_sum_ms;
         latency_max = latency_max.max(t.latency_max_ms);
         frames_all += t.frames;
@@ -752,5 +761,6 @@ fn measure(
         live_after_stop: live::Counts::default(),
         gpu_allocator: allocator,
         missing,
+        per_gpu: spread::shares(gpus, &kept),
     })
 }

@@ -42,11 +42,13 @@ use std::process::ExitCode;
 use serde_json::json;
 
 #[cfg(feature = "gst")]
-use crate::cli::{fail, open_gpu, video_format};
+use crate::cli::{fail, video_format, EXIT_NO_GPU};
 use crate::cli::{Json, EXIT_USAGE};
 
 #[cfg(feature = "gst")]
 mod live;
+#[cfg(feature = "gst")]
+mod spread;
 #[cfg(feature = "gst")]
 mod track;
 
@@ -65,7 +67,9 @@ mod track;
 /// per batch over the window), host CPU per stream (user and system, % of
 /// one core), objects (regions of interest) per frame out of the model
 /// element, RSS and wgnn's live GPU memory. With detect and track both in
-/// --task: what track costs a stream more at each N.
+/// --task: what track costs a stream more at each N. With --gpus or --gpu:
+/// the streams spread round robin over those GPUs, one model instance on
+/// each, and each GPU's streams reported beside the total.
 /// Needs the gst feature.
 #[derive(clap::Args)]
 // Without GStreamer the flags are parsed (the help lists them) but unused.
@@ -103,6 +107,14 @@ pub struct Args {
     /// ONNX export needs no model-proc).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// Spread the streams round robin over the first N adapters of
+    /// `wgnn-bench adapters`, one model instance on each.
+    #[arg(long, value_name = "N")]
+    gpus: Option<u32>,
+    /// Spread the streams over these adapters (comma-separated `gpu`
+    /// values: indices, or pieces of a name or PCI bus id).
+    #[arg(long, value_name = "GPU,...")]
+    gpu: Option<String>,
     #[command(flatten)]
     json: Json,
 }
@@ -137,12 +149,18 @@ impl Args {
             Err(code) => return code,
         };
         let json = self.json.json;
-        let gpu = match open_gpu() {
+        let gpus = match spread::open(self.gpus, self.gpu.as_deref()) {
             Ok(g) => g,
-            Err(code) => return code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_NO_GPU);
+            }
         };
+        let devices: Vec<String> = gpus.iter().map(|g| g.describe()).collect();
         if !json {
-            println!("device: {}", gpu.describe());
+            for d in &devices {
+                println!("device: {d}");
+            }
         }
         let mut reports = Vec::new();
         for options in &tasks {
@@ -152,9 +170,12 @@ impl Args {
             }
             // Rows print as each N finishes: the largest N may take a while
             // to start.
-            let result = live::run(&gpu, options, |r| {
+            let result = live::run(&gpus, options, |r| {
                 if !json {
                     println!("{}", r.row());
+                    if let Some(line) = spread::line(&r.per_gpu) {
+                        println!("{line}");
+                    }
                 }
             });
             match result {
@@ -169,7 +190,8 @@ impl Args {
             println!(
                 "{}",
                 json!({
-                    "device": gpu.describe(),
+                    "device": devices[0],
+                    "devices": devices,
                     "what": what.join("; "),
                     "runs": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                     "track_over_detect": costs.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
@@ -202,6 +224,7 @@ impl Args {
             ExitCode::from(EXIT_USAGE)
         };
         let streams = live::parse_streams(&self.streams).map_err(usage)?;
+        spread::check_flags(self.gpus, self.gpu.as_deref()).map_err(usage)?;
         let options = live::Options {
             streams,
             task: Task::Segment,
