@@ -30,7 +30,7 @@ use crate::models::{Model, PrecisionChoice};
 use crate::video::TensorBuffer;
 
 use super::context::OwnedContext;
-use super::{Device, ModelTiming};
+use super::{Device, HostStages, ModelTiming};
 use batched::Batched;
 use gather::Gather;
 
@@ -100,6 +100,9 @@ pub struct BatchRun {
     /// The longest an item waited for its batch to start (others to join
     /// it, or the batches ahead of it to run).
     pub waited: Duration,
+    /// The calling thread's host time in tensorize, gather and submit (the
+    /// others stay zero).
+    pub stages: HostStages,
 }
 
 /// What an instance has dispatched.
@@ -109,6 +112,10 @@ pub struct InstanceStats {
     pub batches: u64,
     /// Items (frames, regions) in them.
     pub items: u64,
+    /// The most gathered batches submitted at once before the GPU was seen
+    /// to finish the ones before (each batch's members wait only for their
+    /// own read-backs, so batches overlap).
+    pub most_in_flight: u64,
 }
 
 /// (model input size, precision asked for): items of different keys never
@@ -138,6 +145,10 @@ pub struct ModelInstance {
     exec: Mutex<()>,
     batches: AtomicU64,
     items: AtomicU64,
+    /// Gathered batches submitted and not yet seen done by the GPU, and
+    /// the most of them at once.
+    in_flight: Arc<AtomicU64>,
+    most_in_flight: AtomicU64,
 }
 
 impl std::fmt::Debug for ModelInstance {
@@ -208,6 +219,8 @@ impl ModelInstance {
             exec: Mutex::new(()),
             batches: AtomicU64::new(0),
             items: AtomicU64::new(0),
+            in_flight: Arc::default(),
+            most_in_flight: AtomicU64::new(0),
         }))
     }
 
@@ -241,6 +254,7 @@ impl ModelInstance {
         InstanceStats {
             batches: self.batches.load(Ordering::Relaxed),
             items: self.items.load(Ordering::Relaxed),
+            most_in_flight: self.most_in_flight.load(Ordering::Relaxed),
         }
     }
 
@@ -346,6 +360,7 @@ impl ModelInstance {
             model_ms: None,
             batch: 1,
             waited: Duration::ZERO,
+            stages: HostStages::default(),
         }))
     }
 
@@ -374,7 +389,22 @@ impl ModelInstance {
         let ms = batched.execute(&self.ctx, self.batch.size, input, slots)?;
         let filled = slots.iter().flatten().count() as u64;
         self.count_dispatch(filled);
+        self.in_flight_until_done();
         Ok(ms)
+    }
+
+    /// Counts the batch just submitted in flight until the GPU is seen to
+    /// have done it (a poll, such as a member's read-back, notices).
+    fn in_flight_until_done(&self) {
+        let Device::Gpu(gpu) = &self.device else {
+            return;
+        };
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::Relaxed);
+        let in_flight = self.in_flight.clone();
+        gpu.queue().on_submitted_work_done(move || {
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 }
 

@@ -129,6 +129,12 @@ fn regions_of_one_frame_fill_batches_and_keep_their_order() {
     }
     let stats = instance.stats();
     assert_eq!((stats.batches, stats.items), (3, 5), "{stats:?}");
+    // The three went to the GPU one after the other, none waiting for the
+    // one before (the regions' read-backs came after all three), each
+    // counted in flight until a poll saw it done. Lavapipe had each one
+    // done by the next submit, whose poll notices it, so one at a time is
+    // what it shows; a GPU that queues work shows more.
+    assert!(stats.most_in_flight >= 1, "{stats:?}");
 }
 
 #[test]

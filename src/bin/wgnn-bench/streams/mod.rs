@@ -43,10 +43,13 @@ use serde_json::json;
 
 #[cfg(feature = "gst")]
 use crate::cli::{fail, open_gpu, video_format};
-use crate::cli::{Json, EXIT_USAGE};
+use crate::cli::{precision_parser, Json, EXIT_USAGE};
+use wgnn::ml::Precision;
 
 #[cfg(feature = "gst")]
 mod live;
+#[cfg(feature = "gst")]
+mod stages;
 #[cfg(feature = "gst")]
 mod track;
 
@@ -64,7 +67,11 @@ mod track;
 /// element) and per frame, the model's GPU busy % (batches times GPU ms
 /// per batch over the window), host CPU per stream (user and system, % of
 /// one core), objects (regions of interest) per frame out of the model
-/// element, RSS and wgnn's live GPU memory. With detect and track both in
+/// element, the precision the model computed in (precision-used), a
+/// frame's mean host ms in each stage of the model elements (stage-ms:
+/// tensorize, batch gather, model submit, waiting for the GPU's result,
+/// decode/NMS, and the element's whole transform), RSS and wgnn's live GPU
+/// memory. With detect and track both in
 /// --task: what track costs a stream more at each N.
 /// Needs the gst feature.
 #[derive(clap::Args)]
@@ -103,6 +110,10 @@ pub struct Args {
     /// ONNX export needs no model-proc).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// What the model elements compute in (their precision): auto, f32
+    /// or f16; the table's prec column says what they used.
+    #[arg(long, default_value = "auto", value_parser = precision_parser())]
+    precision: Precision,
     #[command(flatten)]
     json: Json,
 }
@@ -213,6 +224,7 @@ impl Args {
             fps: self.fps,
             format: video_format(&self.format)?,
             model: self.model.clone(),
+            precision: self.precision,
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
