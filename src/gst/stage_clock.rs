@@ -40,7 +40,7 @@ impl StageTotals {
         self.element += element;
     }
 
-    pub fn to_structure(&self) -> gst::Structure {
+    pub fn to_structure(self) -> gst::Structure {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let mut s = gst::Structure::builder(STRUCTURE).field("frames", self.frames);
         for (name, d) in HostStages::NAMES.iter().zip(self.stages) {

@@ -44,7 +44,8 @@ pub const MAX_BATCH_LATENCY: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchOptions {
     /// Items per dispatch, 1 to [`MAX_BATCH_SIZE`]; the graph is built for
-    /// this many and a partial batch runs the same graph.
+    /// this many, and a partial batch runs it or, from 16 up, the graph for
+    /// a half, quarter or eighth of it that holds the batch.
     pub size: usize,
     /// How long the first item of a batch waits for others before the batch
     /// goes out partial (it goes at once when every user of the instance is
@@ -112,6 +113,9 @@ pub struct InstanceStats {
     pub batches: u64,
     /// Items (frames, regions) in them.
     pub items: u64,
+    /// The slots the graphs that ran computed, filled or not (a partial
+    /// batch runs the smallest graph that holds it: see `batched.rs`).
+    pub slots: u64,
     /// The most gathered batches submitted at once before the GPU was seen
     /// to finish the ones before (each batch's members wait only for their
     /// own read-backs, so batches overlap).
@@ -145,6 +149,7 @@ pub struct ModelInstance {
     exec: Mutex<()>,
     batches: AtomicU64,
     items: AtomicU64,
+    slots: AtomicU64,
     /// Gathered batches submitted and not yet seen done by the GPU, and
     /// the most of them at once.
     in_flight: Arc<AtomicU64>,
@@ -219,6 +224,7 @@ impl ModelInstance {
             exec: Mutex::new(()),
             batches: AtomicU64::new(0),
             items: AtomicU64::new(0),
+            slots: AtomicU64::new(0),
             in_flight: Arc::default(),
             most_in_flight: AtomicU64::new(0),
         }))
@@ -254,6 +260,7 @@ impl ModelInstance {
         InstanceStats {
             batches: self.batches.load(Ordering::Relaxed),
             items: self.items.load(Ordering::Relaxed),
+            slots: self.slots.load(Ordering::Relaxed),
             most_in_flight: self.most_in_flight.load(Ordering::Relaxed),
         }
     }
@@ -274,8 +281,14 @@ impl ModelInstance {
     /// Counts a dispatch made outside [`ModelInstance::run_gpu`] (the CPU
     /// path's).
     pub(crate) fn count_dispatch(&self, items: u64) {
+        self.count_batch(items, 1);
+    }
+
+    /// Counts a dispatch of `items` by a graph of `slots`.
+    fn count_batch(&self, items: u64, slots: u64) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.items.fetch_add(items, Ordering::Relaxed);
+        self.slots.fetch_add(slots, Ordering::Relaxed);
     }
 
     /// Joins the instance's users: while the returned member is active,
@@ -386,9 +399,9 @@ impl ModelInstance {
         slots: &[Option<(Vec<Tensor>, ModelTiming)>],
     ) -> Result<Option<f64>> {
         let _one_at_a_time = self.exec.lock().unwrap();
-        let ms = batched.execute(&self.ctx, self.batch.size, input, slots)?;
+        let (ms, size) = batched.execute(&self.ctx, self.batch.size, input, slots)?;
         let filled = slots.iter().flatten().count() as u64;
-        self.count_dispatch(filled);
+        self.count_batch(filled, size as u64);
         self.in_flight_until_done();
         Ok(ms)
     }

@@ -12,7 +12,7 @@ use wgnn::gpu::{live, Gpu};
 use wgnn::ml::Precision;
 use wgnn::video::VideoFormat;
 
-use super::stages::{StageMs, Totals, HEADERS};
+use super::stages::{StageMs, Totals};
 use super::track::AnalyticsConfig;
 use super::Task;
 
@@ -258,7 +258,7 @@ impl RunReport {
             "cpu_percent_per_stream": self.cpu_percent_per_stream,
             "objects_per_frame": self.objects_per_frame,
             "precision_used": self.precision_used,
-            "stage_ms_per_frame": self.stage_ms.as_ref().map(StageMs::to_json),
+            "stage_ms_per_frame": self.stage_ms.map(StageMs::to_json),
             "batches_in_flight": self.batches_in_flight,
             "rss_bytes": self.rss_bytes,
             "gpu_live_bytes": self.gpu_live_bytes,
@@ -271,9 +271,8 @@ impl RunReport {
     }
 
     pub fn header() -> String {
-        let [tens, gather, submit, result, post, elem] = HEADERS;
         format!(
-            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8}",
+            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8}",
             "streams",
             "batch",
             "sustained",
@@ -288,12 +287,7 @@ impl RunReport {
             "CPU %/strm",
             "obj/f",
             "prec",
-            tens,
-            gather,
-            submit,
-            result,
-            post,
-            elem,
+            StageMs::header(),
             "RSS MiB",
             "GPU MiB"
         )
@@ -303,9 +297,8 @@ impl RunReport {
         let opt = |v: Option<f64>, digits: usize| {
             v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
         };
-        let [tens, gather, submit, result, post, elem] = StageMs::cells(self.stage_ms.as_ref());
         format!(
-            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8.1}",
+            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8.1}",
             self.streams,
             self.batch_size,
             format!(
@@ -324,12 +317,7 @@ impl RunReport {
             opt(self.cpu_percent_per_stream, 1),
             opt(self.objects_per_frame, 1),
             self.precision_short(),
-            tens,
-            gather,
-            submit,
-            result,
-            post,
-            elem,
+            StageMs::row(self.stage_ms.as_ref()),
             opt(self.rss_bytes.map(mib), 1),
             mib(self.gpu_live_bytes.max(0) as u64),
         )

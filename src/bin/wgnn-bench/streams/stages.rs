@@ -11,7 +11,16 @@ use serde_json::json;
 const FIELDS: [&str; 6] = ["tensorize", "gather", "submit", "result", "post", "element"];
 
 /// The columns' headers, one word each.
-pub const HEADERS: [&str; 6] = ["tens", "gather", "submit", "result", "post", "elem"];
+const HEADERS: [&str; 6] = ["tens", "gather", "submit", "result", "post", "elem"];
+
+/// Six cells, each right-aligned in a column of 6.
+fn columns(cells: impl IntoIterator<Item = String>) -> String {
+    cells
+        .into_iter()
+        .map(|c| format!("{c:>6}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// One element's `stage-ms`: the frames timed and the ms sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -57,7 +66,7 @@ pub struct StageMs {
 }
 
 impl StageMs {
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         let mut v = json!({ "frames": self.frames });
         for (field, ms) in FIELDS.iter().zip(self.ms) {
             v[*field] = json!(ms);
@@ -66,8 +75,18 @@ impl StageMs {
     }
 
     /// The six columns' cells; "n/a" for each without a measure.
-    pub fn cells(this: Option<&StageMs>) -> [String; 6] {
+    fn cells(this: Option<&StageMs>) -> [String; 6] {
         std::array::from_fn(|i| this.map_or("n/a".into(), |s| format!("{:.2}", s.ms[i])))
+    }
+
+    /// The six columns of a table row.
+    pub fn row(this: Option<&StageMs>) -> String {
+        columns(StageMs::cells(this))
+    }
+
+    /// The six columns' headers.
+    pub fn header() -> String {
+        columns(HEADERS.map(String::from))
     }
 }
 
@@ -92,5 +111,10 @@ mod tests {
         assert_eq!(StageMs::cells(Some(&m))[5], "10.00");
         assert_eq!(after.per_frame_since(&after), None);
         assert_eq!(StageMs::cells(None), ["n/a"; 6].map(String::from));
+        assert_eq!(
+            StageMs::header().split_whitespace().collect::<Vec<_>>(),
+            HEADERS
+        );
+        assert_eq!(StageMs::row(Some(&m)).len(), StageMs::header().len());
     }
 }
