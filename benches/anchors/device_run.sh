@@ -111,6 +111,18 @@ streams() {
         if [ -n "$Y" ]; then
             .devbin/wgnn-bench-gst streams --streams 1,8,16,32 --seconds 5 --task detect,track \
                 --model "$Y"
+            # Issue 43: YOLOv8n detect in float16 at batches of 32 and 64
+            # that have time to fill (30 ms), with the stage columns; the SM
+            # clock and nvidia-smi's utilization sampled beside them (is an
+            # idle GPU's clock what gpu-ms reads at low load?).
+            nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu,power.draw \
+                --format=csv -lms 500 >"$OUT/streams_clocks.csv" 2>&1 &
+            local smi=$!
+            .devbin/wgnn-bench-gst streams --streams 1,32,64,96 --seconds 5 --task detect \
+                --model "$Y" --precision f16 --batch-size 32 --max-batch-latency 30
+            .devbin/wgnn-bench-gst streams --streams 64,96 --seconds 5 --task detect \
+                --model "$Y" --precision f16 --batch-size 64 --max-batch-latency 30
+            kill "$smi"
         else
             echo "streams: YOLOv8n detect and track skipped: no yolov8n.onnx (\$YOLO, \
 .devbin/yolov8n.onnx[.xz], or .whl/ with the ultralytics wheels)"

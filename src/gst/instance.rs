@@ -1,6 +1,6 @@
 //! The model-sharing properties of the processing elements that run a
 //! model (`model-instance-id`, `batch-size`, `max-batch-latency`, and the
-//! read-only `batches` / `batched-frames`), as DL Streamer's
+//! read-only `batches` / `batched-frames` / `batches-in-flight`), as DL Streamer's
 //! `model-instance-id` and DeepStream's `batch-size`: elements with one id
 //! in a process share one loaded model, its context and compiled graphs,
 //! and their frames go into batched dispatches.
@@ -83,6 +83,14 @@ impl InstanceSettings {
                 )
                 .read_only()
                 .build(),
+            glib::ParamSpecUInt64::builder("batches-in-flight")
+                .nick("Batches in flight")
+                .blurb(
+                    "The most batches of the model instance submitted at once before the GPU \
+                     was seen to finish the ones before",
+                )
+                .read_only()
+                .build(),
         ]
     }
 
@@ -145,12 +153,13 @@ impl InstanceUse {
             .map(|m| m.instance().clone())
     }
 
-    /// `batches` and `batched-frames`.
+    /// `batches`, `batched-frames` and `batches-in-flight`.
     pub fn property(&self, name: &str) -> Option<glib::Value> {
         let stats = self.instance().map(|i| i.stats()).unwrap_or_default();
         match name {
             "batches" => Some(stats.batches.to_value()),
             "batched-frames" => Some(stats.items.to_value()),
+            "batches-in-flight" => Some(stats.most_in_flight.to_value()),
             _ => None,
         }
     }

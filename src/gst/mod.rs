@@ -26,6 +26,7 @@ pub mod property;
 pub mod results;
 pub mod roi;
 pub mod roi_extras;
+mod stage_clock;
 mod stats;
 pub mod tensor_meta;
 mod transfer;

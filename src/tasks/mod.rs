@@ -36,6 +36,7 @@ pub mod model_proc;
 mod objects;
 pub mod publish;
 mod segment;
+mod stages;
 #[cfg(test)]
 mod tests;
 mod timing;
@@ -53,6 +54,7 @@ pub use mask::{Extras, Mask, MaskJson};
 pub use model_proc::ModelProc;
 pub use objects::{Classification, Detection, FrameResults, Labels, ObjectResult, Rect};
 pub use segment::{GpuStages, SegmentEffect, SegmentOptions, Segmenter};
+pub use stages::HostStages;
 pub use timing::{GpuRun, ModelTiming, Stage, StageMarks};
 pub use upscale::{UpscaleOptions, Upscaler};
 

@@ -490,9 +490,10 @@ fn streams_segment_prints_a_row_per_stream_count() {
     for (row, n) in rows.iter().zip([1u32, 2]) {
         // Words: streams, batch, sustained (count, yes/no), min fps, mean
         // fps, drops, latency mean/max, mean batch, GPU ms per batch and per
-        // frame, GPU busy %, CPU % per stream, objects per frame, RSS MiB,
-        // GPU MiB.
-        assert_eq!(row.len(), 16, "{row:?}");
+        // frame, GPU busy %, CPU % per stream, objects per frame,
+        // precision used, host ms per frame in tensorize, gather, submit,
+        // result, post and the whole element, RSS MiB, GPU MiB.
+        assert_eq!(row.len(), 23, "{row:?}");
         assert_eq!(row[0], n.to_string(), "{row:?}");
         assert_eq!(row[1], n.to_string(), "batch = streams: {row:?}");
         let sustained: u32 = row[2].parse().unwrap();
@@ -531,6 +532,8 @@ fn streams_detect_json() {
         "2",
         "--gpus",
         "1",
+        "--precision",
+        "f32",
         "--json",
     ]);
     assert!(
@@ -576,12 +579,35 @@ fn streams_detect_json() {
         shares[0]["adapter"].as_str().unwrap().starts_with("0 '"),
         "{r}"
     );
+    let used = r["precision_used"].as_str().unwrap();
+    assert!(used.starts_with("f32"), "{r}");
     // The streams held graphs and buffers on the bench's device; once all
     // stopped, the shared instance went with its last user.
     assert!(num(&r["live_running"], "graphs") >= 1.0, "{r}");
     for key in ["graphs", "buffers", "textures"] {
         assert_eq!(num(&r["live_after_stop"], key), 0.0, "{key}: {r}");
     }
+    // A frame's host time by stage: each one within the element's whole
+    // time, and the stages together too. None only where no frame was
+    // processed in the window (a software GPU under load).
+    let stages = &r["stage_ms_per_frame"];
+    if stages.is_null() {
+        assert_eq!(num(r, "fps_mean"), 0.0, "{r}");
+        return;
+    }
+    assert!(num(stages, "frames") >= 1.0, "{r}");
+    let element = num(stages, "element");
+    let mut sum = 0.0;
+    for key in ["tensorize", "gather", "submit", "result", "post"] {
+        let ms = num(stages, key);
+        assert!(ms >= 0.0, "{key}: {r}");
+        sum += ms;
+    }
+    // The detector encodes, submits, reads back and decodes every frame.
+    for key in ["tensorize", "submit", "result", "post"] {
+        assert!(num(stages, key) > 0.0, "{key}: {r}");
+    }
+    assert!(element > 0.0 && sum <= element * 1.001, "{r}");
 }
 
 /// `--task detect,track` with an Ultralytics export and no model-proc (the

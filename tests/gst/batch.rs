@@ -581,7 +581,7 @@ fn batch_properties_out_of_glibs_range_are_refused() {
             assert_eq!(e.property::<u32>(name), before, "{factory} {name}");
         }
         // The read-only counters and the instance id are there too.
-        for name in ["batches", "batched-frames"] {
+        for name in ["batches", "batched-frames", "batches-in-flight"] {
             let spec = e.find_property(name).unwrap();
             assert!(
                 !spec.flags().contains(gst::glib::ParamFlags::WRITABLE),
@@ -591,6 +591,10 @@ fn batch_properties_out_of_glibs_range_are_refused() {
         }
         assert_eq!(e.property::<Option<String>>("model-instance-id"), None);
         assert_eq!(e.property::<f64>("gpu-ms"), -1.0, "{factory}");
+        // And the stage times: no frame timed yet.
+        let stages = e.property::<gst::Structure>("stage-ms");
+        assert_eq!(stages.get::<u64>("frames").unwrap(), 0, "{factory}");
+        assert_eq!(stages.get::<f64>("element").unwrap(), 0.0, "{factory}");
     }
 }
 

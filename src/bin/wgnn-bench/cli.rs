@@ -64,7 +64,7 @@ pub struct PrecisionArg {
 
 /// `--precision`: auto, f32 or f16 (clap lists them in the help and the
 /// completions).
-fn precision_parser() -> impl clap::builder::TypedValueParser<Value = Precision> {
+pub fn precision_parser() -> impl clap::builder::TypedValueParser<Value = Precision> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(Precision::NAMES).try_map(|s| s.parse::<Precision>())
 }

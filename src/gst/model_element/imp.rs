@@ -20,6 +20,7 @@ use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::{self, PrecisionChoice, PrecisionLog};
 use crate::gst::property::{self, Refusals};
 use crate::gst::results::ResultsOut;
+use crate::gst::stage_clock::{self, StageClock};
 use crate::gst::stats::Stats;
 use crate::video::TexturePool;
 
@@ -96,6 +97,7 @@ pub struct WgnnModelElement {
     pub(super) core: Processing,
     pub(super) refusals: Refusals,
     pub(super) precision_log: PrecisionLog,
+    pub(super) stages: StageClock,
 }
 
 #[glib::object_subclass]
@@ -135,6 +137,7 @@ impl ObjectSubclass for WgnnModelElement {
             core: Processing::new((class.cat)()),
             refusals: Refusals::default(),
             precision_log: PrecisionLog::default(),
+            stages: StageClock::default(),
         }
     }
 }
@@ -231,6 +234,7 @@ impl WgnnModelElement {
             "device" => s.device.to_value(),
             "precision" => s.precision.to_value(),
             "precision-used" => self.precision_log.used(),
+            stage_clock::PROPERTY => self.stages.value(),
             _ => return None,
         })
     }
@@ -250,6 +254,7 @@ impl ObjectImpl for WgnnModelElement {
                     .build(),
                 precision_choice::property(),
                 precision_choice::used_property(),
+                StageClock::property(),
             ];
             props.extend(Stats::properties());
             props.extend(DeviceSlot::properties());
@@ -323,6 +328,7 @@ impl BaseTransformImpl for WgnnModelElement {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refusals.check()?;
         self.cadence.restart();
+        self.stages.reset();
         let shared = self.settings.lock().unwrap().clone();
         (self.class().start_task)(&self.obj(), &shared).inspect_err(|_| {
             (self.class().stop_task)(&self.obj());
@@ -421,6 +427,7 @@ impl BaseTransformImpl for WgnnModelElement {
         }
         let mut moved = TransferStats::default();
         (self.class().analyse)(&obj, &*self.frames()?, buf, &mut moved)?;
+        self.stages.frame(began.elapsed());
         self.core
             .meter
             .frame_done(self.core.cat, obj.upcast_ref(), buf.pts(), &moved, began);
@@ -443,6 +450,7 @@ impl BaseTransformImpl for WgnnModelElement {
         let mut moved = TransferStats::default();
         let frames = self.frames()?;
         let mut out = (self.class().produce)(&obj, &frames, inbuf, &mut moved)?;
+        self.stages.frame(began.elapsed());
         self.core
             .frame_done(obj.upcast_ref(), inbuf, &mut out, &moved, began)?;
         Ok(PrepareOutputBufferSuccess::Buffer(out))

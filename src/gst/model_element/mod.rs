@@ -5,7 +5,7 @@
 //! the subclasses fill through [`ModelElementImpl`].
 //!
 //! The base owns what is the same in all of them: the properties `device`,
-//! `precision`, `precision-used` and the counters (inherited), the values
+//! `precision`, `precision-used`, `stage-ms` and the counters (inherited), the values
 //! of the optional shared properties a subclass lists ([`model_property`],
 //! `model-proc`, `labels`, `results-location`, `post-messages`,
 //! `inference-interval` (the frames between pass untouched, see
@@ -39,6 +39,7 @@ use crate::gst::instance::InstanceSettings;
 use crate::gst::precision_choice::PrecisionLog;
 use crate::gst::profile::ModelClock;
 use crate::gst::property::Refusals;
+use crate::gst::stage_clock::StageClock;
 use crate::models::Model;
 use crate::video::{GpuFrame, TexturePool};
 
@@ -203,6 +204,12 @@ pub trait ModelElementImplExt: ModelElementImpl {
 
     fn precision_log(&self) -> &PrecisionLog {
         &self.model_element().precision_log
+    }
+
+    /// Where the task's stages of the frame being processed go
+    /// (`stage-ms`).
+    fn stage_clock(&self) -> &StageClock {
+        &self.model_element().stages
     }
 
     /// Loads (or joins) the model at `path` on the device `shared` asks for

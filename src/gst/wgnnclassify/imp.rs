@@ -379,6 +379,8 @@ impl ModelElementImpl for WgnnClassify {
                 .classify_gpu(&frame, &rects)
                 .map_err(|e| fail(element, "classification failed", e))?;
             clock.collect(task.inference_mut());
+            self.stage_clock()
+                .task(task.inference_mut().last_batch().stages);
             *moved += m;
             classes
         };

@@ -300,6 +300,7 @@ impl ModelElementImpl for WgnnDetect {
                 .detect_gpu(&frame)
                 .map_err(|e| fail(element, "detection failed", e))?;
             clock.collect(run.detector.inference_mut());
+            self.stage_clock().task(run.detector.last_stages());
             *moved += read;
             found
         };

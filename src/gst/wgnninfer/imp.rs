@@ -246,6 +246,7 @@ impl ModelElementImpl for WgnnInfer {
                 .run_gpu(&frame)
                 .map_err(|e| fail(element, "inference failed", e))?;
             clock.collect(task);
+            self.stage_clock().task(task.last_batch().stages);
             outputs
         };
         self.precision_log().note(*CAT, element, task.precision());

@@ -41,8 +41,10 @@ use crate::video::{ColorSpec, GpuFrame, Resize};
 
 use super::model_proc::{Decoder, ModelProc};
 use super::objects::{Detection, Labels};
+use super::stages::timed;
 use super::{
-    wrong_device, Device, ImageInference, ImageInput, InferOptions, InferenceOutputs, ModelInstance,
+    wrong_device, Device, HostStages, ImageInference, ImageInput, InferOptions, InferenceOutputs,
+    ModelInstance,
 };
 use gpu::GpuDecoder;
 use masks::{GpuMasks, MaskJob, ProtoGrid};
@@ -84,6 +86,8 @@ pub struct Detector {
     resize: Resize,
     gpu: Option<Gpu>,
     prepared: Option<Prepared>,
+    /// The host time of the last GPU frame, by stage.
+    stages: HostStages,
 }
 
 impl std::fmt::Debug for Detector {
@@ -165,6 +169,7 @@ impl Detector {
             resize: infer.resize,
             gpu: device.gpu().cloned(),
             prepared: None,
+            stages: HostStages::default(),
         };
         if let Some(size) = detector.inference.input().size {
             detector.prepare(size)?;
@@ -179,6 +184,11 @@ impl Detector {
     /// The model inference, for its instance and its timing.
     pub fn inference_mut(&mut self) -> &mut ImageInference {
         &mut self.inference
+    }
+
+    /// Where the last [`Detector::detect_gpu`] spent its host time.
+    pub fn last_stages(&self) -> HostStages {
+        self.stages
     }
 
     /// What the model computes in for the last frame size, and why; `None`
@@ -269,22 +279,36 @@ impl Detector {
         };
         let spec = &p.spec;
         let ctx = outputs.context();
+        let stages = &mut self.stages;
+        *stages = self.inference.last_batch().stages;
         let boxes = ctx.export_to_gpu(output(&outputs, &spec.boxes.name)?)?;
-        let (candidates, stats) = if spec.scores.name == spec.boxes.name {
-            decoder.run(spec, (&boxes).into(), (&boxes).into())?
-        } else {
-            let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
-            decoder.run(spec, (&boxes).into(), (&scores).into())?
-        };
-        spec.check_scores(self.model.path(), &candidates)?;
+        let (candidates, stats) = timed(&mut stages.result, || {
+            if spec.scores.name == spec.boxes.name {
+                decoder.run(spec, (&boxes).into(), (&boxes).into())
+            } else {
+                let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
+                decoder.run(spec, (&boxes).into(), (&scores).into())
+            }
+        })?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
-        let found = post::detections(spec, candidates, self.iou, &to_frame, &self.labels);
+        let found = timed(&mut stages.post, || {
+            spec.check_scores(self.model.path(), &candidates)?;
+            Ok::<_, Error>(post::detections(
+                spec,
+                candidates,
+                self.iou,
+                &to_frame,
+                &self.labels,
+            ))
+        })?;
         let (Some((protos, _)), Some(pass)) = (&spec.protos, &p.masks) else {
             return Ok((found.into_iter().map(|(d, _)| d).collect(), stats));
         };
         let jobs = mask_jobs(&found);
         let protos = ctx.export_to_gpu(output(&outputs, &protos.name)?)?;
-        let (masks, moved) = pass.run((&protos).into(), proto_grid(spec), &to_frame, &jobs)?;
+        let (masks, moved) = timed(&mut stages.result, || {
+            pass.run((&protos).into(), proto_grid(spec), &to_frame, &jobs)
+        })?;
         let mut stats = stats;
         stats += moved;
         Ok((with_masks(found, masks), stats))

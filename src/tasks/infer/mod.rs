@@ -7,6 +7,7 @@ mod outputs;
 mod tests;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::gpu::Commands;
@@ -16,6 +17,7 @@ use crate::video::cpu::CpuFrame;
 use crate::video::{cpu, ColorSpec, GpuFrame, Resize, Sampling, Tensorizer};
 
 use super::instance::{BatchRun, ItemRequest};
+use super::stages::timed;
 use super::{wrong_device, Device, ImageInput, ModelInstance, ModelTiming};
 pub use outputs::InferenceOutputs;
 
@@ -208,16 +210,24 @@ impl Runner {
         };
         if let ([item], [region]) = (items.as_slice(), regions) {
             // Alone and untimed: tensorize and model in one submission.
+            let began = Instant::now();
+            let mut tensorize = Duration::ZERO;
             let mut commands = Commands::new(&gpu);
             let recorded = self.instance.record_gpu(
                 self.key.0,
                 self.key.1,
                 item,
                 &mut commands,
-                |e, dst| tensorizer.encode_slot(e, frame, *region, dst, 0),
+                |e, dst| {
+                    timed(&mut tensorize, || {
+                        tensorizer.encode_slot(e, frame, *region, dst, 0)
+                    })
+                },
             )?;
-            if let Some(run) = recorded {
+            if let Some(mut run) = recorded {
                 commands.submit("inference submit")?;
+                run.stages.tensorize = tensorize;
+                run.stages.submit = began.elapsed().saturating_sub(tensorize);
                 return Ok((sets, run));
             }
         }

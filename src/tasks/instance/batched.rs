@@ -2,18 +2,62 @@
 //! inputs batches are filled in (one per batch in flight, reused) and, for a
 //! batch size above 1, the batched outputs each item's slice is copied out
 //! of.
+//!
+//! A graph computes every slot it is built for, filled or not, so a partial
+//! batch of a large batch size would cost as much as a full one. From
+//! [`TIERED_FROM`] items up, a partial batch runs the smallest of the
+//! graphs for a half, a quarter or an eighth of the batch size that holds
+//! it (each built the first time a batch needs it), its filled slots copied
+//! into that graph's own input.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::gpu::Commands;
-use crate::ml::{Context, DataType, Graph, RentedBuffer, Tensor, TensorDescriptor};
+use crate::ml::{Context, DataType, Graph, Precision, RentedBuffer, Tensor, TensorDescriptor};
+use crate::models::Model;
 use crate::tasks::{timing, ModelTiming};
 
 use super::{ItemRequest, Key, ModelInstance};
 
+/// The smallest batch size whose partial batches run smaller graphs.
+pub(super) const TIERED_FROM: usize = 16;
+
+/// How many times a tier may halve the batch size (down to an eighth).
+const TIER_HALVINGS: usize = 3;
+
+/// The size of the graph a batch of `filled` items of a batch size `n`
+/// runs: `n`, or from [`TIERED_FROM`] up the smallest of its halvings that
+/// holds them.
+pub(super) fn tier_for(n: usize, filled: usize) -> usize {
+    let mut k = n;
+    if n < TIERED_FROM {
+        return k;
+    }
+    for _ in 0..TIER_HALVINGS {
+        let half = k.div_ceil(2);
+        if half < filled.max(1) {
+            break;
+        }
+        k = half;
+    }
+    k
+}
+
+/// A graph for part of the batch size, with its own input and outputs.
+struct Tier {
+    size: usize,
+    graph: Graph,
+    input: Tensor,
+    outputs: Vec<(String, Tensor)>,
+}
+
 pub(super) struct Batched {
     ctx: Context,
+    model: Arc<Model>,
+    input_hw: Option<(usize, usize)>,
+    /// What the graphs compute in (the batch-1 graph's choice).
+    precision: Precision,
     graph: Graph,
     input_name: String,
     input_type: DataType,
@@ -26,6 +70,8 @@ pub(super) struct Batched {
     outputs: Vec<(String, Tensor)>,
     /// Input tensors not lent to a batch.
     spare: Mutex<Vec<Tensor>>,
+    /// The graphs for parts of the batch size built so far.
+    tiers: Mutex<Vec<Arc<Tier>>>,
 }
 
 impl Batched {
@@ -96,29 +142,16 @@ impl Batched {
             )));
         }
         let (input_name, input) = inputs.remove(0);
-        let mut outputs = Vec::new();
-        if n > 1 {
-            for ((name, item), (bname, batched)) in items.iter().zip(graph.outputs()) {
-                let want: Vec<usize> = std::iter::once(n)
-                    .chain(item.shape.iter().skip(1).copied())
-                    .collect();
-                if *name != bname || batched.shape != want || item.shape.first() != Some(&1) {
-                    return Err(Error::invalid(format!(
-                        "{}: output '{name}' is {:?} at batch {n}, not [{n}, ...] of the \
-                         batch-1 {:?}; use batch size 1",
-                        model.path().display(),
-                        batched.shape,
-                        item.shape
-                    )));
-                }
-                let t = ctx.create_tensor(
-                    TensorDescriptor::new(batched.data_type, batched.shape).exportable_to_gpu(),
-                )?;
-                outputs.push((name.clone(), t));
-            }
-        }
+        let outputs = if n > 1 {
+            batched_outputs(&ctx, model, &graph, &items, n)?
+        } else {
+            Vec::new()
+        };
         Ok(Batched {
             ctx,
+            model: model.clone(),
+            input_hw,
+            precision: choice.precision,
             graph,
             input_name,
             input_type: input.data_type,
@@ -126,7 +159,35 @@ impl Batched {
             items,
             outputs,
             spare: Mutex::default(),
+            tiers: Mutex::default(),
         })
+    }
+
+    /// The graph for `size` items (a part of the batch size), built at
+    /// first use.
+    fn tier(&self, size: usize) -> Result<Arc<Tier>> {
+        let mut tiers = self.tiers.lock().unwrap();
+        if let Some(t) = tiers.iter().find(|t| t.size == size) {
+            return Ok(t.clone());
+        }
+        let graph = self
+            .model
+            .build_batched(&self.ctx, self.input_hw, self.precision, size)
+            .map_err(|e| Error::invalid(format!("batch size {size}: {e}")))?;
+        let outputs = batched_outputs(&self.ctx, &self.model, &graph, &self.items, size)?;
+        let mut shape = self.input_shape.clone();
+        shape[0] = size;
+        let input = self
+            .ctx
+            .create_tensor(TensorDescriptor::new(self.input_type, shape).exportable_to_gpu())?;
+        let tier = Arc::new(Tier {
+            size,
+            graph,
+            input,
+            outputs,
+        });
+        tiers.push(tier.clone());
+        Ok(tier)
     }
 
     pub fn input_shape(&self) -> &[usize] {
@@ -207,14 +268,17 @@ impl Batched {
 
     /// Dispatches the graph on `input` and hands each filled slot its
     /// outputs: for batch size 1 the dispatch writes them, otherwise one
-    /// buffer copy per output and item, queued behind the dispatch.
+    /// buffer copy per output and item, queued behind the dispatch. A
+    /// partial batch runs a smaller graph where there is one
+    /// ([`tier_for`]). The model's GPU ms when timed, and the items the
+    /// graph that ran computes.
     pub fn execute(
         &self,
         ctx: &Context,
         n: usize,
         input: &Tensor,
         slots: &[Option<(Vec<Tensor>, ModelTiming)>],
-    ) -> Result<Option<f64>> {
+    ) -> Result<(Option<f64>, usize)> {
         let timing = slots
             .iter()
             .flatten()
@@ -225,22 +289,41 @@ impl Batched {
                 ModelTiming::PerKernel => 2,
             })
             .unwrap_or_default();
-        let inputs = [(self.input_name.as_str(), input)];
         if n == 1 {
             let Some(Some((outputs, _))) = slots.first() else {
-                return Ok(None);
+                return Ok((None, 1));
             };
+            let inputs = [(self.input_name.as_str(), input)];
             let named = self.item_outputs(outputs);
-            return timing::dispatch(ctx, &self.graph, &inputs, &named, timing);
+            let ms = timing::dispatch(ctx, &self.graph, &inputs, &named, timing)?;
+            return Ok((ms, 1));
         }
-        let named: Vec<(&str, &Tensor)> =
-            self.outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let ms = timing::dispatch(ctx, &self.graph, &inputs, &named, timing)?;
         let gpu = ctx
             .gpu_handle()
             .ok_or_else(|| Error::invalid("a batch above 1 runs on the GPU"))?;
-        let sources = self
-            .outputs
+        let size = tier_for(n, slots.len());
+        let tier = (size < n).then(|| self.tier(size)).transpose()?;
+        let (graph, input, outputs) = match &tier {
+            Some(t) => {
+                // The filled slots, the batch's first ones, into the
+                // smaller graph's input.
+                let bytes = self.input_type.byte_size() as u64
+                    * self.input_shape.iter().skip(1).product::<usize>() as u64
+                    * size as u64;
+                let (src, dst) = (ctx.export_to_gpu(input)?, ctx.export_to_gpu(&t.input)?);
+                let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                encoder.copy_buffer_to_buffer(src.buffer(), 0, dst.buffer(), 0, bytes);
+                gpu.scoped("batch tier submit", || {
+                    gpu.queue().submit([encoder.finish()])
+                })?;
+                (&t.graph, &t.input, &t.outputs)
+            }
+            None => (&self.graph, input, &self.outputs),
+        };
+        let inputs = [(self.input_name.as_str(), input)];
+        let named: Vec<(&str, &Tensor)> = outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let ms = timing::dispatch(ctx, graph, &inputs, &named, timing)?;
+        let sources = outputs
             .iter()
             .map(|(_, t)| ctx.export_to_gpu(t))
             .collect::<Result<Vec<_>>>()?;
@@ -267,7 +350,7 @@ impl Batched {
         gpu.scoped("batch split submit", || {
             gpu.queue().submit([encoder.finish()])
         })?;
-        Ok(ms)
+        Ok((ms, size))
     }
 
     pub fn destroy(&self) {
@@ -278,7 +361,46 @@ impl Batched {
         for t in self.spare.lock().unwrap().drain(..) {
             t.destroy();
         }
+        for t in self.tiers.lock().unwrap().drain(..) {
+            t.graph.destroy();
+            t.input.destroy();
+            for (_, o) in &t.outputs {
+                o.destroy();
+            }
+        }
     }
+}
+
+/// The batched outputs of `graph` (built for `n` items), one tensor per
+/// output, each `[n, ...]` of the batch-1 graph's `items`; an error naming
+/// the output where the graph does not batch it so.
+fn batched_outputs(
+    ctx: &Context,
+    model: &Model,
+    graph: &Graph,
+    items: &[(String, TensorDescriptor)],
+    n: usize,
+) -> Result<Vec<(String, Tensor)>> {
+    let mut outputs = Vec::new();
+    for ((name, item), (bname, batched)) in items.iter().zip(graph.outputs()) {
+        let want: Vec<usize> = std::iter::once(n)
+            .chain(item.shape.iter().skip(1).copied())
+            .collect();
+        if *name != bname || batched.shape != want || item.shape.first() != Some(&1) {
+            return Err(Error::invalid(format!(
+                "{}: output '{name}' is {:?} at batch {n}, not [{n}, ...] of the batch-1 {:?}; \
+                 use batch size 1",
+                model.path().display(),
+                batched.shape,
+                item.shape
+            )));
+        }
+        let t = ctx.create_tensor(
+            TensorDescriptor::new(batched.data_type, batched.shape).exportable_to_gpu(),
+        )?;
+        outputs.push((name.clone(), t));
+    }
+    Ok(outputs)
 }
 
 /// The error of a batch size the model's batched graph does not fit on

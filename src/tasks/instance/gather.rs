@@ -52,6 +52,8 @@ struct Done {
     model_ms: Option<f64>,
     items: usize,
     waited: Duration,
+    /// The host time the batch's dispatch took (on whichever thread ran it).
+    submit: Duration,
 }
 
 struct Slot {
@@ -80,6 +82,7 @@ pub(super) fn run(
 ) -> Result<BatchRun> {
     let size = instance.batch.size;
     let latency = instance.batch.max_latency;
+    let began = Instant::now();
     let mut g = instance.gather.lock().unwrap();
     g.waiting += 1;
     // Reserve a slot per item.
@@ -128,6 +131,7 @@ pub(super) fn run(
     // Write the inputs on this thread, outside the lock.
     let shape = batched.input_shape();
     let data_type = batched.input_type();
+    let filling = Instant::now();
     let filled: Vec<Result<(), String>> = mine
         .iter()
         .enumerate()
@@ -135,6 +139,7 @@ pub(super) fn run(
             fill(i, TensorBuffer::new(buffer, data_type, shape), *slot).map_err(|e| e.to_string())
         })
         .collect();
+    let tensorize = filling.elapsed();
 
     let mut g = instance.gather.lock().unwrap();
     for (&(id, slot, _), r) in mine.iter().zip(filled) {
@@ -191,6 +196,7 @@ pub(super) fn run(
                 run.model_ms = done.model_ms.or(run.model_ms);
                 run.batch = run.batch.max(done.items);
                 run.waited = run.waited.max(done.waited);
+                run.stages.submit = run.stages.submit.max(done.submit);
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -199,6 +205,13 @@ pub(super) fn run(
     }
     drop(g);
     instance.changed.notify_all();
+    // The rest of the call went to waiting for the batches: to fill, to
+    // run the ones ahead, to be woken.
+    run.stages.tensorize = tensorize;
+    run.stages.gather = began
+        .elapsed()
+        .saturating_sub(tensorize)
+        .saturating_sub(run.stages.submit);
     match first_error {
         Some(e) => Err(Error::invalid(e)),
         None => Ok(run),
@@ -256,6 +269,7 @@ fn run_batch<'g>(
         .collect();
     drop(g);
     let result = instance.execute(&batched, &input, &slots);
+    let submit = started.elapsed();
     let mut g = instance.gather.lock().unwrap();
     let b = g.batches.remove(&id).expect("running batches stay");
     let n = b.slots.len();
@@ -270,6 +284,7 @@ fn run_batch<'g>(
                 model_ms: *ms,
                 items: n,
                 waited: started.saturating_duration_since(s.reserved),
+                submit,
             }),
         };
         g.results.insert((id, i), r);

@@ -30,7 +30,7 @@ use crate::models::{Model, PrecisionChoice};
 use crate::video::TensorBuffer;
 
 use super::context::OwnedContext;
-use super::{Device, ModelTiming};
+use super::{Device, HostStages, ModelTiming};
 use batched::Batched;
 use gather::Gather;
 
@@ -44,7 +44,8 @@ pub const MAX_BATCH_LATENCY: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchOptions {
     /// Items per dispatch, 1 to [`MAX_BATCH_SIZE`]; the graph is built for
-    /// this many and a partial batch runs the same graph.
+    /// this many, and a partial batch runs it or, from 16 up, the graph for
+    /// a half, quarter or eighth of it that holds the batch.
     pub size: usize,
     /// How long the first item of a batch waits for others before the batch
     /// goes out partial (it goes at once when every user of the instance is
@@ -100,6 +101,9 @@ pub struct BatchRun {
     /// The longest an item waited for its batch to start (others to join
     /// it, or the batches ahead of it to run).
     pub waited: Duration,
+    /// The calling thread's host time in tensorize, gather and submit (the
+    /// others stay zero).
+    pub stages: HostStages,
 }
 
 /// What an instance has dispatched.
@@ -109,6 +113,13 @@ pub struct InstanceStats {
     pub batches: u64,
     /// Items (frames, regions) in them.
     pub items: u64,
+    /// The slots the graphs that ran computed, filled or not (a partial
+    /// batch runs the smallest graph that holds it: see `batched.rs`).
+    pub slots: u64,
+    /// The most gathered batches submitted at once before the GPU was seen
+    /// to finish the ones before (each batch's members wait only for their
+    /// own read-backs, so batches overlap).
+    pub most_in_flight: u64,
 }
 
 /// (model input size, precision asked for): items of different keys never
@@ -138,6 +149,11 @@ pub struct ModelInstance {
     exec: Mutex<()>,
     batches: AtomicU64,
     items: AtomicU64,
+    slots: AtomicU64,
+    /// Gathered batches submitted and not yet seen done by the GPU, and
+    /// the most of them at once.
+    in_flight: Arc<AtomicU64>,
+    most_in_flight: AtomicU64,
 }
 
 impl std::fmt::Debug for ModelInstance {
@@ -208,6 +224,9 @@ impl ModelInstance {
             exec: Mutex::new(()),
             batches: AtomicU64::new(0),
             items: AtomicU64::new(0),
+            slots: AtomicU64::new(0),
+            in_flight: Arc::default(),
+            most_in_flight: AtomicU64::new(0),
         }))
     }
 
@@ -241,6 +260,8 @@ impl ModelInstance {
         InstanceStats {
             batches: self.batches.load(Ordering::Relaxed),
             items: self.items.load(Ordering::Relaxed),
+            slots: self.slots.load(Ordering::Relaxed),
+            most_in_flight: self.most_in_flight.load(Ordering::Relaxed),
         }
     }
 
@@ -260,8 +281,14 @@ impl ModelInstance {
     /// Counts a dispatch made outside [`ModelInstance::run_gpu`] (the CPU
     /// path's).
     pub(crate) fn count_dispatch(&self, items: u64) {
+        self.count_batch(items, 1);
+    }
+
+    /// Counts a dispatch of `items` by a graph of `slots`.
+    fn count_batch(&self, items: u64, slots: u64) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.items.fetch_add(items, Ordering::Relaxed);
+        self.slots.fetch_add(slots, Ordering::Relaxed);
     }
 
     /// Joins the instance's users: while the returned member is active,
@@ -346,6 +373,7 @@ impl ModelInstance {
             model_ms: None,
             batch: 1,
             waited: Duration::ZERO,
+            stages: HostStages::default(),
         }))
     }
 
@@ -371,10 +399,25 @@ impl ModelInstance {
         slots: &[Option<(Vec<Tensor>, ModelTiming)>],
     ) -> Result<Option<f64>> {
         let _one_at_a_time = self.exec.lock().unwrap();
-        let ms = batched.execute(&self.ctx, self.batch.size, input, slots)?;
+        let (ms, size) = batched.execute(&self.ctx, self.batch.size, input, slots)?;
         let filled = slots.iter().flatten().count() as u64;
-        self.count_dispatch(filled);
+        self.count_batch(filled, size as u64);
+        self.in_flight_until_done();
         Ok(ms)
+    }
+
+    /// Counts the batch just submitted in flight until the GPU is seen to
+    /// have done it (a poll, such as a member's read-back, notices).
+    fn in_flight_until_done(&self) {
+        let Device::Gpu(gpu) = &self.device else {
+            return;
+        };
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::Relaxed);
+        let in_flight = self.in_flight.clone();
+        gpu.queue().on_submitted_work_done(move || {
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 }
 

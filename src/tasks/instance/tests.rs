@@ -11,6 +11,7 @@ use crate::ml::Precision;
 use crate::models::{self, Model};
 use crate::tasks::tests::{gpu, Picture};
 use crate::tasks::{Device, ImageInference, InferOptions};
+use crate::video::GpuFrame;
 
 const FACE: &str = "mediapipe/face_detection_short_range.tflite";
 
@@ -42,6 +43,38 @@ fn assert_close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
             .fold(0.0f32, f32::max);
         // The same kernels at another batch: float rounding only.
         assert!(worst <= 1e-4, "{what}: relative difference {worst}");
+    }
+}
+
+/// Each of `regions` of `frame` run alone: the first output, read back.
+fn alone_on_regions(frame: &GpuFrame, regions: &[[f32; 4]]) -> Vec<Vec<f32>> {
+    let mut alone =
+        ImageInference::new(&Device::Gpu(gpu()), model(FACE), Default::default()).unwrap();
+    regions
+        .iter()
+        .map(|r| {
+            alone
+                .run_gpu_region(frame, *r)
+                .unwrap()
+                .read_f32(0)
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `regions` of `frame` in one call through `instance`: each set's first
+/// output is the one of its region run alone.
+fn regions_through(instance: &Arc<ModelInstance>, frame: &GpuFrame, regions: &[[f32; 4]]) {
+    let want = alone_on_regions(frame, regions);
+    let mut task = ImageInference::with_instance(instance, InferOptions::default()).unwrap();
+    let sets = task.run_gpu_regions(frame, regions).unwrap();
+    assert_eq!(sets.len(), regions.len());
+    for (i, (set, w)) in sets.iter().zip(&want).enumerate() {
+        assert_close(
+            &[set.read_f32(0).unwrap()],
+            std::slice::from_ref(w),
+            &format!("region {i}"),
+        );
     }
 }
 
@@ -102,33 +135,22 @@ fn regions_of_one_frame_fill_batches_and_keep_their_order() {
         [24.0, 18.0, 24.0, 18.0],
         [10.0, 5.0, 30.0, 30.0],
     ];
-    let mut alone =
-        ImageInference::new(&Device::Gpu(gpu()), model(FACE), Default::default()).unwrap();
     let frame = picture.on_gpu(&gpu());
-    let want: Vec<Vec<f32>> = regions
-        .iter()
-        .map(|r| {
-            alone
-                .run_gpu_region(&frame, *r)
-                .unwrap()
-                .read_f32(0)
-                .unwrap()
-        })
-        .collect();
     // Batches of 2: 2 + 2 + 1.
     let instance = batched(FACE, 2, 1000);
-    let mut task = ImageInference::with_instance(&instance, InferOptions::default()).unwrap();
-    let sets = task.run_gpu_regions(&frame, &regions).unwrap();
-    assert_eq!(sets.len(), regions.len());
-    for (i, (set, w)) in sets.iter().zip(&want).enumerate() {
-        assert_close(
-            &[set.read_f32(0).unwrap()],
-            std::slice::from_ref(w),
-            &format!("region {i}"),
-        );
-    }
+    regions_through(&instance, &frame, &regions);
     let stats = instance.stats();
-    assert_eq!((stats.batches, stats.items), (3, 5), "{stats:?}");
+    assert_eq!(
+        (stats.batches, stats.items, stats.slots),
+        (3, 5, 6),
+        "{stats:?}"
+    );
+    // The three went to the GPU one after the other, none waiting for the
+    // one before (the regions' read-backs came after all three), each
+    // counted in flight until a poll saw it done. Lavapipe had each one
+    // done by the next submit, whose poll notices it, so one at a time is
+    // what it shows; a GPU that queues work shows more.
+    assert!(stats.most_in_flight >= 1, "{stats:?}");
 }
 
 #[test]
@@ -420,4 +442,28 @@ fn users_starting_together_with_auto_precision_share_the_graph_it_keeps() {
         }
     });
     drop(members);
+}
+
+#[test]
+fn partial_batches_of_a_large_batch_size_run_the_smallest_graph_that_holds_them() {
+    use super::batched::tier_for;
+    assert_eq!(tier_for(8, 1), 8, "below 16 one graph");
+    assert_eq!(tier_for(16, 3), 4);
+    assert_eq!(tier_for(16, 9), 16);
+    assert_eq!(tier_for(64, 1), 8, "an eighth at the least");
+    assert_eq!(tier_for(96, 13), 24);
+    assert_eq!(tier_for(100, 26), 50);
+
+    let picture = Picture::astronaut(32, 24);
+    let frame = picture.on_gpu(&gpu());
+    let regions: Vec<[f32; 4]> = (0..3).map(|i| [i as f32 * 4.0, 0.0, 20.0, 20.0]).collect();
+    // Three regions in a batch size of 16: one batch, run by the graph for 4.
+    let instance = batched(FACE, 16, 1000);
+    regions_through(&instance, &frame, &regions);
+    let stats = instance.stats();
+    assert_eq!(
+        (stats.batches, stats.items, stats.slots),
+        (1, 3, 4),
+        "{stats:?}"
+    );
 }

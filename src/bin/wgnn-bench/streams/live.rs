@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 use gst::prelude::*;
 use serde_json::json;
 use wgnn::gpu::{live, Gpu};
+use wgnn::ml::Precision;
 use wgnn::video::VideoFormat;
 
 use super::spread::{self, GpuShare};
+use super::stages::{StageMs, Totals};
 use super::track::AnalyticsConfig;
 use super::Task;
 
@@ -75,6 +77,8 @@ pub struct Options {
     pub fps: u32,
     pub format: VideoFormat,
     pub model: Option<PathBuf>,
+    /// The model elements' `precision`.
+    pub precision: Precision,
 }
 
 /// The largest batch the elements take (their `batch-size` range).
@@ -137,7 +141,7 @@ impl Options {
 
     pub fn describe(&self) -> String {
         format!(
-            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {}, source {}",
+            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}",
             self.task.name(),
             self.width,
             self.height,
@@ -146,6 +150,7 @@ impl Options {
             self.seconds,
             WARMUP.as_secs(),
             self.model().display(),
+            self.precision,
             source_photo().display()
         )
     }
@@ -197,6 +202,15 @@ pub struct RunReport {
     pub gpu_live_bytes: i64,
     /// wgpu's allocator report (allocated, reserved) where the backend has one.
     pub gpu_allocator: Option<(u64, u64)>,
+    /// The first stream's model element's `precision-used`: what the model
+    /// computed in and why.
+    pub precision_used: Option<String>,
+    /// Every stream's model element's `stage-ms` over the window: a
+    /// frame's mean host ms in each stage.
+    pub stage_ms: Option<StageMs>,
+    /// The most batches of the instance in flight at once (submitted
+    /// before the GPU was seen to finish the ones before), the whole run.
+    pub batches_in_flight: Option<u64>,
     /// Properties the elements lack (reported as n/a).
     pub missing: Vec<&'static str>,
     /// wgnn's live objects on the device while the streams ran, and after
@@ -211,6 +225,14 @@ pub struct RunReport {
 impl RunReport {
     pub fn all_sustained(&self) -> bool {
         self.sustained == self.streams
+    }
+
+    /// `precision-used`'s first word (f32, f16), or n/a.
+    fn precision_short(&self) -> &str {
+        self.precision_used
+            .as_deref()
+            .and_then(|p| p.split_whitespace().next())
+            .unwrap_or("n/a")
     }
 
     pub fn gpu_ms_frame(&self) -> Option<f64> {
@@ -239,6 +261,9 @@ impl RunReport {
             "gpu_busy_percent": self.gpu_busy_percent,
             "cpu_percent_per_stream": self.cpu_percent_per_stream,
             "objects_per_frame": self.objects_per_frame,
+            "precision_used": self.precision_used,
+            "stage_ms_per_frame": self.stage_ms.map(StageMs::to_json),
+            "batches_in_flight": self.batches_in_flight,
             "rss_bytes": self.rss_bytes,
             "gpu_live_bytes": self.gpu_live_bytes,
             "gpu_allocated_bytes": self.gpu_allocator.map(|a| a.0),
@@ -252,7 +277,7 @@ impl RunReport {
 
     pub fn header() -> String {
         format!(
-            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8}",
+            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8}",
             "streams",
             "batch",
             "sustained",
@@ -266,6 +291,8 @@ impl RunReport {
             "busy %",
             "CPU %/strm",
             "obj/f",
+            "prec",
+            StageMs::header(),
             "RSS MiB",
             "GPU MiB"
         )
@@ -276,7 +303,7 @@ impl RunReport {
             v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
         };
         format!(
-            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8.1}",
+            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8.1}",
             self.streams,
             self.batch_size,
             format!(
@@ -294,6 +321,8 @@ impl RunReport {
             opt(self.gpu_busy_percent, 1),
             opt(self.cpu_percent_per_stream, 1),
             opt(self.objects_per_frame, 1),
+            self.precision_short(),
+            StageMs::row(self.stage_ms.as_ref()),
             opt(self.rss_bytes.map(mib), 1),
             mib(self.gpu_live_bytes.max(0) as u64),
         )
@@ -347,7 +376,7 @@ impl Stream {
 
 /// The batching properties the lead's elements have; each one absent from
 /// this build's elements is left unset and reported as n/a.
-const INSTANCE_PROPERTIES: [&str; 7] = [
+const INSTANCE_PROPERTIES: [&str; 9] = [
     "model-instance-id",
     "batch-size",
     "max-batch-latency",
@@ -355,6 +384,8 @@ const INSTANCE_PROPERTIES: [&str; 7] = [
     "batched-frames",
     "profile",
     "gpu-ms",
+    "precision-used",
+    "stage-ms",
 ];
 
 fn build_stream(
@@ -405,6 +436,7 @@ fn build_stream(
     if model.find_property("max-batch-latency").is_some() {
         model.set_property("max-batch-latency", options.max_batch_latency_ms);
     }
+    model.set_property_from_str("precision", options.precision.name());
     // One stream times the shared instance's batches: timing makes that
     // batch wait for the GPU, so only one element asks.
     if index == 0 && model.find_property("profile").is_some() {
@@ -679,6 +711,8 @@ fn measure(
     let first = &streams[0].model;
     let batches0 = read_u64(first, "batches");
     let items0 = read_u64(first, "batched-frames");
+    let models = || streams.iter().map(|s| &s.model);
+    let stages0 = Totals::read(models());
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     measuring.store(true, Ordering::Release);
@@ -686,6 +720,9 @@ fn measure(
     measuring.store(false, Ordering::Release);
     let window = t0.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds();
+    let stage_ms = stages0
+        .zip(Totals::read(models()))
+        .and_then(|(before, after)| after.per_frame_since(&before));
     let batches1 = read_u64(first, "batches");
     let items1 = read_u64(first, "batched-frames");
     let gpu_ms = first
@@ -755,6 +792,12 @@ fn measure(
             .zip(cpu1)
             .map(|(a, b)| (b - a) / window / f64::from(n) * 100.0),
         objects_per_frame: (modelled > 0).then(|| objects as f64 / modelled as f64),
+        precision_used: first
+            .find_property("precision-used")
+            .and_then(|_| first.property::<Option<String>>("precision-used"))
+            .filter(|p| !p.is_empty()),
+        stage_ms,
+        batches_in_flight: read_u64(first, "batches-in-flight"),
         rss_bytes: rss,
         gpu_live_bytes: live.buffer_bytes + live.texture_bytes,
         live_running: live,

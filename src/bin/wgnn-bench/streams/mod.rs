@@ -43,12 +43,15 @@ use serde_json::json;
 
 #[cfg(feature = "gst")]
 use crate::cli::{fail, video_format, EXIT_NO_GPU};
-use crate::cli::{Json, EXIT_USAGE};
+use crate::cli::{precision_parser, Json, EXIT_USAGE};
+use wgnn::ml::Precision;
 
 #[cfg(feature = "gst")]
 mod live;
 #[cfg(feature = "gst")]
 mod spread;
+#[cfg(feature = "gst")]
+mod stages;
 #[cfg(feature = "gst")]
 mod track;
 
@@ -66,10 +69,14 @@ mod track;
 /// element) and per frame, the model's GPU busy % (batches times GPU ms
 /// per batch over the window), host CPU per stream (user and system, % of
 /// one core), objects (regions of interest) per frame out of the model
-/// element, RSS and wgnn's live GPU memory. With detect and track both in
-/// --task: what track costs a stream more at each N. With --gpus or --gpu:
-/// the streams spread round robin over those GPUs, one model instance on
-/// each, and each GPU's streams reported beside the total.
+/// element, the precision the model computed in (precision-used), a
+/// frame's mean host ms in each stage of the model elements (stage-ms:
+/// tensorize, batch gather, model submit, waiting for the GPU's result,
+/// decode/NMS, and the element's whole transform), RSS and wgnn's live GPU
+/// memory. With detect and track both in --task: what track costs a stream
+/// more at each N. With --gpus or --gpu: the streams spread round robin
+/// over those GPUs, one model instance on each, and each GPU's streams
+/// reported beside the total.
 /// Needs the gst feature.
 #[derive(clap::Args)]
 // Without GStreamer the flags are parsed (the help lists them) but unused.
@@ -115,6 +122,10 @@ pub struct Args {
     /// values: indices, or pieces of a name or PCI bus id).
     #[arg(long, value_name = "GPU,...")]
     gpu: Option<String>,
+    /// What the model elements compute in (their precision): auto, f32
+    /// or f16; the table's prec column says what they used.
+    #[arg(long, default_value = "auto", value_parser = precision_parser())]
+    precision: Precision,
     #[command(flatten)]
     json: Json,
 }
@@ -236,6 +247,7 @@ impl Args {
             fps: self.fps,
             format: video_format(&self.format)?,
             model: self.model.clone(),
+            precision: self.precision,
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
