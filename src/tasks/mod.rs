@@ -39,6 +39,7 @@ mod segment;
 #[cfg(test)]
 mod tests;
 mod timing;
+mod torchvision;
 pub mod track;
 mod ultralytics;
 mod upscale;
