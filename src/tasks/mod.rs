@@ -40,6 +40,7 @@ mod stages;
 #[cfg(test)]
 mod tests;
 mod timing;
+mod torchvision;
 pub mod track;
 mod ultralytics;
 mod upscale;

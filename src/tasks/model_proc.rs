@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::video::{ChannelOrder, ColorSpec, Resize, Sampling};
 
 use super::objects::Labels;
+pub use super::torchvision::BoxesScoresLabels;
 use super::InferOptions;
 
 /// A parsed model-proc file.
@@ -113,6 +114,7 @@ pub enum Decoder {
     SsdAnchors(SsdAnchors),
     Yolo(Yolo),
     Classification(ClassificationDecoder),
+    BoxesScoresLabels(BoxesScoresLabels),
 }
 
 impl Decoder {
@@ -122,6 +124,7 @@ impl Decoder {
             Decoder::SsdAnchors(_) => "ssd-anchors",
             Decoder::Yolo(_) => "yolo",
             Decoder::Classification(_) => "classification",
+            Decoder::BoxesScoresLabels(_) => "boxes-scores-labels",
         }
     }
 }
@@ -387,7 +390,10 @@ impl ModelProc {
         }
         match &self.decoder {
             Some(Decoder::SsdAnchors(s)) => s.check(),
-            Some(Decoder::Yolo(y)) if y.max_detections == 0 => {
+            Some(Decoder::Yolo(Yolo { max_detections, .. }))
+            | Some(Decoder::BoxesScoresLabels(BoxesScoresLabels { max_detections, .. }))
+                if *max_detections == 0 =>
+            {
                 Err("decoder.max_detections is 0; it must be at least 1".into())
             }
             _ => Ok(()),

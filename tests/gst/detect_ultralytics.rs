@@ -58,16 +58,30 @@ pub(crate) fn assert_objects(got: &Value, want: &[Value], what: &str) {
 pub(crate) fn detect_once(
     model: &std::path::Path,
     device: &str,
+    frame: (&[u8], u32, u32),
+    json: &std::path::Path,
+) -> Value {
+    detect_with(model, None, device, frame, json)
+}
+
+/// [`detect_once`] with the model-proc `proc` where given.
+pub(crate) fn detect_with(
+    model: &std::path::Path,
+    proc: Option<&std::path::Path>,
+    device: &str,
     (rgba, w, h): (&[u8], u32, u32),
     json: &std::path::Path,
 ) -> Value {
     // float32: the objects are compared to float rounding, and `auto` may
     // pick float16 on a GPU.
-    let launch = format!(
+    let mut launch = format!(
         "wgnndetect device={device} precision=f32 model={} results-location={}",
         model.display(),
         json.display()
     );
+    if let Some(proc) = proc {
+        launch += &format!(" model-proc={}", proc.display());
+    }
     let mut harness = Harness::new_parse(&launch);
     harness.set_src_caps_str(&caps("RGBA", w, h));
     harness.push_and_pull(buffer(rgba, 0)).unwrap();

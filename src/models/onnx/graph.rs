@@ -285,6 +285,18 @@ impl<'s> Writer<'s> {
     /// computed values the stage reads; the model's outputs are the stage's,
     /// of the shapes the file declares.
     fn write_staged(mut self) -> Result<Written> {
+        let open_batch = self
+            .src
+            .inputs
+            .iter()
+            .any(|(info, _)| info.shape.first().is_some_and(Option::is_none));
+        // Rows selected from the values read back: no more than the
+        // largest of them holds.
+        let bound = (self.deferred.cut.iter())
+            .map(|(_, op, _)| op.shape().iter().product::<usize>())
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let mut declared = Vec::new();
         for (info, elem) in &self.src.outputs {
             let name = info.name.as_str();
@@ -298,23 +310,29 @@ impl<'s> Writer<'s> {
                     None => return Err(self.err("no node writes this graph output")),
                 }
             }
-            let shape = info
+            // An open first axis is the batch where the inputs' is open
+            // too (a dynamic-batch export); any other open axis is a count
+            // only the data decides, declared at the bound and padded.
+            let open: Vec<bool> = info
                 .shape
                 .iter()
                 .enumerate()
-                .map(|(axis, d)| match (d, axis) {
-                    (Some(d), _) => Ok(*d),
-                    (None, 0) => Ok(self.batch),
-                    (None, _) => Err(self.err(format!(
-                        "is computed after a data-dependent size (NonZero, NonMaxSuppression) \
-                         and the file leaves its dimension {axis} open; wgnn needs the size \
-                         the model pads its results to"
-                    ))),
+                .map(|(axis, d)| d.is_none() && !(axis == 0 && open_batch))
+                .collect();
+            let shape = info
+                .shape
+                .iter()
+                .zip(&open)
+                .map(|(d, &open)| match (d, open) {
+                    (Some(d), _) => *d,
+                    (None, true) => bound,
+                    (None, false) => self.batch,
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<Vec<_>>();
             declared.push((
                 name.to_string(),
                 OperandDescriptor::new(elem.data_type(), shape),
+                open,
             ));
         }
         self.location = "graph".into();
@@ -329,8 +347,12 @@ impl<'s> Writer<'s> {
             nodes: std::mem::take(&mut self.deferred.nodes),
             consts: std::mem::take(&mut self.deferred.consts),
             cut: cut.into_iter().map(|(n, _, e)| (n, e)).collect(),
-            outputs: declared.iter().map(|(n, _)| n.clone()).collect(),
+            outputs: declared
+                .iter()
+                .map(|(n, d, open)| (n.clone(), d.shape.clone(), open.clone()))
+                .collect(),
         };
+        let declared = declared.into_iter().map(|(n, d, _)| (n, d)).collect();
         Ok(Written {
             outputs,
             step: Some((Arc::new(tail), declared)),
@@ -340,16 +362,20 @@ impl<'s> Writer<'s> {
     /// Defers node `n` to the host stage: its computed inputs are read back
     /// from the graph, and its outputs are known only there.
     fn defer(&mut self, n: &'s proto::NodeProto) -> Result<()> {
-        if n.attribute
+        let branches: Vec<&proto::GraphProto> = n
+            .attribute
             .iter()
-            .any(|a| a.g.is_some() || !a.graphs.is_empty())
-        {
+            .flat_map(|a| a.g.iter().chain(&a.graphs))
+            .collect();
+        if !branches.is_empty() && n.op_type() != "If" {
             return Err(self.err(
                 "a subgraph after a data-dependent size (NonZero, NonMaxSuppression) is not \
-                 supported",
+                 supported (an If's is)",
             ));
         }
-        for name in n.input.iter().filter(|i| !i.is_empty()) {
+        let around = branches.into_iter().flat_map(super::tail::outer_names);
+        let inputs: Vec<String> = n.input.iter().cloned().chain(around).collect();
+        for name in inputs.iter().filter(|i| !i.is_empty()) {
             if self.deferred.is_late(name) {
                 continue;
             }

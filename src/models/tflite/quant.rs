@@ -7,6 +7,8 @@
 //! that tensor's integer grid (quantized and dequantized: the rounding and
 //! saturation of LiteRT's integer kernels); a quantized graph output is
 //! given as its integers. QUANTIZE and DEQUANTIZE are then identities.
+//! Convolutions whose quantization fits compute in int8
+//! (`ops/quant_conv.rs`).
 
 use super::fb;
 use crate::error::Result;

@@ -63,7 +63,7 @@ impl Spec {
             Scheme::Ssd { .. } => i * self.classes + c,
             Scheme::Yolo { v8: false, .. } => i * self.yolov5_row() + 5 + c,
             Scheme::Yolo { v8: true, .. } => (4 + c) * self.n + i,
-            Scheme::End2End { .. } => return f32::NAN,
+            Scheme::End2End { .. } | Scheme::Listed { .. } => return f32::NAN,
         };
         scores.get(at).copied().unwrap_or(f32::NAN)
     }
@@ -162,7 +162,7 @@ impl Spec {
                     extras: (first..first + self.extras).map(value).collect(),
                 })
             }
-            Scheme::End2End { .. } => None,
+            Scheme::End2End { .. } | Scheme::Listed { .. } => None,
         }
     }
 

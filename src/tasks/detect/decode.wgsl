@@ -5,7 +5,8 @@
 // x, y per keypoint, then the YOLO extras as they are. Only the counter and the records are read back.
 // Prepended (gpu.rs): the element types `box_t` and `score_t` (f32 or f16)
 // and DECODER (0 SSD anchors, 1 YOLOv5 rows, 2 YOLOv8 columns, 3 end2end
-// rows). The same formulas as decode.rs.
+// rows, 4 boxes, scores and labels listed in three outputs). The same
+// formulas as decode.rs and listed.rs.
 
 struct Params {
     // SSD: x, y, w, h scales.
@@ -36,6 +37,11 @@ struct Params {
     // YOLO: values per box after the class scores (mask coefficients,
     // keypoints, angle), copied into the record after the corners.
     extras: u32,
+    // Listed: subtracted from each label; rows below it are dropped.
+    label_offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 struct Out {
@@ -52,6 +58,8 @@ struct Out {
 @group(0) @binding(2) var<storage, read> anchors: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> out: Out;
 @group(0) @binding(4) var<uniform> params: Params;
+// Listed: one label per box; one unused entry else.
+@group(0) @binding(5) var<storage, read> labels: array<i32>;
 
 // Bit test rather than x != x, which a compiler may fold away.
 fn is_nan(x: f32) -> bool {
@@ -93,6 +101,26 @@ fn take_slot() -> u32 {
     return slot * params.record_words;
 }
 
+// The record of a row the graph already decoded: its corners as they are
+// (0..1 of the input where `normalized`).
+fn put_row(i: u32, id: u32, raw: f32, corners: vec4<f32>) {
+    let r = take_slot();
+    if r == 0xffffffffu {
+        return;
+    }
+    var s = vec2<f32>(1.0);
+    if params.normalized != 0u {
+        s = params.input_size;
+    }
+    out.words[r] = i;
+    out.words[r + 1u] = id;
+    put(r + 2u, raw);
+    put(r + 3u, corners.x * s.x);
+    put(r + 4u, corners.y * s.y);
+    put(r + 5u, corners.z * s.x);
+    put(r + 6u, corners.w * s.y);
+}
+
 // An end2end row: x1, y1, x2, y2, score, class id (a whole number 0..2^24
 // held as a float), boxes read as they are: the graph did its NMS.
 fn end2end(i: u32) {
@@ -104,21 +132,25 @@ fn end2end(i: u32) {
     if !(id >= 0.0 && id <= 16777216.0) || fract(id) != 0.0 {
         return;
     }
-    let r = take_slot();
-    if r == 0xffffffffu {
+    let at = i * params.row;
+    let corners = vec4<f32>(box_value(at), box_value(at + 1u), box_value(at + 2u),
+        box_value(at + 3u));
+    put_row(i, u32(id), raw, corners);
+}
+
+// Listed row i: boxes [N, 4] x0, y0, x1, y1, scores [N], labels [N].
+fn listed(i: u32) {
+    let raw = f32(scores[i]);
+    if is_nan(raw) || !(raw >= params.threshold) {
         return;
     }
-    var s = vec2<f32>(1.0);
-    if params.normalized != 0u {
-        s = params.input_size;
+    let label = labels[i];
+    if label < 0 || u32(label) < params.label_offset {
+        return;
     }
-    out.words[r] = i;
-    out.words[r + 1u] = u32(id);
-    put(r + 2u, raw);
-    put(r + 3u, box_value(i * params.row) * s.x);
-    put(r + 4u, box_value(i * params.row + 1u) * s.y);
-    put(r + 5u, box_value(i * params.row + 2u) * s.x);
-    put(r + 6u, box_value(i * params.row + 3u) * s.y);
+    let corners = vec4<f32>(box_value(4u * i), box_value(4u * i + 1u), box_value(4u * i + 2u),
+        box_value(4u * i + 3u));
+    put_row(i, u32(label) - params.label_offset, raw, corners);
 }
 
 @compute @workgroup_size(64)
@@ -129,6 +161,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     if DECODER == 3u {
         end2end(i);
+        return;
+    }
+    if DECODER == 4u {
+        listed(i);
         return;
     }
     var found = false;

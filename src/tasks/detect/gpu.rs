@@ -37,6 +37,11 @@ pub(crate) struct DecodeParams {
     pub cap: u32,
     pub record_words: u32,
     pub extras: u32,
+    /// Listed: subtracted from each label (rows below it are dropped).
+    pub label_offset: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 impl DecodeParams {
@@ -58,6 +63,10 @@ impl DecodeParams {
             cap: MAX_CANDIDATES as u32,
             record_words: spec.record_words() as u32,
             extras: spec.extras as u32,
+            label_offset: 0,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         };
         match &spec.scheme {
             Scheme::Ssd { options, clip, .. } => {
@@ -86,6 +95,14 @@ impl DecodeParams {
                 p.row = *row as u32;
                 p.normalized = u32::from(*normalized);
             }
+            Scheme::Listed {
+                normalized,
+                label_offset,
+                ..
+            } => {
+                p.normalized = u32::from(*normalized);
+                p.label_offset = *label_offset;
+            }
         }
         p
     }
@@ -95,7 +112,7 @@ impl DecodeParams {
 /// types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct DecodeSwitches {
-    /// 0 SSD anchors, 1 YOLOv5, 2 YOLOv8, 3 end2end.
+    /// 0 SSD anchors, 1 YOLOv5, 2 YOLOv8, 3 end2end, 4 listed.
     pub decoder: u32,
     pub box_f16: bool,
     pub score_f16: bool,
@@ -109,6 +126,7 @@ impl DecodeSwitches {
                 Scheme::Yolo { v8: false, .. } => 1,
                 Scheme::Yolo { v8: true, .. } => 2,
                 Scheme::End2End { .. } => 3,
+                Scheme::Listed { .. } => 4,
             },
             box_f16: spec.boxes.data_type == DataType::Float16,
             score_f16: spec.scores.data_type == DataType::Float16,
@@ -133,7 +151,7 @@ impl DecodeSwitches {
     #[cfg(test)]
     pub(crate) fn all() -> Vec<DecodeSwitches> {
         let mut all = Vec::new();
-        for decoder in 0..4 {
+        for decoder in 0..5 {
             for box_f16 in [false, true] {
                 for score_f16 in [false, true] {
                     all.push(DecodeSwitches {
@@ -154,6 +172,8 @@ pub(crate) struct GpuDecoder {
     pipeline: crate::gpu::live::ComputePipeline,
     params: crate::gpu::live::Buffer,
     anchors: crate::gpu::live::Buffer,
+    /// Bound where a decoder reads no labels output.
+    no_labels: crate::gpu::live::Buffer,
     out: crate::gpu::live::Buffer,
     n: u32,
     record_bytes: u64,
@@ -197,7 +217,9 @@ impl GpuDecoder {
                 .iter()
                 .map(|a| [a.x_center, a.y_center, a.w, a.h])
                 .collect(),
-            Scheme::Yolo { .. } | Scheme::End2End { .. } => vec![[0.0; 4]],
+            Scheme::Yolo { .. } | Scheme::End2End { .. } | Scheme::Listed { .. } => {
+                vec![[0.0; 4]]
+            }
         };
         let anchor_bytes: &[u8] = bytemuck::cast_slice(&anchors);
         let anchors = gpu.create_buffer_with_data(
@@ -207,6 +229,12 @@ impl GpuDecoder {
         )?;
         pending.uploads += 1;
         pending.upload_bytes += anchor_bytes.len() as u64;
+        let no_labels = gpu.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgnn detect no labels"),
+            size: 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })?;
         let record_bytes = 4 * spec.record_words() as u64;
         let out = gpu.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wgnn detect candidates"),
@@ -222,6 +250,7 @@ impl GpuDecoder {
             pipeline,
             params,
             anchors,
+            no_labels,
             out,
             n: spec.n as u32,
             record_bytes,
@@ -236,8 +265,9 @@ impl GpuDecoder {
         self.first_block as usize
     }
 
-    /// Decodes `boxes` and `scores` (the same tensor twice for YOLO), which
-    /// must have the spec's shapes and types; returns the candidates (in no
+    /// Decodes `boxes` and `scores` (the same tensor twice for YOLO), and
+    /// `labels` for the listed decoder, which must have the spec's shapes
+    /// and types; returns the candidates (in no
     /// particular order) and what was moved, including the uploads made
     /// when this decoder was built, the first time.
     pub fn run(
@@ -245,6 +275,7 @@ impl GpuDecoder {
         spec: &Spec,
         boxes: TensorBuffer<'_>,
         scores: TensorBuffer<'_>,
+        labels: Option<TensorBuffer<'_>>,
     ) -> Result<(Vec<Candidate>, TransferStats)> {
         boxes.expect(
             &format!("detect: output '{}'", spec.boxes.name),
@@ -256,6 +287,14 @@ impl GpuDecoder {
             spec.scores.data_type,
             &spec.scores.shape,
         )?;
+        if let (Scheme::Listed { labels: info, .. }, Some(labels)) = (&spec.scheme, &labels) {
+            labels.expect(
+                &format!("detect: output '{}'", info.name),
+                info.data_type,
+                &info.shape,
+            )?;
+        }
+        let labels = labels.as_ref().map_or(&*self.no_labels, |l| l.buffer());
         let gpu = &self.gpu;
         let bind = gpu.scoped("detect decode binding", || {
             gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
@@ -267,6 +306,7 @@ impl GpuDecoder {
                     bind_entry(2, &self.anchors),
                     bind_entry(3, &self.out),
                     bind_entry(4, &self.params),
+                    bind_entry(5, labels),
                 ],
             })
         })?;

@@ -24,6 +24,7 @@ mod anchors;
 mod decode;
 mod gpu;
 mod heads;
+mod listed;
 mod masks;
 mod post;
 mod spec;
@@ -50,7 +51,7 @@ use gpu::GpuDecoder;
 use masks::{GpuMasks, MaskJob, ProtoGrid};
 use post::ToFrame;
 pub use post::MAX_CANDIDATES;
-use spec::{OutputInfo, Spec};
+use spec::{OutputInfo, Scheme, Spec};
 
 /// Thresholds that override the model-proc's.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -130,7 +131,9 @@ impl Detector {
         let device = instance.device();
         let model = instance.model().clone();
         let decoder = match &proc.decoder {
-            Some(d @ (Decoder::SsdAnchors(_) | Decoder::Yolo(_))) => d.clone(),
+            Some(
+                d @ (Decoder::SsdAnchors(_) | Decoder::Yolo(_) | Decoder::BoxesScoresLabels(_)),
+            ) => d.clone(),
             Some(other) => {
                 return Err(Error::invalid(format!(
                     "{}: decoder {} does not detect objects; detection needs ssd-anchors or yolo",
@@ -282,12 +285,19 @@ impl Detector {
         let stages = &mut self.stages;
         *stages = self.inference.last_batch().stages;
         let boxes = ctx.export_to_gpu(output(&outputs, &spec.boxes.name)?)?;
+        let labels = match &spec.scheme {
+            Scheme::Listed { labels, .. } => {
+                Some(ctx.export_to_gpu(output(&outputs, &labels.name)?)?)
+            }
+            _ => None,
+        };
+        let labels = labels.as_ref().map(Into::into);
         let (candidates, stats) = timed(&mut stages.result, || {
             if spec.scores.name == spec.boxes.name {
-                decoder.run(spec, (&boxes).into(), (&boxes).into())
+                decoder.run(spec, (&boxes).into(), (&boxes).into(), labels)
             } else {
                 let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
-                decoder.run(spec, (&boxes).into(), (&scores).into())
+                decoder.run(spec, (&boxes).into(), (&scores).into(), labels)
             }
         })?;
         let to_frame = ToFrame::new(self.resize, size, frame_size);
@@ -329,7 +339,12 @@ impl Detector {
         };
         let spec = &p.spec;
         let boxes = read_values(&outputs, &spec.boxes.name)?;
-        let candidates = if spec.scores.name == spec.boxes.name {
+        let candidates = if let Scheme::Listed { labels, .. } = &spec.scheme {
+            let scores = read_values(&outputs, &spec.scores.name)?;
+            let labels = output(&outputs, &labels.name)?;
+            let labels = outputs.context().read_tensor_blocking(labels)?;
+            spec.decode_listed(&boxes, &scores, &bytemuck::pod_collect_to_vec(&labels))
+        } else if spec.scores.name == spec.boxes.name {
             spec.decode(&boxes, &boxes)
         } else {
             spec.decode(&boxes, &read_values(&outputs, &spec.scores.name)?)

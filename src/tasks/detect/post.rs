@@ -182,7 +182,7 @@ pub(crate) fn detections(
     let mut sorted = usable(spec, candidates);
     let kept = match spec.nms {
         // The graph did its NMS.
-        _ if matches!(spec.scheme, Scheme::End2End { .. }) => {
+        _ if matches!(spec.scheme, Scheme::End2End { .. } | Scheme::Listed { .. }) => {
             sorted.truncate(spec.max_detections);
             sorted
         }

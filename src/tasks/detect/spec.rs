@@ -46,6 +46,13 @@ pub(crate) enum Scheme {
         row: usize,
         normalized: bool,
     },
+    /// Boxes, scores and integer labels in three outputs, one row per
+    /// object, from a graph that did its own NMS (`listed.rs`).
+    Listed {
+        normalized: bool,
+        label_offset: u32,
+        labels: OutputInfo,
+    },
 }
 
 /// A decoder ready to run on outputs of known shapes.
@@ -187,6 +194,14 @@ impl Spec {
                 float(&out)?;
                 yolo(y, out, outputs, input_px, threshold).map_err(fail)?
             }
+            Decoder::BoxesScoresLabels(d) => {
+                let [boxes, scores, labels] = [&d.boxes, &d.scores, &d.labels].map(|n| find(n));
+                let (boxes, scores) = (boxes?, scores?);
+                float(&boxes)?;
+                float(&scores)?;
+                super::listed::spec(d, [boxes, scores, labels?], input_px, threshold)
+                    .map_err(fail)?
+            }
             Decoder::Classification(_) => {
                 return Err(fail(
                     "a classification decoder does not detect objects (wgnnclassify runs \
@@ -217,6 +232,7 @@ impl Spec {
             Scheme::Ssd { options, .. } if options.sigmoid_score => return Ok(()),
             Scheme::Ssd { .. } => "ssd-anchors",
             Scheme::Yolo { .. } | Scheme::End2End { .. } => "yolo",
+            Scheme::Listed { .. } => "boxes-scores-labels",
         };
         let Some(c) = candidates.iter().find(|c| c.raw > 1.0 + MAX_SCORE_SLACK) else {
             return Ok(());
@@ -402,7 +418,7 @@ fn check_yolo_fit(
 }
 
 /// A shape as users read it: `1x896x16`.
-fn shape_text(shape: &[usize]) -> String {
+pub(super) fn shape_text(shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     dims.join("x")
 }

@@ -48,9 +48,9 @@ fn gpu_decode(
         Some(scores) => {
             let s = tensor(&spec.scores, scores);
             let rs = ctx.export_to_gpu(&s).unwrap();
-            decoder.run(spec, (&rb).into(), (&rs).into()).unwrap()
+            decoder.run(spec, (&rb).into(), (&rs).into(), None).unwrap()
         }
-        None => decoder.run(spec, (&rb).into(), (&rb).into()).unwrap(),
+        None => decoder.run(spec, (&rb).into(), (&rb).into(), None).unwrap(),
     };
     found.sort_by_key(|c| c.index);
     (found, stats, first_block)
@@ -229,7 +229,7 @@ fn every_decode_kernel_variant_validates_and_params_match() {
         size_of::<DecodeParams>(),
         &offsets!(DecodeParams: scale, input_size, threshold, clip, n, classes, row,
             box_offset, keypoint_offset, keypoints, keypoint_stride, xywh, normalized, cap,
-            record_words, extras),
+            record_words, extras, label_offset, _pad0, _pad1, _pad2),
     );
 }
 

@@ -27,7 +27,9 @@ const PAD: u8 = 114;
 
 impl ModelProc {
     /// The model-proc of a loaded model. With no metadata implying one,
-    /// [`ModelProc::for_model`]'s. Where the metadata implies one (an
+    /// [`ModelProc::for_model`]'s, and with no file either the one a
+    /// torchvision detector's output names imply (`tasks/torchvision.rs`).
+    /// Where the metadata implies one (an
     /// Ultralytics export), that one, with the model-proc file (`explicit`,
     /// else `<stem>.json` beside the model) over it: each top-level field
     /// the file gives replaces the implied one, except `input`, whose
@@ -40,7 +42,11 @@ impl ModelProc {
         })?;
         let file = ModelProc::file_for(path, explicit);
         match (implied, file) {
-            (None, _) => ModelProc::for_model(path, explicit),
+            (None, None) => match super::torchvision::implied(model) {
+                Some(implied) => ModelProc::from_json(path, implied).map(Some),
+                None => Ok(None),
+            },
+            (None, Some(_)) => ModelProc::for_model(path, explicit),
             (Some(implied), None) => ModelProc::from_json(path, implied).map(Some),
             (Some(mut merged), Some(file)) => {
                 // Checked alone first, so that its errors give lines.

@@ -42,17 +42,25 @@ pub(super) fn if_<'s>(
     let cond = wr
         .need_const(inputs, 0, "cond")?
         .ok_or_else(|| wr.err("input 0 (cond) is missing"))?;
+    let g = taken_branch(n, &cond).map_err(|e| wr.err(e))?;
+    wr.inline_branch(g)
+}
+
+/// The branch of `If` node `n` that condition `cond` picks (also the host
+/// stage's, `tail.rs`).
+pub(in crate::models::onnx) fn taken_branch<'g>(
+    n: &'g proto::NodeProto,
+    cond: &Const,
+) -> std::result::Result<&'g proto::GraphProto, String> {
     let Some(&c) = cond.as_i64().first() else {
-        return Err(wr.err("the condition is empty"));
+        return Err("the condition is empty".into());
     };
     let name = if c != 0 { "then_branch" } else { "else_branch" };
-    let g = n
-        .attribute
+    n.attribute
         .iter()
         .find(|a| a.name() == name)
         .and_then(|a| a.g.as_ref())
-        .ok_or_else(|| wr.err(format!("it has no {name}")))?;
-    wr.inline_branch(g)
+        .ok_or_else(|| format!("it has no {name}"))
 }
 
 /// Identity and Dropout of constants; a training-mode Dropout is refused

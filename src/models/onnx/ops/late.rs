@@ -3,8 +3,9 @@
 //! them or in its place (ScatterND, TopK, GatherElements), computed on
 //! the host: at import when their inputs are constants, else per run in the
 //! graph's host stage (`models/onnx/tail.rs`), which also computes the
-//! graph operators that come after them there (GatherND, Pad, reductions:
-//! [`host`]).
+//! graph operators that come after them there (GatherND, Pad, Split: [`host`];
+//! reductions, which also fold at import on small constants such as the
+//! image sizes torchvision's transform computes: [`fold_reduce`]).
 
 use super::super::fold::{get, index_map, norm_axis, take, Args, Msg};
 use super::super::graph::{Attrs, Value, Writer};
@@ -30,7 +31,7 @@ pub(super) fn host(op: &str) -> Option<fn(&Args<'_>) -> Msg> {
     match op {
         "GatherND" => Some(fold_gather_nd),
         "Pad" => Some(fold_pad),
-        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" => Some(fold_reduce),
+        "Split" => Some(fold_split),
         _ => None,
     }
 }
@@ -444,8 +445,9 @@ pub(super) fn fold_gather_elements(args: &Args<'_>) -> Msg {
 }
 
 /// ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd on the
-/// host (sums in f64), for what follows a host-only operator.
-fn fold_reduce(args: &Args<'_>) -> Msg {
+/// host (sums in f64), for what follows a host-only operator and for small
+/// constants at import.
+pub(super) fn fold_reduce(args: &Args<'_>) -> Msg {
     let Args {
         c,
         attrs,
@@ -511,4 +513,50 @@ fn fold_reduce(args: &Args<'_>) -> Msg {
         Data::F(_) => Const::floats(x.elem, shape, acc.iter().map(|&a| a as f32).collect()),
         Data::I(_) => Const::ints(x.elem, shape, acc.iter().map(|&a| a as i64).collect()),
     }])
+}
+
+/// ONNX Split on the host, where its part sizes are given (the `split`
+/// input, or attribute before opset 13, or opset 18's `num_outputs`).
+fn fold_split(args: &Args<'_>) -> Msg {
+    let x = get(args.c, 0)?;
+    let axis = norm_axis(args.attrs.int("axis", 0), x.shape.len())?;
+    let dim = x.shape[axis];
+    let given = if args.opset >= 13 {
+        args.c.get(1).copied().flatten().map(Const::as_i64)
+    } else {
+        args.attrs.ints("split")
+    };
+    let count = args.attrs.int("num_outputs", 0);
+    let sizes: Vec<usize> = match given {
+        Some(s) if !s.is_empty() => s
+            .iter()
+            .map(|&v| usize::try_from(v).ok())
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("split {s:?} must be non-negative"))?,
+        // Ceil-sized parts, the last one smaller (opset 18).
+        _ if count >= 1 && count <= dim.max(1) as i64 => {
+            let part = dim.div_ceil(count as usize);
+            (0..count as usize)
+                .map(|i| part.min(dim.saturating_sub(i * part)))
+                .collect()
+        }
+        _ => return Err("its part sizes are not given (a split input or num_outputs)".into()),
+    };
+    if sizes.iter().sum::<usize>() != dim {
+        return Err(format!("split {sizes:?} does not add up to {dim}"));
+    }
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let mut start = 0;
+    let mut parts = Vec::with_capacity(sizes.len());
+    for &s in &sizes {
+        let mut shape = x.shape.clone();
+        shape[axis] = s;
+        let idx: Vec<usize> = (0..outer)
+            .flat_map(|o| (0..s * inner).map(move |k| (o * dim + start) * inner + k))
+            .collect();
+        parts.push(take(x, shape, &idx));
+        start += s;
+    }
+    Ok(parts)
 }

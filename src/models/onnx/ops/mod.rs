@@ -28,6 +28,7 @@ use super::proto;
 use super::tensor::{Const, Elem};
 use crate::error::Result;
 use crate::ml::{DataType, Operand};
+pub(super) use control::taken_branch;
 pub(super) use quant::CONTRIB_DOMAIN;
 
 /// Writes a node as builder calls: the writer, the node, its attributes and
@@ -125,11 +126,11 @@ pub(super) const REGISTRY: &[Entry] = &[
     op("Reciprocal", Cheap(elementwise::fold_unary), elementwise::unary),
     op("ReduceL2", Never, reduce::reduce),
     op("ReduceLogSumExp", Never, reduce::reduce),
-    op("ReduceMax", Never, reduce::reduce),
-    op("ReduceMean", Never, reduce::reduce),
-    op("ReduceMin", Never, reduce::reduce),
-    op("ReduceProd", Never, reduce::reduce),
-    op("ReduceSum", Never, reduce::reduce),
+    op("ReduceMax", Cheap(late::fold_reduce), reduce::reduce),
+    op("ReduceMean", Cheap(late::fold_reduce), reduce::reduce),
+    op("ReduceMin", Cheap(late::fold_reduce), reduce::reduce),
+    op("ReduceProd", Cheap(late::fold_reduce), reduce::reduce),
+    op("ReduceSum", Cheap(late::fold_reduce), reduce::reduce),
     op("ReduceSumSquare", Never, reduce::reduce),
     op("Relu", Cheap(elementwise::fold_unary), elementwise::unary),
     op("Reshape", Consts(shape::fold_reshape), shape::reshape),
@@ -199,7 +200,10 @@ fn on_graph_only(op: &str) -> String {
 /// Why a node of `entry` cannot be computed in the host stage, if it cannot.
 pub(super) fn host_refusal(entry: &Entry) -> Option<String> {
     match entry.fold {
-        Fold::Never if late::host(entry.op).is_none() => Some(on_graph_only(entry.op)),
+        // The host stage runs an If's branch itself (`tail.rs`).
+        Fold::Never if entry.op != "If" && late::host(entry.op).is_none() => {
+            Some(on_graph_only(entry.op))
+        }
         _ => None,
     }
 }

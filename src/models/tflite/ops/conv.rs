@@ -49,7 +49,10 @@ impl<'a> Writer<'_, 'a> {
             filter_layout: Conv2dFilterLayout::Ohwi,
             ..Conv2dOptions::new()
         };
-        let y = self.ctx(self.b.conv2d(&x, &filter, bias.as_ref(), options))?;
+        let y = match self.quant_conv(call, &x, bias.as_ref(), &options, false)? {
+            Some(y) => y,
+            None => self.ctx(self.b.conv2d(&x, &filter, bias.as_ref(), options))?,
+        };
         self.activation(y, o.fused_activation_function())
     }
 
@@ -86,7 +89,10 @@ impl<'a> Writer<'_, 'a> {
             input_layout: InputLayout::Nhwc,
             filter_layout: Conv2dFilterLayout::Ihwo,
         };
-        let y = self.ctx(self.b.conv2d(&x, &filter, bias.as_ref(), options))?;
+        let y = match self.quant_conv(call, &x, bias.as_ref(), &options, true)? {
+            Some(y) => y,
+            None => self.ctx(self.b.conv2d(&x, &filter, bias.as_ref(), options))?,
+        };
         self.activation(y, o.fused_activation_function())
     }
 

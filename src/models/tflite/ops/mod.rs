@@ -6,6 +6,7 @@
 mod conv;
 mod elementwise;
 mod pool;
+mod quant_conv;
 mod resize;
 mod shape;
 
