@@ -648,14 +648,10 @@ fn run_one(
     result
 }
 
-fn measure(
-    gpus: &[Gpu],
-    options: &Options,
-    n: u32,
-    batch: u32,
-    streams: &[Stream],
-    measuring: &AtomicBool,
-) -> Result<RunReport, String> {
+/// Starts every stream and waits until each has processed its first frame
+/// (models built, shaders compiled), then enough frames for the elements to
+/// forget it; then asks the latency and runs the warm-up.
+fn start_and_settle(options: &Options, streams: &[Stream]) -> Result<(), String> {
     // Pinned until the first frames are forgotten (see the module's doc).
     for s in streams {
         s.pipeline.set_latency(gst::ClockTime::ZERO);
@@ -707,6 +703,18 @@ fn measure(
         }
     }
     watch(streams, WARMUP)?;
+    Ok(())
+}
+
+fn measure(
+    gpus: &[Gpu],
+    options: &Options,
+    n: u32,
+    batch: u32,
+    streams: &[Stream],
+    measuring: &AtomicBool,
+) -> Result<RunReport, String> {
+    start_and_settle(options, streams)?;
 
     let first = &streams[0].model;
     let batches0 = read_u64(first, "batches");

@@ -8,10 +8,11 @@
 //! invocation per output vec4 for a 1x1 over up to 16 NHWC input channels
 //! (`pointwise.rs`), one small convolution per output phase for an input
 //! read through a fused nearest upsample (`upsampled.rs`), one invocation
-//! per output pixel when a single group has few outputs (up to 8,
-//! `narrow.rs`), else (depthwise, narrow groups) one invocation per output
-//! element (`direct.rs`). A quantized conv2d (`Op::QuantConv2d`, through
-//! [`quant_conv2d`]) takes `int8.rs`: int8 products on `dot4I8Packed`.
+//! per output pixel when a single group has few outputs (up to 8, or an
+//! RGB stem's up to 16, `narrow.rs`), else (depthwise, narrow groups) one
+//! invocation per output element (`direct.rs`). A quantized conv2d
+//! (`Op::QuantConv2d`, through [`quant_conv2d`]) takes `int8.rs`: int8
+//! products on `dot4I8Packed`.
 //! Layouts are not specialised in the shader text:
 //! the lowering passes element strides of the input (in N, C, H, W order)
 //! and of the filter (in O, I, H, W order), so every input/filter layout

@@ -1,5 +1,6 @@
 //! `conv2d_narrow.wgsl`: one invocation per output pixel with all of its
-//! output channels (one group of up to `ml::fuse::NARROW_MAX_OUTPUTS`) in
+//! output channels (one group of up to `ml::fuse::NARROW_MAX_OUTPUTS`, or
+//! an RGB stem's up to `choose.rs`'s `STEM_MAX_OUTPUTS`) in
 //! registers. The direct kernel, one invocation per output value, re-reads
 //! every input value for each output channel, with scalar loads; a
 //! 64-channel GEMM tile leaves all but `ocg` of its columns idle. ESRGAN's
