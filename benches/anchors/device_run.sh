@@ -19,7 +19,8 @@
 #   bash benches/anchors/device_run.sh
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
 #   bash benches/anchors/device_run.sh streams        # or `streams yolo`: only the YOLOv8n rows
-#   (`streams gpus`: issue 44's one-GPU and all-GPU rows, on a multi-GPU kind)
+#   (`streams gpus`: issue 44's one-GPU and all-GPU rows, on a multi-GPU kind, in one
+#   process; `streams procs`: the same with one process per GPU)
 # The streams' YOLOv8n runs need its ONNX export (random weights, with the
 # metadata Ultralytics writes, so no model-proc; its class biases raised by 9
 # so that it finds 15 objects on the bench picture and the tracker has work):
@@ -87,20 +88,71 @@ streams() {
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
+        if [ "${1:-}" = procs ]; then
+            # Issue 44 as docs/SCALING.md deploys it: one process per GPU.
+            # Each count first in one process on GPU 0 alone, then at the
+            # same count in N processes at once, one pinned to each GPU
+            # (--gpu), their measured windows overlapping; each process's
+            # table is printed under its GPU's name. Counts as for gpus.
+            local n x g c seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-16,24}
+            # shellcheck disable=SC2086
+            run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
+            n=$(nvidia-smi -L | wc -l)
+            # shellcheck disable=SC2329
+            each_gpu() {
+                for g in $(seq 0 $((n - 1))); do
+                    run --gpu "$g" "$@" >"/tmp/procs.$g" 2>&1 &
+                done
+                wait
+                for g in $(seq 0 $((n - 1))); do
+                    echo "--- process on GPU $g"
+                    grep -v '^device:' "/tmp/procs.$g"
+                done
+            }
+            each_gpu --streams 8 --seconds 3 --task segment >/dev/null
+            [ -n "$Y" ] && each_gpu --streams 8 --seconds 3 --task track --model "$Y" >/dev/null
+            run --streams "$seg" --seconds 5 --task segment
+            for c in ${seg//,/ }; do each_gpu --streams "$c" --seconds 5 --task segment; done
+            if [ -n "$Y" ]; then
+                run --streams "$yolo" --seconds 5 --task track --model "$Y"
+                for c in ${yolo//,/ }; do
+                    each_gpu --streams "$c" --seconds 5 --task track --model "$Y"
+                done
+            fi
+            exit
+        fi
         if [ "${1:-}" = gpus ]; then
-            # Issue 44, on a kind with several GPUs: each task at the one-GPU
-            # count on one GPU, then N times it spread over the host's N GPUs
+            # Issue 44, on a kind with several GPUs: each task swept on one
+            # GPU, then at N times each count spread over the host's N GPUs
             # (round robin, one instance per GPU); the issue asks for at
-            # least 0.9 x N x the one-GPU count sustained.
-            local n
+            # least 0.9 x N x the largest one-GPU count held. Warm-ups first
+            # (3 s, not reported as results): the model's first build on
+            # each GPU and an idle GPU's clock stay out of the measured
+            # rows. STREAMS_EXTRA adds flags (e.g. --queues) to every run;
+            # SEGMENT_ONE and YOLO_ONE are the one-GPU counts.
+            local n x seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-12,16,20,24}
+            # shellcheck disable=SC2086
+            run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
+            times() {
+                local out="" c
+                for c in ${1//,/ }; do out+="${out:+,}$((c * $2))"; done
+                echo "$out"
+            }
             n=$(nvidia-smi -L | wc -l)
             .devbin/wgnn-bench-gst adapters
-            .devbin/wgnn-bench-gst streams --streams 64 --seconds 5 --task segment
-            .devbin/wgnn-bench-gst streams --streams $((64 * n)) --gpus "$n" --seconds 5 --task segment
+            for x in 1 "$n"; do
+                run --streams $((8 * x)) --gpus "$x" --seconds 3 --task segment >/dev/null
+            done
+            run --streams "$seg" --seconds 5 --task segment
+            run --streams "$(times "$seg" "$n")" --gpus "$n" --seconds 5 --task segment
             if [ -n "$Y" ]; then
-                .devbin/wgnn-bench-gst streams --streams 16 --seconds 5 --task track --model "$Y"
-                .devbin/wgnn-bench-gst streams --streams $((16 * n)) --gpus "$n" --seconds 5 \
-                    --task track --model "$Y"
+                for x in 1 "$n"; do
+                    run --streams $((8 * x)) --gpus "$x" --seconds 3 --task track \
+                        --model "$Y" >/dev/null
+                done
+                run --streams "$yolo" --seconds 5 --task track --model "$Y"
+                run --streams "$(times "$yolo" "$n")" --gpus "$n" --seconds 5 --task track \
+                    --model "$Y"
             fi
             exit
         fi

@@ -511,7 +511,8 @@ fn streams_segment_prints_a_row_per_stream_count() {
 
 /// The detect task as JSON: the keys the table claims, the measured window
 /// (expected frames = fps x seconds), the live GPU memory of the device
-/// the streams share, and (`--gpus 1`) that device's share of the streams.
+/// the streams share, (`--gpus 1`) that device's share of the streams, and
+/// (`--queues`) that the pipelines ran with queues.
 #[test]
 fn streams_detect_json() {
     let v = bench_json(&[
@@ -534,12 +535,12 @@ fn streams_detect_json() {
         "1",
         "--precision",
         "f32",
+        "--queues",
         "--json",
     ]);
-    assert!(
-        v["what"].as_str().unwrap().starts_with("detect x 64x48"),
-        "{v}"
-    );
+    let what = v["what"].as_str().unwrap();
+    assert!(what.starts_with("detect x 64x48"), "{v}");
+    assert!(what.ends_with(", with queues"), "{v}");
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "{v}");
     let r = &runs[0];

@@ -79,6 +79,8 @@ pub struct Options {
     pub model: Option<PathBuf>,
     /// The model elements' `precision`.
     pub precision: Precision,
+    /// A queue after wgnnupload and before the sink (`--queues`).
+    pub queues: bool,
 }
 
 /// The largest batch the elements take (their `batch-size` range).
@@ -141,7 +143,7 @@ impl Options {
 
     pub fn describe(&self) -> String {
         format!(
-            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}",
+            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}{}",
             self.task.name(),
             self.width,
             self.height,
@@ -151,7 +153,8 @@ impl Options {
             WARMUP.as_secs(),
             self.model().display(),
             self.precision,
-            source_photo().display()
+            source_photo().display(),
+            if self.queues { ", with queues" } else { "" }
         )
     }
 
@@ -388,6 +391,13 @@ const INSTANCE_PROPERTIES: [&str; 9] = [
     "stage-ms",
 ];
 
+/// `--queues`: a short queue before the model elements (a stream that
+/// cannot keep up shows as drops, not as frames piling up), and a longer
+/// one before the sink, which holds each frame until its running time plus
+/// the pipeline's latency.
+const QUEUE_IN: &str = "queue max-size-buffers=3 max-size-bytes=0 max-size-time=0 ! ";
+const QUEUE_OUT: &str = "queue max-size-buffers=30 max-size-bytes=0 max-size-time=0 ! ";
+
 fn build_stream(
     options: &Options,
     index: u32,
@@ -400,14 +410,16 @@ fn build_stream(
     let desc = format!(
         "filesrc name=src ! pngdec ! videoconvert ! videoscale ! \
          video/x-raw,format={format},width={w},height={h},pixel-aspect-ratio=1/1 ! \
-         imagefreeze is-live=true ! video/x-raw,framerate={fps}/1 ! wgnnupload ! {elements} ! \
-         video/x-raw(memory:WgpuTexture) ! fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
+         imagefreeze is-live=true ! video/x-raw,framerate={fps}/1 ! wgnnupload ! {q_in}{elements} ! \
+         video/x-raw(memory:WgpuTexture) ! {q_out}fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
          signal-handoffs=true",
         format = options.format.name(),
         w = options.width,
         h = options.height,
         fps = options.fps,
         elements = options.task.elements(),
+        q_in = if options.queues { QUEUE_IN } else { "" },
+        q_out = if options.queues { QUEUE_OUT } else { "" },
     );
     let pipeline = gst::parse::launch(&desc)
         .map_err(|e| format!("stream {index}: {e} (needs GStreamer's pngdec, imagefreeze, videoconvert, videoscale)"))?

@@ -61,7 +61,8 @@ mod track;
 /// pipelines of filesrc (the bundled astronaut photo) ! pngdec !
 /// videoconvert ! videoscale ! imagefreeze is-live=true ! wgnnupload ! the
 /// task's elements ! video/x-raw(memory:WgpuTexture) ! fakesink sync=true
-/// qos=true max-lateness=20ms. After every stream's first frames (at most
+/// qos=true max-lateness=20ms (with --queues: a queue after wgnnupload and
+/// one before the sink). After every stream's first frames (at most
 /// 5 s past the first, which builds the model) and a 2 s warm-up,
 /// --seconds are measured: streams that kept the frame rate (within one
 /// frame and 1%) with no frame dropped (QoS), fps, capture-to-sink
@@ -126,6 +127,12 @@ pub struct Args {
     /// or f16; the table's prec column says what they used.
     #[arg(long, default_value = "auto", value_parser = precision_parser())]
     precision: Precision,
+    /// A queue after wgnnupload and one before the sink, as live
+    /// pipelines run: the sink's wait for each frame's running time plus
+    /// the pipeline's latency then holds the queue's thread, not the one
+    /// that uploads and infers.
+    #[arg(long)]
+    queues: bool,
     #[command(flatten)]
     json: Json,
 }
@@ -248,6 +255,7 @@ impl Args {
             format: video_format(&self.format)?,
             model: self.model.clone(),
             precision: self.precision,
+            queues: self.queues,
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
