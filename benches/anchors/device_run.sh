@@ -94,29 +94,40 @@ streams() {
             # same count in N processes at once, one pinned to each GPU
             # (--gpu), their measured windows overlapping; each process's
             # table is printed under its GPU's name. Counts as for gpus.
-            local n x g c seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-16,24}
+            # PROCS_ON lists the GPU of each process instead (e.g. "0 0":
+            # two processes on GPU 0), and PROCS_SHARE=1 splits each count
+            # among the processes rather than giving each all of it (is a
+            # bound per process or per GPU?).
+            local n x g c seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-16,24} on
             # shellcheck disable=SC2086
             run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
             n=$(nvidia-smi -L | wc -l)
+            on=${PROCS_ON:-$(seq 0 $((n - 1)))}
             # shellcheck disable=SC2329
             each_gpu() {
-                for g in $(seq 0 $((n - 1))); do
-                    run --gpu "$g" "$@" >"/tmp/procs.$g" 2>&1 &
+                local p=0 count=$1
+                shift
+                [ "${PROCS_SHARE:-0}" = 1 ] && count=$((count / $(echo $on | wc -w)))
+                for g in $on; do
+                    run --gpu "$g" --streams "$count" "$@" >"/tmp/procs.$p" 2>&1 &
+                    p=$((p + 1))
                 done
                 wait
-                for g in $(seq 0 $((n - 1))); do
-                    echo "--- process on GPU $g"
-                    grep -v '^device:' "/tmp/procs.$g"
+                p=0
+                for g in $on; do
+                    echo "--- process $p on GPU $g"
+                    grep -v '^device:' "/tmp/procs.$p"
+                    p=$((p + 1))
                 done
             }
-            each_gpu --streams 8 --seconds 3 --task segment >/dev/null
-            [ -n "$Y" ] && each_gpu --streams 8 --seconds 3 --task track --model "$Y" >/dev/null
+            each_gpu 8 --seconds 3 --task segment >/dev/null
+            [ -n "$Y" ] && each_gpu 8 --seconds 3 --task track --model "$Y" >/dev/null
             run --streams "$seg" --seconds 5 --task segment
-            for c in ${seg//,/ }; do each_gpu --streams "$c" --seconds 5 --task segment; done
+            for c in ${seg//,/ }; do each_gpu "$c" --seconds 5 --task segment; done
             if [ -n "$Y" ]; then
                 run --streams "$yolo" --seconds 5 --task track --model "$Y"
                 for c in ${yolo//,/ }; do
-                    each_gpu --streams "$c" --seconds 5 --task track --model "$Y"
+                    each_gpu "$c" --seconds 5 --task track --model "$Y"
                 done
             fi
             exit
