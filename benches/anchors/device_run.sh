@@ -20,7 +20,8 @@
 # or only the streams runs (carry [".devbin", ".gl", ".gst"]):
 #   bash benches/anchors/device_run.sh streams        # or `streams yolo`: only the YOLOv8n rows
 #   (`streams gpus`: issue 44's one-GPU and all-GPU rows, on a multi-GPU kind, in one
-#   process; `streams procs`: the same with one process per GPU)
+#   process; `streams procs`: the same with one process per GPU; `streams decode`:
+#   segment and YOLOv8n track with H.264 decoded in every stream)
 # The streams' YOLOv8n runs need its ONNX export (random weights, with the
 # metadata Ultralytics writes, so no model-proc; its class biases raised by 9
 # so that it finds 15 objects on the bench picture and the tracker has work):
@@ -79,15 +80,45 @@ streams() {
     local G=/tmp/gstroot A=x86_64-linux-gnu Y
     Y=$(yolo_model)
     for f in .gst/*.deb; do dpkg -x "$f" $G; done
+    for f in .gst/*.tar.xz; do [ -e "$f" ] && tar -C $G -xJf "$f"; done
     mkdir -p $G/plugins
-    for p in coreelements videoconvertscale png imagefreeze; do
-        ln -sf $G/usr/lib/$A/gstreamer-1.0/libgst$p.so $G/plugins/
+    for p in coreelements videoconvertscale png imagefreeze videorate multifile isomp4 \
+        openh264 videoparsersbad; do
+        [ -e $G/usr/lib/$A/gstreamer-1.0/libgst$p.so ] &&
+            ln -sf $G/usr/lib/$A/gstreamer-1.0/libgst$p.so $G/plugins/
     done
     (
         export LD_LIBRARY_PATH=$G/usr/lib/$A:$G/lib/$A${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
+        if [ "${1:-}" = decode ]; then
+            # Issue 43 item 5: H.264 decoded on the host's cores in every
+            # stream's pipeline. The clip: the bundled sample scaled to
+            # 1080p30 and encoded at 4 Mbit/s with a keyframe every 2 s
+            # (openh264: the only H.264 codec carried); each count first on
+            # the photo (no decode), then decoding the clip in a loop: the
+            # CPU column's difference is the decode a stream.
+            local clip=/tmp/clip1080.h264 d=${DECODE_STREAMS:-8,16,32}
+            $G/usr/bin/gst-launch-1.0 -q filesrc location=assets/samples/astronaut.mp4 ! \
+                qtdemux ! h264parse ! openh264dec ! videoconvert ! videoscale ! \
+                video/x-raw,width=1920,height=1080,format=I420 ! \
+                openh264enc bitrate=4000000 gop-size=60 ! h264parse ! \
+                video/x-h264,stream-format=byte-stream ! filesink location=$clip
+            ls -l $clip
+            .devbin/wgnn-bench-gst streams --streams 8 --seconds 3 --task segment >/dev/null
+            for v in "" "--video $clip --decoder openh264dec"; do
+                # shellcheck disable=SC2086
+                .devbin/wgnn-bench-gst streams --streams "$d" --seconds 5 --task segment \
+                    --queues $v
+                if [ -n "$Y" ]; then
+                    # shellcheck disable=SC2086
+                    .devbin/wgnn-bench-gst streams --streams 16 --seconds 5 --task track \
+                        --model "$Y" --queues $v
+                fi
+            done
+            exit
+        fi
         if [ "${1:-}" = procs ]; then
             # Issue 44 as docs/SCALING.md deploys it: one process per GPU.
             # Each count first in one process on GPU 0 alone, then at the

@@ -512,9 +512,11 @@ fn streams_segment_prints_a_row_per_stream_count() {
 /// The detect task as JSON: the keys the table claims, the measured window
 /// (expected frames = fps x seconds), the live GPU memory of the device
 /// the streams share, (`--gpus 1`) that device's share of the streams, and
-/// (`--queues`) that the pipelines ran with queues.
+/// that the pipelines ran with queues, decoding an H.264 clip (`--queues
+/// --video`).
 #[test]
 fn streams_detect_json() {
+    let clip = common::root().join("tests/data/streams/ball_64x48.h264");
     let v = bench_json(&[
         "streams",
         "--streams",
@@ -536,11 +538,16 @@ fn streams_detect_json() {
         "--precision",
         "f32",
         "--queues",
+        "--video",
+        clip.to_str().unwrap(),
         "--json",
     ]);
     let what = v["what"].as_str().unwrap();
     assert!(what.starts_with("detect x 64x48"), "{v}");
-    assert!(what.ends_with(", with queues"), "{v}");
+    assert!(
+        what.ends_with("ball_64x48.h264 decoded by avdec_h264, with queues"),
+        "{v}"
+    );
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "{v}");
     let r = &runs[0];

@@ -81,6 +81,10 @@ pub struct Options {
     pub precision: Precision,
     /// A queue after wgnnupload and before the sink (`--queues`).
     pub queues: bool,
+    /// An H.264 byte-stream file each stream decodes in a loop instead of
+    /// the still photo (`--video`), with this decoder (`--decoder`).
+    pub video: Option<PathBuf>,
+    pub decoder: String,
 }
 
 /// The largest batch the elements take (their `batch-size` range).
@@ -133,7 +137,51 @@ impl Options {
                 return Err(format!("--model {}: no such file", m.display()));
             }
         }
+        if let Some(v) = &self.video {
+            if !v.is_file() {
+                return Err(format!("--video {}: no such file", v.display()));
+            }
+        }
         Ok(())
+    }
+
+    /// The head of a stream's pipeline, up to the frames wgnnupload takes,
+    /// and what it needs of GStreamer.
+    fn source(&self) -> (String, String) {
+        let caps = format!(
+            "video/x-raw,format={},width={},height={},pixel-aspect-ratio=1/1",
+            self.format.name(),
+            self.width,
+            self.height
+        );
+        match &self.video {
+            // Decoded at the clip's own rate, paced by the sink's clock;
+            // videorate holds --fps whatever the clip's rate.
+            Some(_) => (
+                format!(
+                    "multifilesrc name=src loop=true ! h264parse ! identity sync=true ! {} ! videoconvert ! \
+                     videoscale ! videorate ! {caps},framerate={}/1",
+                    self.decoder, self.fps
+                ),
+                format!(
+                    "multifilesrc, h264parse, {}, videoconvert, videoscale, videorate",
+                    self.decoder
+                ),
+            ),
+            None => (
+                format!(
+                    "filesrc name=src ! pngdec ! videoconvert ! videoscale ! {caps} ! \
+                     imagefreeze is-live=true ! video/x-raw,framerate={}/1",
+                    self.fps
+                ),
+                "pngdec, imagefreeze, videoconvert, videoscale".to_string(),
+            ),
+        }
+    }
+
+    /// The file each stream reads: the clip, or the bundled photo.
+    fn source_file(&self) -> PathBuf {
+        self.video.clone().unwrap_or_else(source_photo)
     }
 
     fn batch_for(&self, streams: u32) -> u32 {
@@ -143,7 +191,7 @@ impl Options {
 
     pub fn describe(&self) -> String {
         format!(
-            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}{}",
+            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}{}{}",
             self.task.name(),
             self.width,
             self.height,
@@ -153,7 +201,11 @@ impl Options {
             WARMUP.as_secs(),
             self.model().display(),
             self.precision,
-            source_photo().display(),
+            self.source_file().display(),
+            match &self.video {
+                Some(_) => format!(" decoded by {}", self.decoder),
+                None => String::new(),
+            },
             if self.queues { ", with queues" } else { "" }
         )
     }
@@ -407,22 +459,17 @@ fn build_stream(
     analytics: Option<&AnalyticsConfig>,
     measuring: &Arc<AtomicBool>,
 ) -> Result<Stream, String> {
+    let (source, needs) = options.source();
     let desc = format!(
-        "filesrc name=src ! pngdec ! videoconvert ! videoscale ! \
-         video/x-raw,format={format},width={w},height={h},pixel-aspect-ratio=1/1 ! \
-         imagefreeze is-live=true ! video/x-raw,framerate={fps}/1 ! wgnnupload ! {q_in}{elements} ! \
+        "{source} ! wgnnupload ! {q_in}{elements} ! \
          video/x-raw(memory:WgpuTexture) ! {q_out}fakesink name=sink sync=true qos=true max-lateness={MAX_LATENESS_NS} \
          signal-handoffs=true",
-        format = options.format.name(),
-        w = options.width,
-        h = options.height,
-        fps = options.fps,
         elements = options.task.elements(),
         q_in = if options.queues { QUEUE_IN } else { "" },
         q_out = if options.queues { QUEUE_OUT } else { "" },
     );
     let pipeline = gst::parse::launch(&desc)
-        .map_err(|e| format!("stream {index}: {e} (needs GStreamer's pngdec, imagefreeze, videoconvert, videoscale)"))?
+        .map_err(|e| format!("stream {index}: {e} (needs GStreamer's {needs})"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| format!("stream {index}: not a pipeline"))?;
     pipeline.set_property("name", format!("stream{index}"));
@@ -432,7 +479,10 @@ fn build_stream(
             .ok_or_else(|| format!("stream {index}: no element {name}"))
     };
     let src = by_name("src")?;
-    src.set_property("location", source_photo().to_string_lossy().to_string());
+    src.set_property(
+        "location",
+        options.source_file().to_string_lossy().to_string(),
+    );
     if let Some(config) = analytics {
         let config = config.path().to_string_lossy().to_string();
         by_name("analytics")?.set_property("config", Some(config));
@@ -607,6 +657,12 @@ pub fn run(
     mut done: impl FnMut(&RunReport),
 ) -> Result<Vec<RunReport>, String> {
     wgnn::gst::register_static().map_err(|e| e.to_string())?;
+    if options.video.is_some() && gst::ElementFactory::find(&options.decoder).is_none() {
+        return Err(format!(
+            "--decoder {}: no such GStreamer element (is its plugin installed?)",
+            options.decoder
+        ));
+    }
     let contexts: Vec<gst::Context> = gpus.iter().map(wgnn::gst::device::context_for).collect();
     let analytics = match options.task {
         Task::Track => Some(AnalyticsConfig::write(options.width, options.height)?),

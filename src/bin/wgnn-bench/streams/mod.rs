@@ -62,7 +62,9 @@ mod track;
 /// videoconvert ! videoscale ! imagefreeze is-live=true ! wgnnupload ! the
 /// task's elements ! video/x-raw(memory:WgpuTexture) ! fakesink sync=true
 /// qos=true max-lateness=20ms (with --queues: a queue after wgnnupload and
-/// one before the sink). After every stream's first frames (at most
+/// one before the sink; with --video: multifilesrc loop=true ! h264parse !
+/// the decoder ! videoconvert ! videoscale ! videorate instead of the
+/// photo). After every stream's first frames (at most
 /// 5 s past the first, which builds the model) and a 2 s warm-up,
 /// --seconds are measured: streams that kept the frame rate (within one
 /// frame and 1%) with no frame dropped (QoS), fps, capture-to-sink
@@ -133,6 +135,15 @@ pub struct Args {
     /// that uploads and infers.
     #[arg(long)]
     queues: bool,
+    /// Each stream decodes this H.264 byte-stream file (Annex B, e.g.
+    /// x264enc or openh264enc into h264parse) in a loop instead of
+    /// repeating the bundled photo, so that the CPU column counts the
+    /// decode.
+    #[arg(long, value_name = "FILE.h264")]
+    video: Option<PathBuf>,
+    /// The GStreamer decoder of --video.
+    #[arg(long, default_value = "avdec_h264", value_name = "ELEMENT")]
+    decoder: String,
     #[command(flatten)]
     json: Json,
 }
@@ -256,6 +267,8 @@ impl Args {
             model: self.model.clone(),
             precision: self.precision,
             queues: self.queues,
+            video: self.video.clone(),
+            decoder: self.decoder.clone(),
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
