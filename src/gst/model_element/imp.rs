@@ -445,7 +445,8 @@ impl BaseTransformImpl for WgnnModelElement {
         let answered = self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
         });
-        if let (true, gst::QueryViewMut::Latency(q)) = (answered, query.view_mut()) {
+        let upstream = answered && direction == gst::PadDirection::Src;
+        if let (true, gst::QueryViewMut::Latency(q)) = (upstream, query.view_mut()) {
             let fps = self.frames.lock().unwrap().as_ref().map(|f| f.input.info.fps());
             let extra = fps.map_or(gst::ClockTime::ZERO, |f| self.in_flight.extra_latency(f));
             let (live, min, max) = q.result();

@@ -126,6 +126,10 @@ pub struct Args {
     /// or f16; the table's prec column says what they used.
     #[arg(long, default_value = "auto", value_parser = precision_parser())]
     precision: Precision,
+    /// Frames each model element has submitted before it waits for the
+    /// oldest one's result (its frames-in-flight, 1 to 16).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    frames_in_flight: u32,
     #[command(flatten)]
     json: Json,
 }
@@ -248,6 +252,7 @@ impl Args {
             format: video_format(&self.format)?,
             model: self.model.clone(),
             precision: self.precision,
+            frames_in_flight: self.frames_in_flight,
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
