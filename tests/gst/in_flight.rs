@@ -168,7 +168,11 @@ fn a_flush_drops_the_parked_frames_and_the_stream_goes_on() {
         .iter()
         .map(|b| b.pts().unwrap().mseconds())
         .collect();
-    assert_eq!(after, [66, 99, 132], "every frame after the flush, in order");
+    assert_eq!(
+        after,
+        [66, 99, 132],
+        "every frame after the flush, in order"
+    );
     // Those whose result was in before the flush came out; a parked one
     // would come out after it, out of order, if the flush kept it.
     assert_eq!(before, [0, 33][..before.len()], "in order before the flush");

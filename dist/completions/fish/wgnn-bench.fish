@@ -131,6 +131,7 @@ complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l gpu -d
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l precision -d 'What the model elements compute in (their precision): auto, f32 or f16; the table\'s prec column says what they used' -r -f -a "auto\t''
 f32\t''
 f16\t''"
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l frames-in-flight -d 'Frames each model element has submitted before it waits for the oldest one\'s result (its frames-in-flight, 1 to 16)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand interop" -l iterations -r

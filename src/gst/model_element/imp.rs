@@ -447,7 +447,12 @@ impl BaseTransformImpl for WgnnModelElement {
         });
         let upstream = answered && direction == gst::PadDirection::Src;
         if let (true, gst::QueryViewMut::Latency(q)) = (upstream, query.view_mut()) {
-            let fps = self.frames.lock().unwrap().as_ref().map(|f| f.input.info.fps());
+            let fps = self
+                .frames
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|f| f.input.info.fps());
             let extra = fps.map_or(gst::ClockTime::ZERO, |f| self.in_flight.extra_latency(f));
             let (live, min, max) = q.result();
             q.set(live, min + extra, max.map(|m| m + extra));

@@ -103,8 +103,11 @@ pub trait Awaited: Send {
     /// Waits for the result and attaches it to `buf` (the frame it was
     /// started on), adding the bytes moved to `moved`. A failure is posted
     /// as the element's usual error.
-    fn finish(self: Box<Self>, buf: &mut gst::BufferRef, moved: &mut TransferStats)
-        -> FrameResult<()>;
+    fn finish(
+        self: Box<Self>,
+        buf: &mut gst::BufferRef,
+        moved: &mut TransferStats,
+    ) -> FrameResult<()>;
 }
 
 unsafe impl ClassStruct for Class {

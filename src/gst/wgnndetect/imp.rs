@@ -18,7 +18,7 @@ use crate::gst::roi;
 use crate::ml::Precision;
 use crate::models::Model;
 use crate::tasks::{
-    Detection, DetectOptions, Detector, FrameResults, Labels, ModelInstance, ModelProc,
+    DetectOptions, Detection, Detector, FrameResults, Labels, ModelInstance, ModelProc,
     ObjectResult, PendingDetections,
 };
 use crate::video::ColorSpec;

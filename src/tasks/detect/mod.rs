@@ -334,7 +334,11 @@ impl Detector {
             pass.run((&protos).into(), proto_grid(spec), &to_frame, &jobs)
         })?;
         stats += moved;
-        Ok(PendingDetections::done(with_masks(found, masks), stats, stages))
+        Ok(PendingDetections::done(
+            with_masks(found, masks),
+            stats,
+            stages,
+        ))
     }
 
     /// CPU: tensorize + model on the CPU context, then the same decoders on
