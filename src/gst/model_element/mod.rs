@@ -4,6 +4,10 @@
 //! element families (`RtpBasePay2`): a class struct whose virtual methods
 //! the subclasses fill through [`ModelElementImpl`].
 //!
+//! With `frames-in-flight` above 1 the base holds up to that many frames
+//! whose GPU work is submitted, pushing each, in order, once its result is
+//! in (`in_flight.rs`).
+//!
 //! The base owns what is the same in all of them: the properties `device`,
 //! `precision`, `precision-used`, `stage-ms` and the counters (inherited), the values
 //! of the optional shared properties a subclass lists ([`model_property`],
@@ -71,7 +75,7 @@ pub struct Class {
         &Frames,
         &mut gst::BufferRef,
         &mut TransferStats,
-    ) -> FrameResult<Option<Box<dyn Awaited>>>,
+    ) -> FrameResult<Submitted>,
     produce: fn(
         &WgnnModelElement,
         &Frames,
@@ -91,6 +95,10 @@ pub struct Frames {
 }
 
 type FrameResult<T> = Result<T, gst::FlowError>;
+
+/// What a frame still waits for once its GPU work is submitted (`None`:
+/// nothing, it is done).
+pub type Submitted = Option<Box<dyn Awaited>>;
 
 /// What a frame whose GPU work is submitted still waits for (see
 /// [`ModelElementImpl::start_analysis`]): held with the frame while
@@ -190,7 +198,7 @@ pub trait ModelElementImpl:
         frames: &Frames,
         buf: &mut gst::BufferRef,
         moved: &mut TransferStats,
-    ) -> FrameResult<Option<Box<dyn Awaited>>> {
+    ) -> FrameResult<Submitted> {
         self.analyse(frames, buf, moved).map(|()| None)
     }
 

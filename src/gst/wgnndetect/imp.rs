@@ -11,7 +11,7 @@ use crate::gst::element::{fail, settings_error, unusable_model, with_cpu_frame};
 use crate::gst::inference_interval;
 use crate::gst::model_element::{
     file_property, instance_properties, model_property, Awaited, Frames, ModelElementImpl,
-    ModelElementImplExt, Shared, WgnnModelElement,
+    ModelElementImplExt, Shared, Submitted, WgnnModelElement,
 };
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
@@ -269,7 +269,7 @@ impl ModelElementImpl for WgnnDetect {
         frames: &Frames,
         buf: &mut gst::BufferRef,
         moved: &mut TransferStats,
-    ) -> Result<Option<Box<dyn Awaited>>, gst::FlowError> {
+    ) -> Result<Submitted, gst::FlowError> {
         let obj = self.obj();
         let element: &gst::Element = obj.upcast_ref();
         let mut run = self.run.lock().unwrap();
