@@ -216,6 +216,11 @@ streams() {
                 --model "$Y" --precision f16 --batch-size 32 --max-batch-latency 30
             .devbin/wgnn-bench-gst streams --streams 64,96 --seconds 5 --task detect \
                 --model "$Y" --precision f16 --batch-size 64 --max-batch-latency 30
+            # The same f16 rows with three frames in flight per stream: a
+            # stream's rate bound by its batch's gather, not gather + read-back.
+            .devbin/wgnn-bench-gst streams --streams 32,64,96 --seconds 5 --task detect \
+                --model "$Y" --precision f16 --batch-size 32 --max-batch-latency 30 \
+                --frames-in-flight 3
             kill "$smi"
         else
             echo "streams: YOLOv8n detect and track skipped: no yolov8n.onnx (\$YOLO, \

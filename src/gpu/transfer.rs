@@ -855,6 +855,19 @@ impl Download {
         }
     }
 
+    /// Whether the bytes have arrived, so that [`Download::wait`] returns
+    /// at once: polls the device once, without waiting. A device error also
+    /// counts as ready (`wait` returns it).
+    pub fn ready(&self) -> bool {
+        if self.state.lock().unwrap().result.is_some() {
+            return true;
+        }
+        if self.gpu.device().poll(wgpu::PollType::Poll).is_err() {
+            return true;
+        }
+        self.state.lock().unwrap().result.is_some()
+    }
+
     /// The number of bytes this download returns.
     pub fn len(&self) -> usize {
         self.len

@@ -47,8 +47,19 @@ impl FrameMeter {
         moved: &TransferStats,
         began: Instant,
     ) {
+        self.frame_took(cat, element, pts, moved, began.elapsed());
+    }
+
+    /// [`FrameMeter::frame_done`] of a frame that took the element `took`.
+    pub fn frame_took(
+        &self,
+        cat: gst::DebugCategory,
+        element: &gst::Element,
+        pts: Option<gst::ClockTime>,
+        moved: &TransferStats,
+        took: std::time::Duration,
+    ) {
         let n = self.stats.frame(moved);
-        let took = began.elapsed();
         gst::debug!(
             cat,
             obj = element,

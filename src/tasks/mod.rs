@@ -47,7 +47,7 @@ mod upscale;
 
 pub use background::BackgroundSpec;
 pub use classify::{Classifier, ClassifyOptions};
-pub use detect::{DetectOptions, Detector, MAX_CANDIDATES};
+pub use detect::{DetectOptions, Detector, PendingDetections, MAX_CANDIDATES};
 pub use image_input::ImageInput;
 pub use infer::{ImageInference, InferOptions, InferenceOutputs};
 pub use instance::{BatchOptions, BatchRun, InstanceStats, Member, ModelInstance};

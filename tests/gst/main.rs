@@ -23,6 +23,7 @@ mod detect_tasks;
 mod detect_ultralytics;
 mod dmabuf;
 mod gpus;
+mod in_flight;
 mod infer;
 mod infer_models;
 mod overlay;

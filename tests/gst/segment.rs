@@ -74,9 +74,11 @@ fn texture_memory_in_and_out_moves_no_bytes_and_matches_system_memory() {
         (out, harness)
     };
     let (system, _h1) = run("wgnnsegment device=gpu effect=blur blur-strength=3 smoothing=0.5");
+    // With frames in flight too: the frames come out at once, the same
+    // and in order (the smoothing carries each frame's mask to the next).
     let (texture, h2) = run(
-        "wgnnupload name=up ! wgnnsegment device=gpu name=seg effect=blur blur-strength=3 smoothing=0.5 ! \
-         wgnndownload name=down",
+        "wgnnupload name=up ! wgnnsegment device=gpu name=seg effect=blur blur-strength=3 smoothing=0.5 \
+         frames-in-flight=3 ! wgnndownload name=down",
     );
     assert_eq!(system.len(), 3);
     for (i, (a, b)) in system.iter().zip(&texture).enumerate() {

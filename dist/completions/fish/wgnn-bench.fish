@@ -133,6 +133,7 @@ f32\t''
 f16\t''"
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l video -d 'Each stream decodes this H.264 byte-stream file (Annex B, e.g. x264enc or openh264enc into h264parse) in a loop instead of repeating the bundled photo, so that the CPU column counts the decode' -r -F
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l decoder -d 'The GStreamer decoder of --video' -r
+complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l frames-in-flight -d 'Frames each model element has submitted before it waits for the oldest one\'s result (its frames-in-flight, 1 to 16)' -r
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l queues -d 'A queue after wgnnupload and one before the sink, as live pipelines run: the sink\'s wait for each frame\'s running time plus the pipeline\'s latency then holds the queue\'s thread, not the one that uploads and infers'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -l json -d 'Print JSON instead of a table'
 complete -c wgnn-bench -n "__fish_wgnn_bench_using_subcommand streams" -s h -l help -d 'Print help (see more with \'--help\')'

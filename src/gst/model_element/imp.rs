@@ -5,9 +5,12 @@ use std::time::Instant;
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
-use gst_base::subclass::base_transform::{InputBuffer, PrepareOutputBufferSuccess};
+use gst_base::subclass::base_transform::{
+    GenerateOutputSuccess, InputBuffer, PrepareOutputBufferSuccess,
+};
 use gst_base::subclass::prelude::*;
 
+use super::in_flight::{self, InFlight, DEFAULT_FRAMES_IN_FLIGHT};
 use super::{Class, Frames};
 use crate::gpu::TransferStats;
 use crate::gst::caps;
@@ -42,6 +45,8 @@ pub struct Shared {
     pub device: DeviceChoice,
     pub precision: PrecisionChoice,
     pub instance: InstanceSettings,
+    /// Frames submitted before the element waits for the oldest one.
+    pub frames_in_flight: u32,
 }
 
 impl Default for Shared {
@@ -56,6 +61,7 @@ impl Default for Shared {
             device: DEFAULT_DEVICE,
             precision: DEFAULT_PRECISION,
             instance: InstanceSettings::default(),
+            frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
         }
     }
 }
@@ -93,7 +99,9 @@ pub struct WgnnModelElement {
     pub(super) settings: Mutex<Shared>,
     frames: Mutex<Option<Arc<Frames>>>,
     /// Which frames `inference-interval` lets the model run on.
-    cadence: Cadence,
+    pub(super) cadence: Cadence,
+    /// The frames parked with their results on the way.
+    pub(super) in_flight: InFlight,
     pub(super) core: Processing,
     pub(super) refusals: Refusals,
     pub(super) precision_log: PrecisionLog,
@@ -125,7 +133,7 @@ impl ObjectSubclass for WgnnModelElement {
         class.resize_caps = |_, _, _| true;
         class.flushed = |_| {};
         class.skipped = |_, _| {};
-        class.analyse = |_, _, _, _| Err(gst::FlowError::NotSupported);
+        class.start_analysis = |_, _, _, _| Err(gst::FlowError::NotSupported);
         class.produce = |_, _, _, _| Err(gst::FlowError::NotSupported);
     }
 
@@ -134,6 +142,7 @@ impl ObjectSubclass for WgnnModelElement {
             settings: Mutex::default(),
             frames: Mutex::default(),
             cadence: Cadence::default(),
+            in_flight: InFlight::default(),
             core: Processing::new((class.cat)()),
             refusals: Refusals::default(),
             precision_log: PrecisionLog::default(),
@@ -147,7 +156,7 @@ fn path_value(path: &Option<PathBuf>) -> glib::Value {
 }
 
 impl WgnnModelElement {
-    fn class(&self) -> &Class {
+    pub(super) fn class(&self) -> &Class {
         let obj = self.obj();
         let class: *const Class = obj.class().as_ref();
         // SAFETY: the class lives as long as the type, which outlives every
@@ -156,7 +165,7 @@ impl WgnnModelElement {
     }
 
     /// The negotiated frames, once caps are set.
-    fn frames(&self) -> Result<Arc<Frames>, gst::FlowError> {
+    pub(super) fn frames(&self) -> Result<Arc<Frames>, gst::FlowError> {
         self.frames
             .lock()
             .unwrap()
@@ -233,6 +242,7 @@ impl WgnnModelElement {
             inference_interval::PROPERTY => s.inference_interval.to_value(),
             "device" => s.device.to_value(),
             "precision" => s.precision.to_value(),
+            in_flight::PROPERTY => s.frames_in_flight.to_value(),
             "precision-used" => self.precision_log.used(),
             stage_clock::PROPERTY => self.stages.value(),
             _ => return None,
@@ -254,6 +264,7 @@ impl ObjectImpl for WgnnModelElement {
                     .build(),
                 precision_choice::property(),
                 precision_choice::used_property(),
+                in_flight::property(),
                 StageClock::property(),
             ];
             props.extend(Stats::properties());
@@ -278,6 +289,9 @@ impl ObjectImpl for WgnnModelElement {
         match pspec.name() {
             "device" => s.device = value.get().unwrap_or(DEFAULT_DEVICE),
             "precision" => s.precision = value.get().unwrap_or(DEFAULT_PRECISION),
+            in_flight::PROPERTY => {
+                s.frames_in_flight = value.get().unwrap_or(DEFAULT_FRAMES_IN_FLIGHT)
+            }
             _ => unreachable!("no other writable properties are registered"),
         }
     }
@@ -330,6 +344,7 @@ impl BaseTransformImpl for WgnnModelElement {
         self.cadence.restart();
         self.stages.reset();
         let shared = self.settings.lock().unwrap().clone();
+        self.in_flight.start(shared.frames_in_flight);
         (self.class().start_task)(&self.obj(), &shared).inspect_err(|_| {
             (self.class().stop_task)(&self.obj());
             self.core.stop();
@@ -337,6 +352,8 @@ impl BaseTransformImpl for WgnnModelElement {
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        // The pads are inactive: parked frames cannot be pushed.
+        self.in_flight.clear();
         self.frames.lock().unwrap().take();
         (self.class().stop_task)(&self.obj());
         self.precision_log.reset();
@@ -403,17 +420,51 @@ impl BaseTransformImpl for WgnnModelElement {
 
     fn sink_event(&self, event: gst::Event) -> bool {
         self.core.users.sink_event(&event);
-        if let gst::EventView::FlushStop(_) = event.view() {
-            self.cadence.restart();
-            (self.class().flushed)(&self.obj());
+        match event.view() {
+            gst::EventView::FlushStart(_) => self.in_flight.clear(),
+            gst::EventView::FlushStop(_) => {
+                self.in_flight.clear();
+                self.cadence.restart();
+                (self.class().flushed)(&self.obj());
+            }
+            // Nothing overtakes a parked frame: caps, segments and EOS go
+            // after it. A frame that fails has posted its error.
+            _ if event.is_serialized() => {
+                let _ = self.drain_in_flight();
+            }
+            _ => {}
         }
         self.parent_sink_event(event)
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
-        self.core.query(direction, query, |q| {
+        if direction == gst::PadDirection::Sink && query.is_serialized() {
+            // A drain or allocation query: the parked frames go first.
+            let _ = self.drain_in_flight();
+        }
+        let answered = self.core.query(direction, query, |q| {
             BaseTransformImplExt::parent_query(self, direction, q)
-        })
+        });
+        let upstream = answered && direction == gst::PadDirection::Src;
+        if let (true, gst::QueryViewMut::Latency(q)) = (upstream, query.view_mut()) {
+            let fps = self
+                .frames
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|f| f.input.info.fps());
+            let extra = fps.map_or(gst::ClockTime::ZERO, |f| self.in_flight.extra_latency(f));
+            let (live, min, max) = q.result();
+            q.set(live, min + extra, max.map(|m| m + extra));
+        }
+        answered
+    }
+
+    fn generate_output(&self) -> Result<GenerateOutputSuccess, gst::FlowError> {
+        if self.in_flight.limit() == 1 {
+            return self.parent_generate_output();
+        }
+        self.generate_in_flight()
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -426,7 +477,10 @@ impl BaseTransformImpl for WgnnModelElement {
             return Ok(gst::FlowSuccess::Ok);
         }
         let mut moved = TransferStats::default();
-        (self.class().analyse)(&obj, &*self.frames()?, buf, &mut moved)?;
+        let awaited = (self.class().start_analysis)(&obj, &*self.frames()?, buf, &mut moved)?;
+        if let Some(a) = awaited {
+            a.finish(buf, &mut moved)?;
+        }
         self.stages.frame(began.elapsed());
         self.core
             .meter

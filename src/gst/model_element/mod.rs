@@ -4,6 +4,10 @@
 //! element families (`RtpBasePay2`): a class struct whose virtual methods
 //! the subclasses fill through [`ModelElementImpl`].
 //!
+//! With `frames-in-flight` above 1 the base holds up to that many frames
+//! whose GPU work is submitted, pushing each, in order, once its result is
+//! in (`in_flight.rs`).
+//!
 //! The base owns what is the same in all of them: the properties `device`,
 //! `precision`, `precision-used`, `stage-ms` and the counters (inherited), the values
 //! of the optional shared properties a subclass lists ([`model_property`],
@@ -22,6 +26,7 @@
 //! element keeps the value it runs with, so reading it back tells the truth.
 
 mod imp;
+mod in_flight;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -65,8 +70,12 @@ pub struct Class {
     resize_caps: fn(&WgnnModelElement, &mut gst::StructureRef, gst::PadDirection) -> bool,
     flushed: fn(&WgnnModelElement),
     skipped: fn(&WgnnModelElement, &mut gst::BufferRef),
-    analyse:
-        fn(&WgnnModelElement, &Frames, &mut gst::BufferRef, &mut TransferStats) -> FrameResult<()>,
+    start_analysis: fn(
+        &WgnnModelElement,
+        &Frames,
+        &mut gst::BufferRef,
+        &mut TransferStats,
+    ) -> FrameResult<Submitted>,
     produce: fn(
         &WgnnModelElement,
         &Frames,
@@ -86,6 +95,28 @@ pub struct Frames {
 }
 
 type FrameResult<T> = Result<T, gst::FlowError>;
+
+/// What a frame still waits for once its GPU work is submitted (`None`:
+/// nothing, it is done).
+pub type Submitted = Option<Box<dyn Awaited>>;
+
+/// What a frame whose GPU work is submitted still waits for (see
+/// [`ModelElementImpl::start_analysis`]): held with the frame while
+/// `frames-in-flight` lets the element take further frames.
+pub trait Awaited: Send {
+    /// Whether [`Awaited::finish`] would return without waiting for the
+    /// GPU.
+    fn ready(&self) -> bool;
+
+    /// Waits for the result and attaches it to `buf` (the frame it was
+    /// started on), adding the bytes moved to `moved`. A failure is posted
+    /// as the element's usual error.
+    fn finish(
+        self: Box<Self>,
+        buf: &mut gst::BufferRef,
+        moved: &mut TransferStats,
+    ) -> FrameResult<()>;
+}
 
 unsafe impl ClassStruct for Class {
     type Type = imp::WgnnModelElement;
@@ -155,6 +186,20 @@ pub trait ModelElementImpl:
         _moved: &mut TransferStats,
     ) -> FrameResult<()> {
         Err(gst::FlowError::NotSupported)
+    }
+
+    /// `AlwaysInPlace`: [`analyse`](Self::analyse) up to the submission of
+    /// the frame's GPU work, returning what the frame still waits for
+    /// (`None`: nothing, it is done), so that the element may take further
+    /// frames meanwhile (`frames-in-flight`). By default the whole of
+    /// `analyse`.
+    fn start_analysis(
+        &self,
+        frames: &Frames,
+        buf: &mut gst::BufferRef,
+        moved: &mut TransferStats,
+    ) -> FrameResult<Submitted> {
+        self.analyse(frames, buf, moved).map(|()| None)
     }
 
     /// `NeverInPlace`: the output frame of `inbuf` (one of `frames`; its
@@ -283,7 +328,8 @@ unsafe impl<T: ModelElementImpl> IsSubclassable<T> for WgnnModelElement {
         class.resize_caps = |obj, s, d| imp::<T>(obj).resize_caps(s, d);
         class.flushed = |obj| imp::<T>(obj).flushed();
         class.skipped = |obj, buf| imp::<T>(obj).skipped(buf);
-        class.analyse = |obj, frames, buf, moved| imp::<T>(obj).analyse(frames, buf, moved);
+        class.start_analysis =
+            |obj, frames, buf, moved| imp::<T>(obj).start_analysis(frames, buf, moved);
         class.produce = |obj, frames, inbuf, moved| imp::<T>(obj).produce(frames, inbuf, moved);
     }
 }

@@ -10,15 +10,16 @@ use crate::gst::caps;
 use crate::gst::element::{fail, settings_error, unusable_model, with_cpu_frame};
 use crate::gst::inference_interval;
 use crate::gst::model_element::{
-    file_property, instance_properties, model_property, Frames, ModelElementImpl,
-    ModelElementImplExt, Shared, WgnnModelElement,
+    file_property, instance_properties, model_property, Awaited, Frames, ModelElementImpl,
+    ModelElementImplExt, Shared, Submitted, WgnnModelElement,
 };
 use crate::gst::results::{self, ResultsOut};
 use crate::gst::roi;
 use crate::ml::Precision;
 use crate::models::Model;
 use crate::tasks::{
-    DetectOptions, Detector, FrameResults, Labels, ModelInstance, ModelProc, ObjectResult,
+    DetectOptions, Detection, Detector, FrameResults, Labels, ModelInstance, ModelProc,
+    ObjectResult, PendingDetections,
 };
 use crate::video::ColorSpec;
 
@@ -263,12 +264,12 @@ impl ModelElementImpl for WgnnDetect {
         inference_interval::mark_skipped(buf, &self.obj().name());
     }
 
-    fn analyse(
+    fn start_analysis(
         &self,
         frames: &Frames,
         buf: &mut gst::BufferRef,
         moved: &mut TransferStats,
-    ) -> Result<(), gst::FlowError> {
+    ) -> Result<Submitted, gst::FlowError> {
         let obj = self.obj();
         let element: &gst::Element = obj.upcast_ref();
         let mut run = self.run.lock().unwrap();
@@ -284,29 +285,47 @@ impl ModelElementImpl for WgnnDetect {
                 .map_err(|e| fail(element, "cannot set up the model", e))?;
             run.color = color;
         }
-        let detections = if run.detector.is_cpu() {
+        let size = (info.width(), info.height());
+        if run.detector.is_cpu() {
             // System memory: `negotiate` refused texture caps.
-            with_cpu_frame(element, info, buf, |frame| {
+            let detections = with_cpu_frame(element, info, buf, |frame| {
                 run.detector
                     .detect_cpu(frame)
                     .map_err(|e| fail(element, "detection failed", e))
-            })?
-        } else {
-            let (gpu, frame) = self.gpu_frame(frames, buf, moved)?;
-            let clock = &self.core().clock;
-            clock.arm(&gpu, run.detector.inference_mut());
-            let (found, read) = run
-                .detector
-                .detect_gpu(&frame)
-                .map_err(|e| fail(element, "detection failed", e))?;
-            clock.collect(run.detector.inference_mut());
-            self.stage_clock().task(run.detector.last_stages());
-            *moved += read;
-            found
-        };
+            })?;
+            self.precision_log()
+                .note(*CAT, element, run.detector.precision());
+            self.attach(run, buf, size, detections)?;
+            return Ok(None);
+        }
+        let (gpu, frame) = self.gpu_frame(frames, buf, moved)?;
+        let clock = &self.core().clock;
+        clock.arm(&gpu, run.detector.inference_mut());
+        let pending = run
+            .detector
+            .submit_gpu(&frame)
+            .map_err(|e| fail(element, "detection failed", e))?;
+        clock.collect(run.detector.inference_mut());
         self.precision_log()
             .note(*CAT, element, run.detector.precision());
-        let (width, height) = (info.width(), info.height());
+        Ok(Some(Box::new(AwaitedDetections {
+            element: obj.clone(),
+            pending,
+            size,
+        })))
+    }
+}
+
+impl WgnnDetect {
+    /// Attaches `detections` of a frame of `size` to `buf` and writes or
+    /// posts its results.
+    fn attach(
+        &self,
+        run: &mut Run,
+        buf: &mut gst::BufferRef,
+        (width, height): (u32, u32),
+        detections: Vec<Detection>,
+    ) -> Result<(), gst::FlowError> {
         for d in &detections {
             roi::attach_detection(buf, d, width, height, -1);
         }
@@ -317,10 +336,44 @@ impl ModelElementImpl for WgnnDetect {
                 height,
                 objects: detections.into_iter().map(ObjectResult::from).collect(),
             };
+            let obj = self.obj();
+            let element: &gst::Element = obj.upcast_ref();
             run.results
                 .emit(element, &results)
                 .map_err(|e| fail(element, "cannot write the results", e))?;
         }
         Ok(())
+    }
+}
+
+/// A frame's detections on their way back from the GPU.
+struct AwaitedDetections {
+    element: super::WgnnDetect,
+    pending: PendingDetections,
+    /// The frame's width and height.
+    size: (u32, u32),
+}
+
+impl Awaited for AwaitedDetections {
+    fn ready(&self) -> bool {
+        self.pending.ready()
+    }
+
+    fn finish(
+        self: Box<Self>,
+        buf: &mut gst::BufferRef,
+        moved: &mut TransferStats,
+    ) -> Result<(), gst::FlowError> {
+        let imp = self.element.imp();
+        let element: &gst::Element = self.element.upcast_ref();
+        let (found, read, stages) = self
+            .pending
+            .finish()
+            .map_err(|e| fail(element, "detection failed", e))?;
+        imp.stage_clock().task(stages);
+        *moved += read;
+        let mut run = imp.run.lock().unwrap();
+        let run = run.as_mut().ok_or(gst::FlowError::Flushing)?;
+        imp.attach(run, buf, self.size, found)
     }
 }

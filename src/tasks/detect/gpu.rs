@@ -2,12 +2,13 @@
 //! thresholds, decodes and compacts the boxes that pass into a small
 //! buffer, of which only the counter and the records are read back.
 
+use std::sync::{Arc, Mutex};
+
 use crate::error::{Error, Result};
-use crate::gpu::{Checks, Gpu, Specialization, TransferStats};
+use crate::gpu::{Checks, Download, Gpu, Specialization, TransferStats};
 use crate::ml::DataType;
 use crate::video::TensorBuffer;
 
-use super::decode::Candidate;
 use super::post::MAX_CANDIDATES;
 use super::spec::{Scheme, Spec};
 
@@ -174,7 +175,11 @@ pub(crate) struct GpuDecoder {
     anchors: crate::gpu::live::Buffer,
     /// Bound where a decoder reads no labels output.
     no_labels: crate::gpu::live::Buffer,
-    out: crate::gpu::live::Buffer,
+    /// The candidate buffers not in use: each frame's pass writes one and
+    /// keeps it until its records are read, so that a frame whose result
+    /// is still awaited is not overwritten by the next one's pass.
+    free: Arc<Mutex<Vec<crate::gpu::live::Buffer>>>,
+    out_size: u64,
     n: u32,
     record_bytes: u64,
     /// Records in the first read-back.
@@ -236,14 +241,6 @@ impl GpuDecoder {
             mapped_at_creation: false,
         })?;
         let record_bytes = 4 * spec.record_words() as u64;
-        let out = gpu.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("wgnn detect candidates"),
-            size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })?;
         let first_block = ((FIRST_READ - HEADER) / record_bytes).clamp(1, MAX_CANDIDATES as u64);
         Ok(GpuDecoder {
             gpu: gpu.clone(),
@@ -251,7 +248,8 @@ impl GpuDecoder {
             params,
             anchors,
             no_labels,
-            out,
+            free: Arc::default(),
+            out_size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
             n: spec.n as u32,
             record_bytes,
             first_block,
@@ -265,18 +263,40 @@ impl GpuDecoder {
         self.first_block as usize
     }
 
+    /// A free candidate buffer, or a new one when every one is held by a
+    /// frame whose records are still awaited.
+    fn take_out(&self) -> Result<PooledOut> {
+        let free = self.free.lock().unwrap().pop();
+        let buffer = match free {
+            Some(b) => b,
+            None => self.gpu.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgnn detect candidates"),
+                size: self.out_size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })?,
+        };
+        Ok(PooledOut {
+            buffer: Some(buffer),
+            free: self.free.clone(),
+        })
+    }
+
     /// Decodes `boxes` and `scores` (the same tensor twice for YOLO), and
     /// `labels` for the listed decoder, which must have the spec's shapes
-    /// and types; returns the candidates (in no
-    /// particular order) and what was moved, including the uploads made
-    /// when this decoder was built, the first time.
-    pub fn run(
+    /// and types: submits the pass and starts reading its records back,
+    /// without waiting. The records, in no particular order, and what was
+    /// moved (including the uploads made when this decoder was built, the
+    /// first time) come from [`PendingRecords::finish`].
+    pub fn submit(
         &mut self,
         spec: &Spec,
         boxes: TensorBuffer<'_>,
         scores: TensorBuffer<'_>,
         labels: Option<TensorBuffer<'_>>,
-    ) -> Result<(Vec<Candidate>, TransferStats)> {
+    ) -> Result<PendingRecords> {
         boxes.expect(
             &format!("detect: output '{}'", spec.boxes.name),
             spec.boxes.data_type,
@@ -295,6 +315,8 @@ impl GpuDecoder {
             )?;
         }
         let labels = labels.as_ref().map_or(&*self.no_labels, |l| l.buffer());
+        let out = self.take_out()?;
+        let out_buffer = out.buffer();
         let gpu = &self.gpu;
         let bind = gpu.scoped("detect decode binding", || {
             gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
@@ -304,7 +326,7 @@ impl GpuDecoder {
                     bind_entry(0, boxes.buffer()),
                     bind_entry(1, scores.buffer()),
                     bind_entry(2, &self.anchors),
-                    bind_entry(3, &self.out),
+                    bind_entry(3, out_buffer),
                     bind_entry(4, &self.params),
                     bind_entry(5, labels),
                 ],
@@ -313,7 +335,7 @@ impl GpuDecoder {
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         gpu.scoped("detect decode pass", || {
             // Zero the counter on the GPU: no upload per frame.
-            encoder.clear_buffer(&self.out, 0, Some(HEADER));
+            encoder.clear_buffer(out_buffer, 0, Some(HEADER));
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("wgnn detect decode"),
                 timestamp_writes: None,
@@ -328,9 +350,63 @@ impl GpuDecoder {
 
         let mut stats = std::mem::take(&mut self.pending);
         let first = HEADER + self.first_block * self.record_bytes;
-        let bytes = gpu.download_buffer(&self.out, 0, first)?.wait()?;
+        let download = gpu.download_buffer(out_buffer, 0, first)?;
         stats.downloads += 1;
         stats.download_bytes += first;
+        Ok(PendingRecords {
+            gpu: gpu.clone(),
+            download,
+            out,
+            first_block: self.first_block,
+            record_bytes: self.record_bytes,
+            stats,
+        })
+    }
+}
+
+/// A candidate buffer lent to one frame; back to its decoder's free list
+/// when dropped.
+struct PooledOut {
+    buffer: Option<crate::gpu::live::Buffer>,
+    free: Arc<Mutex<Vec<crate::gpu::live::Buffer>>>,
+}
+
+impl PooledOut {
+    fn buffer(&self) -> &wgpu::Buffer {
+        self.buffer.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for PooledOut {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.free.lock().unwrap().push(b);
+        }
+    }
+}
+
+/// One frame's decoded records on their way back from the GPU.
+pub(crate) struct PendingRecords {
+    gpu: Gpu,
+    download: Download,
+    out: PooledOut,
+    first_block: u64,
+    record_bytes: u64,
+    stats: TransferStats,
+}
+
+impl PendingRecords {
+    /// Whether [`PendingRecords::finish`] would return without waiting for
+    /// the GPU (unless more records passed than the first read holds).
+    pub fn ready(&self) -> bool {
+        self.download.ready()
+    }
+
+    /// Waits for the records (the counter's worth: a second read fetches
+    /// those past the first block) and what was moved.
+    pub fn finish(self) -> Result<(Vec<u32>, TransferStats)> {
+        let mut stats = self.stats;
+        let bytes = self.download.wait()?;
         let count = bytes
             .get(..4)
             .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
@@ -340,13 +416,17 @@ impl GpuDecoder {
             &bytes[HEADER as usize..(HEADER + in_first * self.record_bytes) as usize],
         );
         if kept > self.first_block {
+            let first = HEADER + self.first_block * self.record_bytes;
             let size = (kept - self.first_block) * self.record_bytes;
-            let rest = gpu.download_buffer(&self.out, first, size)?.wait()?;
+            let rest = self
+                .gpu
+                .download_buffer(self.out.buffer(), first, size)?
+                .wait()?;
             stats.downloads += 1;
             stats.download_bytes += size;
             words.extend(bytemuck::pod_collect_to_vec::<u8, u32>(&rest));
         }
-        Ok((spec.parse_records(&words), stats))
+        Ok((words, stats))
     }
 }
 

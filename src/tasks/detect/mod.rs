@@ -26,6 +26,7 @@ mod gpu;
 mod heads;
 mod listed;
 mod masks;
+mod pending;
 mod post;
 mod spec;
 #[cfg(test)]
@@ -49,6 +50,8 @@ use super::{
 };
 use gpu::GpuDecoder;
 use masks::{GpuMasks, MaskJob, ProtoGrid};
+use pending::AwaitedRecords;
+pub use pending::PendingDetections;
 use post::ToFrame;
 pub use post::MAX_CANDIDATES;
 use spec::{OutputInfo, Scheme, Spec};
@@ -69,7 +72,7 @@ pub struct DetectOptions {
 /// the GPU, its pass.
 struct Prepared {
     size: (u32, u32),
-    spec: Spec,
+    spec: Arc<Spec>,
     gpu: Option<GpuDecoder>,
     /// Segment models on the GPU: the mask pass.
     masks: Option<GpuMasks>,
@@ -81,7 +84,7 @@ pub struct Detector {
     inference: ImageInference,
     model: Arc<Model>,
     decoder: Decoder,
-    labels: Labels,
+    labels: Arc<Labels>,
     threshold: f32,
     iou: f32,
     resize: Resize,
@@ -166,7 +169,7 @@ impl Detector {
             inference,
             model,
             decoder,
-            labels,
+            labels: Arc::new(labels),
             threshold,
             iou,
             resize: infer.resize,
@@ -256,7 +259,7 @@ impl Detector {
         };
         self.prepared = Some(Prepared {
             size,
-            spec,
+            spec: Arc::new(spec),
             gpu,
             masks,
         });
@@ -266,9 +269,22 @@ impl Detector {
     /// GPU: tensorize + model + the decode/threshold/compact shader; only
     /// the compact list is read back. The stats are what this call moved
     /// (the read-backs, and the first time the decoder's set-up uploads).
+    /// [`Detector::submit_gpu`], waited for at once.
     pub fn detect_gpu(&mut self, frame: &GpuFrame) -> Result<(Vec<Detection>, TransferStats)> {
+        let (found, moved, stages) = self.submit_gpu(frame)?.finish()?;
+        self.stages = stages;
+        Ok((found, moved))
+    }
+
+    /// [`Detector::detect_gpu`] without waiting for the GPU: the frame's
+    /// work is submitted and the read-back of its list started; the
+    /// detections come from [`PendingDetections::finish`], so that the
+    /// caller may submit further frames meanwhile. A segment model's masks
+    /// read the model's outputs, which the next frame overwrites: its
+    /// frame is finished here.
+    pub fn submit_gpu(&mut self, frame: &GpuFrame) -> Result<PendingDetections> {
         if self.is_cpu() {
-            return Err(wrong_device("detector", "detect_gpu", true));
+            return Err(wrong_device("detector", "submit_gpu", true));
         }
         let frame_size = (frame.width(), frame.height());
         let size = self.inference.input().size_for(frame_size);
@@ -282,8 +298,7 @@ impl Detector {
         };
         let spec = &p.spec;
         let ctx = outputs.context();
-        let stages = &mut self.stages;
-        *stages = self.inference.last_batch().stages;
+        let mut stages = self.inference.last_batch().stages;
         let boxes = ctx.export_to_gpu(output(&outputs, &spec.boxes.name)?)?;
         let labels = match &spec.scheme {
             Scheme::Listed { labels, .. } => {
@@ -292,36 +307,38 @@ impl Detector {
             _ => None,
         };
         let labels = labels.as_ref().map(Into::into);
-        let (candidates, stats) = timed(&mut stages.result, || {
+        let records = timed(&mut stages.result, || {
             if spec.scores.name == spec.boxes.name {
-                decoder.run(spec, (&boxes).into(), (&boxes).into(), labels)
+                decoder.submit(spec, (&boxes).into(), (&boxes).into(), labels)
             } else {
                 let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
-                decoder.run(spec, (&boxes).into(), (&scores).into(), labels)
+                decoder.submit(spec, (&boxes).into(), (&scores).into(), labels)
             }
         })?;
-        let to_frame = ToFrame::new(self.resize, size, frame_size);
-        let found = timed(&mut stages.post, || {
-            spec.check_scores(self.model.path(), &candidates)?;
-            Ok::<_, Error>(post::detections(
-                spec,
-                candidates,
-                self.iou,
-                &to_frame,
-                &self.labels,
-            ))
-        })?;
-        let (Some((protos, _)), Some(pass)) = (&spec.protos, &p.masks) else {
-            return Ok((found.into_iter().map(|(d, _)| d).collect(), stats));
+        let awaited = AwaitedRecords {
+            records,
+            spec: spec.clone(),
+            model: self.model.clone(),
+            labels: self.labels.clone(),
+            iou: self.iou,
+            to_frame: ToFrame::new(self.resize, size, frame_size),
         };
+        let (Some((protos, _)), Some(pass)) = (&spec.protos, &p.masks) else {
+            return Ok(PendingDetections::awaiting(awaited, stages));
+        };
+        let to_frame = awaited.to_frame;
+        let (found, mut stats) = awaited.found(&mut stages)?;
         let jobs = mask_jobs(&found);
         let protos = ctx.export_to_gpu(output(&outputs, &protos.name)?)?;
         let (masks, moved) = timed(&mut stages.result, || {
             pass.run((&protos).into(), proto_grid(spec), &to_frame, &jobs)
         })?;
-        let mut stats = stats;
         stats += moved;
-        Ok((with_masks(found, masks), stats))
+        Ok(PendingDetections::done(
+            with_masks(found, masks),
+            stats,
+            stages,
+        ))
     }
 
     /// CPU: tensorize + model on the CPU context, then the same decoders on

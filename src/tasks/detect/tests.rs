@@ -44,14 +44,16 @@ fn gpu_decode(
     let mut decoder = GpuDecoder::new(gpu, spec).unwrap();
     let first_block = decoder.first_block();
     let rb = ctx.export_to_gpu(&b).unwrap();
-    let (mut found, stats) = match scores {
+    let pending = match scores {
         Some(scores) => {
             let s = tensor(&spec.scores, scores);
             let rs = ctx.export_to_gpu(&s).unwrap();
-            decoder.run(spec, (&rb).into(), (&rs).into(), None).unwrap()
+            decoder.submit(spec, (&rb).into(), (&rs).into(), None)
         }
-        None => decoder.run(spec, (&rb).into(), (&rb).into(), None).unwrap(),
+        None => decoder.submit(spec, (&rb).into(), (&rb).into(), None),
     };
+    let (words, stats) = pending.unwrap().finish().unwrap();
+    let mut found = spec.parse_records(&words);
     found.sort_by_key(|c| c.index);
     (found, stats, first_block)
 }

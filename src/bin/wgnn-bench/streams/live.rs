@@ -85,7 +85,12 @@ pub struct Options {
     /// the still photo (`--video`), with this decoder (`--decoder`).
     pub video: Option<PathBuf>,
     pub decoder: String,
+    /// The model elements' `frames-in-flight`.
+    pub frames_in_flight: u32,
 }
+
+/// The most frames in flight the elements take.
+const MAX_FRAMES_IN_FLIGHT: u32 = 16;
 
 /// The largest batch the elements take (their `batch-size` range).
 pub const MAX_BATCH: u32 = 256;
@@ -130,6 +135,12 @@ impl Options {
             return Err(format!(
                 "--max-batch-latency {}: must be 0 to 1000 ms",
                 self.max_batch_latency_ms
+            ));
+        }
+        if !(1..=MAX_FRAMES_IN_FLIGHT).contains(&self.frames_in_flight) {
+            return Err(format!(
+                "--frames-in-flight {}: must be 1 to {MAX_FRAMES_IN_FLIGHT}",
+                self.frames_in_flight
             ));
         }
         if let Some(m) = &self.model {
@@ -191,7 +202,8 @@ impl Options {
 
     pub fn describe(&self) -> String {
         format!(
-            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), source {}{}{}",
+            "{} x {}x{} {} at {} fps, {} s measured after {} s warm-up, model {} ({}), {} frames \
+             in flight, source {}{}{}",
             self.task.name(),
             self.width,
             self.height,
@@ -201,6 +213,7 @@ impl Options {
             WARMUP.as_secs(),
             self.model().display(),
             self.precision,
+            self.frames_in_flight,
             self.source_file().display(),
             match &self.video {
                 Some(_) => format!(" decoded by {}", self.decoder),
@@ -226,6 +239,8 @@ pub struct RunReport {
     pub task: Task,
     pub streams: u32,
     pub batch_size: u32,
+    /// The model elements' `frames-in-flight`.
+    pub frames_in_flight: u32,
     /// Streams that rendered the frames the window holds (within one frame
     /// and 1%) with nothing dropped.
     pub sustained: u32,
@@ -302,6 +317,7 @@ impl RunReport {
             "task": self.task.name(),
             "streams": self.streams,
             "batch_size": self.batch_size,
+            "frames_in_flight": self.frames_in_flight,
             "sustained_streams": self.sustained,
             "sustained": self.all_sustained(),
             "fps_min": self.fps_min,
@@ -499,6 +515,9 @@ fn build_stream(
         model.set_property("max-batch-latency", options.max_batch_latency_ms);
     }
     model.set_property_from_str("precision", options.precision.name());
+    if model.find_property("frames-in-flight").is_some() {
+        model.set_property("frames-in-flight", options.frames_in_flight);
+    }
     // One stream times the shared instance's batches: timing makes that
     // batch wait for the GPU, so only one element asks.
     if index == 0 && model.find_property("profile").is_some() {
@@ -854,6 +873,7 @@ fn measure(
         task: options.task,
         streams: n,
         batch_size: batch,
+        frames_in_flight: options.frames_in_flight,
         sustained,
         fps_min: fps.iter().copied().fold(f64::INFINITY, f64::min),
         fps_mean: fps.iter().sum::<f64>() / fps.len().max(1) as f64,

@@ -144,6 +144,10 @@ pub struct Args {
     /// The GStreamer decoder of --video.
     #[arg(long, default_value = "avdec_h264", value_name = "ELEMENT")]
     decoder: String,
+    /// Frames each model element has submitted before it waits for the
+    /// oldest one's result (its frames-in-flight, 1 to 16).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    frames_in_flight: u32,
     #[command(flatten)]
     json: Json,
 }
@@ -269,6 +273,7 @@ impl Args {
             queues: self.queues,
             video: self.video.clone(),
             decoder: self.decoder.clone(),
+            frames_in_flight: self.frames_in_flight,
         };
         options.validate().map_err(usage)?;
         if self.model.is_some() && self.task.contains(&Task::Segment) && self.task.len() > 1 {
