@@ -21,7 +21,8 @@
 #   bash benches/anchors/device_run.sh streams        # or `streams yolo`: only the YOLOv8n rows
 #   (`streams gpus`: issue 44's one-GPU and all-GPU rows, on a multi-GPU kind, in one
 #   process; `streams procs`: the same with one process per GPU; `streams decode`:
-#   segment and YOLOv8n track with H.264 decoded in every stream)
+#   segment and YOLOv8n track with H.264 decoded in every stream; `streams inflight`:
+#   YOLOv8n with one and three frames in flight per stream)
 # The streams' YOLOv8n runs need its ONNX export (random weights, with the
 # metadata Ultralytics writes, so no model-proc; its class biases raised by 9
 # so that it finds 15 objects on the bench picture and the tracker has work):
@@ -92,6 +93,23 @@ streams() {
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
+        if [ "${1:-}" = inflight ]; then
+            # Issue 43: YOLOv8n f16 detect (batch 32, 30 ms to fill) with
+            # queues, one frame in flight per stream against three, then
+            # track with three; counts in INFLIGHT_STREAMS.
+            local c=${INFLIGHT_STREAMS:-32,48,64}
+            .devbin/wgnn-bench-gst streams --streams 8 --seconds 3 --task detect --model "$Y" \
+                --precision f16 >/dev/null
+            for f in 1 3; do
+                .devbin/wgnn-bench-gst streams --streams "$c" --seconds 5 --task detect \
+                    --model "$Y" --precision f16 --batch-size 32 --max-batch-latency 30 \
+                    --queues --frames-in-flight $f
+            done
+            .devbin/wgnn-bench-gst streams --streams "$c" --seconds 5 --task track \
+                --model "$Y" --precision f16 --batch-size 32 --max-batch-latency 30 \
+                --queues --frames-in-flight 3
+            exit
+        fi
         if [ "${1:-}" = decode ]; then
             # Issue 43 item 5: H.264 decoded on the host's cores in every
             # stream's pipeline. The clip: the bundled sample scaled to
