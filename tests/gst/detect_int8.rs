@@ -33,12 +33,26 @@ fn compared(objects: &Value) -> Vec<&Value> {
         .collect()
 }
 
+/// references.json's keys: the QDQ export (int8 convolutions between
+/// QuantizeLinear -> DequantizeLinear pairs) and the QOperator one
+/// (QLinearConv, QLinearMul, QLinearSigmoid, QLinearAdd, QLinearConcat, and
+/// Split, MaxPool and Resize on uint8 tensors).
+const CASES: [&str; 2] = ["yolov8n_qdq", "yolov8n_qop"];
+
 #[test]
-fn an_int8_qdq_ultralytics_detector_runs_with_no_model_proc_on_both_devices() {
+fn int8_ultralytics_detectors_run_with_no_model_proc_on_both_devices() {
     init();
     let text = std::fs::read_to_string(data().join("references.json")).unwrap();
     let refs: Value = serde_json::from_str(&text).unwrap();
-    let case = &refs["yolov8n_qdq"];
+    let mut ran = 0;
+    for key in CASES {
+        ran += detect(key, &refs[key]);
+    }
+    assert_eq!(ran, 2 * CASES.len(), "runs");
+}
+
+/// Runs case `key` on both devices; the number of runs compared.
+fn detect(key: &str, case: &Value) -> usize {
     let model = data().join(case["model"].as_str().unwrap());
     assert!(!model.with_extension("json").exists(), "no model-proc");
     let img = image::open(data().join(case["frame"].as_str().unwrap()))
@@ -47,30 +61,30 @@ fn an_int8_qdq_ultralytics_detector_runs_with_no_model_proc_on_both_devices() {
     let (w, h) = (img.width(), img.height());
     let want = compared(&case["objects"]);
     assert!(want.len() >= 5, "{} objects to compare", want.len());
-    let dir = common::scratch("detect-int8");
+    let dir = common::scratch(&format!("detect-int8-{key}"));
     let mut ran = 0;
     for device in ["gpu", "cpu"] {
         let json = dir.join(format!("{device}.jsonl"));
         let line = detect_once(&model, device, (img.as_raw(), w, h), &json);
         let got = compared(&line["objects"]);
-        let what = format!("{device}: {got:?}");
+        let what = format!("{key} on the {device}: {got:?}");
         assert_eq!(got.len(), want.len(), "{what}");
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g["label_id"], w["label_id"], "{what}");
             assert_eq!(g["label"], w["label"], "{what}");
-            let near = |key: &str, tolerance: f64| {
-                let (a, b) = (g[key].as_f64().unwrap(), w[key].as_f64().unwrap());
+            let near = |field: &str, tolerance: f64| {
+                let (a, b) = (g[field].as_f64().unwrap(), w[field].as_f64().unwrap());
                 assert!(
                     (a - b).abs() <= tolerance,
-                    "{device}: {key} {a} vs {b}: {g} vs {w}"
+                    "{what}: {field} {a} vs {b}: {g} vs {w}"
                 );
             };
             near("confidence", 0.02);
-            for key in ["x", "y", "w", "h"] {
-                near(key, 1.5);
+            for field in ["x", "y", "w", "h"] {
+                near(field, 1.5);
             }
         }
         ran += 1;
     }
-    assert_eq!(ran, 2);
+    ran
 }

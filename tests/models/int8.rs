@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use wgnn::ml::{Context, HostTensor, TensorDescriptor};
+use wgnn::models::onnx::read_tensor_file;
 
 use crate::common;
 
@@ -137,16 +138,63 @@ fn check(ctx: &Context, what: &str) {
     assert!(failures.is_empty(), "{what}:\n{}", failures.join("\n"));
 }
 
+/// The int8 Ultralytics detectors (make_models.py `detector`,
+/// `detector-qop`) on the letterboxed frame against onnxruntime's output:
+/// its first four rows are boxes in pixels, the rest class scores.
+const DETECTORS: [&str; 2] = ["yolov8n_qdq", "yolov8n_qop"];
+
+/// Measured: both match onnxruntime exactly on both contexts (their
+/// integer sums are exact and each requantization rounds alike). A value
+/// within a rounding of a half step could still land one step apart on
+/// another device, and a step early in 64 convolutions spreads: half a
+/// pixel and 0.01 in score.
+const BOX_ERROR: f64 = 0.5;
+const SCORE_ERROR: f64 = 0.01;
+
+fn detectors(ctx: &Context, what: &str) {
+    let frame = common::root().join("tests/data/detect/ultralytics/yolov8n_detect");
+    let (_, input) = read_tensor_file(frame.join("test_data_set_0/input_0.pb")).unwrap();
+    let mut failures = Vec::new();
+    for key in DETECTORS {
+        let model = wgnn::models::load(dir().join(format!("{key}.onnx"))).unwrap();
+        let (_, want) = read_tensor_file(dir().join(format!("{key}.out.pb"))).unwrap();
+        let name = model.inputs()[0].name.clone();
+        let out = model
+            .run(ctx, None, &[(name.as_str(), input.clone())])
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+        assert_eq!(out[0].1.shape, want.shape, "{key}");
+        let (got, want) = (out[0].1.to_f32(), want.to_f32());
+        let per_row = *out[0].1.shape.last().unwrap();
+        let worst = |rows: std::ops::Range<usize>| {
+            let range = rows.start * per_row..rows.end.min(want.len() / per_row) * per_row;
+            got[range.clone()]
+                .iter()
+                .zip(&want[range])
+                .map(|(a, b)| f64::from((a - b).abs()))
+                .fold(0f64, |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) })
+        };
+        let (boxes, scores) = (worst(0..4), worst(4..usize::MAX));
+        eprintln!("{what} {key}: boxes {boxes:.3} pixels at most, scores {scores:.4} at most");
+        if boxes > BOX_ERROR || scores > SCORE_ERROR {
+            failures.push(format!("{key}: boxes {boxes}, scores {scores}"));
+        }
+    }
+    assert!(failures.is_empty(), "{what}:\n{}", failures.join("\n"));
+}
+
 #[test]
 fn int8_models_match_their_runtimes_on_the_cpu() {
     let ctx = Context::cpu();
     check(&ctx, "cpu");
+    detectors(&ctx, "cpu");
     ctx.destroy();
 }
 
 #[test]
 fn int8_models_match_their_runtimes_on_the_gpu() {
-    check(&Context::gpu(&common::gpu()), "gpu");
+    let ctx = Context::gpu(&common::gpu());
+    check(&ctx, "gpu");
+    detectors(&ctx, "gpu");
 }
 
 /// Each model's convolutions run as int8 convolutions (the small
@@ -159,7 +207,7 @@ fn int8_convolutions_compute_in_int8() {
     let files = MODELS
         .iter()
         .map(|(_, f)| (*f, 4))
-        .chain([("yolov8n_qdq.onnx", 64)]);
+        .chain([("yolov8n_qdq.onnx", 64), ("yolov8n_qop.onnx", 64)]);
     for (file, convs) in files {
         let model = file;
         let g = wgnn::models::load(dir().join(file))
@@ -191,6 +239,6 @@ fn int8_convolutions_compute_in_int8() {
         );
         ran += 1;
     }
-    assert_eq!(ran, 6, "models checked");
+    assert_eq!(ran, 7, "models checked");
     ctx.destroy();
 }

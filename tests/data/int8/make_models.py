@@ -27,7 +27,14 @@ Writes, under tests/data/int8/:
   references.json's "yolov8n_qdq" holds the objects onnxruntime's output
   decodes to on the frame with Ultralytics' own post-processing (that
   folder's make_models.py `objects`), which tests/gst/detect_int8.rs
-  compares with wgnndetect's JSON lines (no model-proc).
+  compares with wgnndetect's JSON lines (no model-proc);
+- yolov8n_qop.onnx: the same export quantized in the QOperator format
+  (`make_models.py detector-qop`): QLinearConv, QLinearMul, QLinearSigmoid,
+  QLinearAdd, QLinearConcat, with Split, MaxPool and Resize on uint8
+  tensors (uint8 activations, per-channel int8 weights), its objects under
+  "yolov8n_qop";
+- <detector>.out.pb: onnxruntime's output on the letterboxed frame
+  (tests/models/int8.rs).
 
 Needs tensorflow-cpu 2.21, ai-edge-litert 2.3.0, onnx 1.22.0, onnxruntime
 1.32.0 and numpy from PyPI (one virtual environment), and for the detector
@@ -214,7 +221,39 @@ class Frames(CalibrationDataReader):
         return next(self.data, None)
 
 
-def detector(refs):
+def shared_initializers(model):
+    """The export writes a bias shared by two convolutions once, with an
+    Identity naming the second use; the QOperator quantizer looks biases
+    up among the initializers (and fails on the Identity's), so each use
+    gets its own copy."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for n in [n for n in model.graph.node if n.op_type == "Identity" and n.input[0] in inits]:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(inits[n.input[0]])
+        copy.name = n.output[0]
+        model.graph.initializer.append(copy)
+        model.graph.node.remove(n)
+    return model
+
+
+# Per detector: (file, format, activation type, operators quantized). The
+# QDQ one quantizes the convolutions only; the QOperator one every
+# operator onnxruntime has a QLinear or 8-bit form for (its Split, MaxPool
+# and Resize then run on uint8 tensors), with uint8 activations: with int8
+# ones the random-weight network's scores drift until one object is left.
+# Its weights take 7 bits (reduce_range): onnxruntime's uint8 x int8
+# convolution on x86 CPUs without VNNI sums pairs of products in int16,
+# which saturates with 8-bit weights (255 * 127 * 2 > 32767), so its
+# output would depend on the CPU that made it.
+DETECTORS = {
+    "yolov8n_qdq": ("yolov8n_qdq.onnx", QuantFormat.QDQ, QuantType.QInt8, ["Conv"], False),
+    "yolov8n_qop": ("yolov8n_qop.onnx", QuantFormat.QOperator, QuantType.QUInt8,
+                    ["Conv", "Mul", "Sigmoid", "Add", "Concat", "MaxPool", "Resize", "Split"],
+                    True),
+}
+
+
+def detector(refs, key):
     import importlib.util
 
     folder = os.path.join(OUT, "../detect/ultralytics")
@@ -225,38 +264,52 @@ def detector(refs):
     src = os.path.join(folder, "yolov8n_detect/model.onnx")
     tensor = onnx.load_tensor(os.path.join(folder, "yolov8n_detect/test_data_set_0/input_0.pb"))
     frame = numpy_helper.to_array(tensor)
-    path = os.path.join(OUT, "yolov8n_qdq.onnx")
-    name = onnx.load(src).graph.input[0].name
-    # Only the convolutions: the head's decoding (DFL softmax, box
-    # arithmetic, the concat of boxes in pixels with scores in [0, 1])
-    # would share one int8 scale and lose its scores.
-    quantize_static(src, path, Frames(name, frame), quant_format=QuantFormat.QDQ,
-                    per_channel=True, activation_type=QuantType.QInt8,
-                    weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+    file, fmt, act, ops, reduce_range = DETECTORS[key]
+    path = os.path.join(OUT, file)
+    model = onnx.load(src)
+    if fmt == QuantFormat.QOperator:
+        model = shared_initializers(model)
+    name = model.graph.input[0].name
+    # The head's decoding (DFL softmax, box arithmetic, the concat of boxes
+    # in pixels with scores in [0, 1]) stays float but for the DFL's
+    # convolution: quantized, it would share one int8 scale and lose its
+    # scores.
+    decoding = [n.name for n in model.graph.node
+                if n.name.startswith("/model.22/") and not n.name.startswith("/model.22/cv")
+                and n.op_type != "Conv"]
+    quantize_static(model, path, Frames(name, frame), quant_format=fmt,
+                    per_channel=True, activation_type=act, weight_type=QuantType.QInt8,
+                    op_types_to_quantize=ops, nodes_to_exclude=decoding,
+                    reduce_range=reduce_range)
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     (out,) = s.run(None, {name: frame})
+    # tests/models/int8.rs compares the output itself.
+    onnx.save_tensor(numpy_helper.from_array(out, "output0"), os.path.join(OUT, f"{key}.out.pb"))
     with open(os.path.join(folder, "expected.json")) as f:
         doc = json.load(f)
     hw = (doc["height"], doc["width"])
     found = ultra.objects(out, hw)
-    print(f"yolov8n_qdq: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
-    refs["yolov8n_qdq"] = {"model": "yolov8n_qdq.onnx",
-                           "frame": "../detect/ultralytics/frame.png", "objects": found}
+    print(f"{key}: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
+    refs[key] = {"model": file, "frame": "../detect/ultralytics/frame.png", "objects": found}
 
 
 def main():
     import sys
 
     path = os.path.join(OUT, "references.json")
-    if sys.argv[1:] == ["detector"]:
+    detectors = {"detector": ["yolov8n_qdq"], "detector-qop": ["yolov8n_qop"]}
+    if sys.argv[1:2] and sys.argv[1] in detectors:
         with open(path) as f:
             refs = json.load(f)
+        keys = detectors[sys.argv[1]]
     else:
         x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
         refs = {}
         onnx_models(x, refs)
         tflite_model(x, refs)
-    detector(refs)
+        keys = list(DETECTORS)
+    for key in keys:
+        detector(refs, key)
     with open(path, "w") as f:
         json.dump(refs, f, indent=1, sort_keys=True)
         f.write("\n")
