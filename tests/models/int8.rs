@@ -97,13 +97,19 @@ fn steps(ctx: &Context, model: &str, file: &str, refs: &Value) -> Vec<Steps> {
         .collect()
 }
 
-const MODELS: [(&str, &str); 5] = [
-    ("qdq_tensor", "qdq_tensor.onnx"),
-    ("qdq_channel", "qdq_channel.onnx"),
-    ("qop_tensor", "qop_tensor.onnx"),
-    ("qop_channel", "qop_channel.onnx"),
-    ("int8_tflite", "int8.tflite"),
+/// (references.json's key, file, its convolutions, the largest distance
+/// allowed in steps): the small network in five forms (two outputs each),
+/// and Ultralytics' full-integer TFLite export of the tiny YOLOv8
+/// (make_models.py `detector-tflite`, one output).
+const MODELS: [(&str, &str, usize, f32); 6] = [
+    ("qdq_tensor", "qdq_tensor.onnx", 4, WORST),
+    ("qdq_channel", "qdq_channel.onnx", 4, WORST),
+    ("qop_tensor", "qop_tensor.onnx", 4, WORST),
+    ("qop_channel", "qop_channel.onnx", 4, WORST),
+    ("int8_tflite", "int8.tflite", 4, WORST),
+    ("yolov8n_int8", "yolov8n_int8.tflite", 64, WORST_DETECTOR),
 ];
+const OUTPUTS: usize = 2 * 5 + 1;
 
 /// Each operator rounds as the integer kernels do but for a value near a
 /// half step, where a float sum and a fixed-point one may fall on either
@@ -115,13 +121,20 @@ const MODELS: [(&str, &str); 5] = [
 /// most 12; one of qdq_channel's ten probabilities is two steps off.
 const WORST: f32 = 12.5;
 const OFF: f32 = 0.1;
+/// The TFLite detector: 64 int8 convolutions, 58 LOGISTIC and 59 MUL, each
+/// requantizing, and a random-weight network that amplifies a one-step
+/// difference. Measured on both contexts: 47 steps at most, 6.7% of the
+/// values more than one step off LiteRT's default CPU kernels (XNNPACK);
+/// LiteRT's own builtin and reference kernels are 225 and 154 steps off
+/// them, on 42% and 43% of the values (make_models.py's README).
+const WORST_DETECTOR: f32 = 48.0;
 
 fn check(ctx: &Context, what: &str) {
     let text = std::fs::read_to_string(dir().join("references.json")).unwrap();
     let refs: Value = serde_json::from_str(&text).unwrap();
     let mut ran = 0;
     let mut failures = Vec::new();
-    for (model, file) in MODELS {
+    for (model, file, _, allowed) in MODELS {
         for (output, worst, off) in steps(ctx, model, file, &refs) {
             eprintln!(
                 "{what} {model} '{output}': {worst:.2} quantization steps at most, {:.2}% of \
@@ -129,12 +142,12 @@ fn check(ctx: &Context, what: &str) {
                 off * 100.0
             );
             ran += 1;
-            if worst > WORST || off > OFF {
+            if worst > allowed || off > OFF {
                 failures.push(format!("{model} '{output}': {worst} steps, {off} off"));
             }
         }
     }
-    assert_eq!(ran, 2 * MODELS.len(), "outputs checked");
+    assert_eq!(ran, OUTPUTS, "outputs checked");
     assert!(failures.is_empty(), "{what}:\n{}", failures.join("\n"));
 }
 
@@ -206,7 +219,7 @@ fn int8_convolutions_compute_in_int8() {
     // (file, its convolutions)
     let files = MODELS
         .iter()
-        .map(|(_, f)| (*f, 4))
+        .map(|(_, f, convs, _)| (*f, *convs))
         .chain([("yolov8n_qdq.onnx", 64), ("yolov8n_qop.onnx", 64)]);
     for (file, convs) in files {
         let model = file;
@@ -239,6 +252,7 @@ fn int8_convolutions_compute_in_int8() {
         );
         ran += 1;
     }
-    assert_eq!(ran, 7, "models checked");
+    assert_eq!(ran, MODELS.len() + 2, "models checked");
     ctx.destroy();
 }
+

@@ -34,14 +34,22 @@ Writes, under tests/data/int8/:
   tensors (uint8 activations, per-channel int8 weights), its objects under
   "yolov8n_qop";
 - <detector>.out.pb: onnxruntime's output on the letterboxed frame
-  (tests/models/int8.rs).
+  (tests/models/int8.rs);
+- yolov8n_int8.tflite (`make_models.py detector-tflite`): Ultralytics'
+  full-integer TFLite export of the same tiny YOLOv8 (see
+  detector_tflite), with yolov8n_int8.in / .0.out: the frame quantized as
+  its input asks and LiteRT's output, and under "yolov8n_int8" the objects
+  that output decodes to with Ultralytics' post-processing.
 
 Needs tensorflow-cpu 2.21, ai-edge-litert 2.3.0, onnx 1.22.0, onnxruntime
 1.32.0 and numpy from PyPI (one virtual environment), and for the detector
-ultralytics 8.4.190 and torch. Run from anywhere:
+ultralytics 8.4.190 and torch, and for detector-tflite also tensorflow-cpu
+2.19.1, tf_keras 2.19.0, onnx2tf 1.28.8 (--no-deps), sng4onnx and
+onnx_graphsurgeon (what Ultralytics' TensorFlow export asks for; no
+download: Ultralytics runs offline). Run from anywhere:
     python3 tests/data/int8/make_models.py
-or only the detector (it updates its key of references.json):
-    python3 tests/data/int8/make_models.py detector
+or only one detector (it updates its key of references.json):
+    python3 tests/data/int8/make_models.py detector|detector-qop|detector-tflite
 """
 
 import json
@@ -293,11 +301,93 @@ def detector(refs, key):
     refs[key] = {"model": file, "frame": "../detect/ultralytics/frame.png", "objects": found}
 
 
+# The tenth best box's score the float model is built for (0.3 in
+# tests/data/detect/ultralytics): int8 activations throughout pull the
+# random-weight head's scores down until one box is left above 0.25.
+SCORE_INT8 = 0.6
+
+
+def detector_tflite(refs):
+    """Ultralytics' TensorFlow export (`format="saved_model"`, `int8=True`:
+    onnx2tf, calibrated on the frame through a local data yaml) of the
+    tiny YOLOv8 of tests/data/detect/ultralytics; its full-integer model
+    (int8 input and output) is yolov8n_int8.tflite, with the metadata
+    Ultralytics appends to it. The head writes its boxes divided by the
+    input size, as Ultralytics' TFLite exports do (onnx2tf's before 8.4.83,
+    litert-torch's since: its LiteRT backend multiplies them back), so
+    that boxes and scores share the output's int8 scale."""
+    import importlib.util
+    import shutil
+    import tempfile
+
+    os.environ["YOLO_OFFLINE"] = "1"
+    import torch
+    import yaml
+    from ai_edge_litert import interpreter as litert
+    from ultralytics.nn.modules.head import Detect
+
+    folder = os.path.join(OUT, "../detect/ultralytics")
+    spec = importlib.util.spec_from_file_location(
+        "ultralytics_models", os.path.join(folder, "make_models.py"))
+    ultra = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ultra)
+    tensor = onnx.load_tensor(os.path.join(folder, "yolov8n_detect/test_data_set_0/input_0.pb"))
+    frame = numpy_helper.to_array(tensor)
+    h, w = ultra.IMGSZ
+    pixels = Detect._get_decode_boxes
+
+    def normalized(self, x):
+        return pixels(self, x) * torch.tensor([1 / w, 1 / h, 1 / w, 1 / h]).view(1, 4, 1)
+
+    Detect._get_decode_boxes = normalized
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as work:
+        os.chdir(work)
+        os.makedirs("images")
+        shutil.copy(os.path.join(folder, "frame.png"), "images/frame.png")
+        with open("data.yaml", "w") as f:
+            yaml.safe_dump({"path": work, "train": "images", "val": "images",
+                            "names": dict(ultra.NAMES)}, f)
+        # onnx2tf's sample calibration file, which Ultralytics would
+        # download; unused with `data=`.
+        np.save("calibration_image_sample_data_20x128x128x3_float32.npy",
+                np.zeros((1, 8, 8, 3), np.float32))
+        model = ultra.build("yolov8n", 1, SCORE_INT8, work, torch.from_numpy(frame))
+        out = model.export(format="saved_model", int8=True, data="data.yaml", imgsz=ultra.IMGSZ)
+        path = os.path.join(OUT, "yolov8n_int8.tflite")
+        shutil.copy(os.path.join(out, "yolov8n-w16_full_integer_quant.tflite"), path)
+        os.chdir(cwd)
+    Detect._get_decode_boxes = pixels
+
+    it = litert.Interpreter(model_path=path)
+    it.allocate_tensors()
+    inp, (outp,) = it.get_input_details()[0], it.get_output_details()
+    scale, zero = inp["quantization"]
+    q = np.clip(np.round(frame.transpose(0, 2, 3, 1) / scale) + zero, -128, 127).astype(np.int8)
+    it.set_tensor(inp["index"], q)
+    it.invoke()
+    y = it.get_tensor(outp["index"])
+    # tests/models/int8.rs compares the output in steps, as the small models'.
+    write("yolov8n_int8", inp["name"], q, [(outp["name"], y)], {outp["name"]: 1.0}, refs)
+    scale, zero = outp["quantization"]
+    out = (y.astype(np.float32) - zero) * scale
+    out[:, [0, 2]] *= w
+    out[:, [1, 3]] *= h
+    with open(os.path.join(folder, "expected.json")) as f:
+        doc = json.load(f)
+    hw = (doc["height"], doc["width"])
+    found = ultra.objects(out, hw)
+    print(f"yolov8n_int8: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
+    refs["yolov8n_int8"].update({"model": "yolov8n_int8.tflite",
+                                 "frame": "../detect/ultralytics/frame.png", "objects": found})
+
+
 def main():
     import sys
 
     path = os.path.join(OUT, "references.json")
-    detectors = {"detector": ["yolov8n_qdq"], "detector-qop": ["yolov8n_qop"]}
+    detectors = {"detector": ["yolov8n_qdq"], "detector-qop": ["yolov8n_qop"],
+                 "detector-tflite": []}
     if sys.argv[1:2] and sys.argv[1] in detectors:
         with open(path) as f:
             refs = json.load(f)
@@ -310,6 +400,8 @@ def main():
         keys = list(DETECTORS)
     for key in keys:
         detector(refs, key)
+    if sys.argv[1:2] in ([], ["detector-tflite"]):
+        detector_tflite(refs)
     with open(path, "w") as f:
         json.dump(refs, f, indent=1, sort_keys=True)
         f.write("\n")
