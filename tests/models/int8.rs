@@ -98,18 +98,20 @@ fn steps(ctx: &Context, model: &str, file: &str, refs: &Value) -> Vec<Steps> {
 }
 
 /// (references.json's key, file, its convolutions, the largest distance
-/// allowed in steps): the small network in five forms (two outputs each),
-/// and Ultralytics' full-integer TFLite export of the tiny YOLOv8
+/// allowed in steps): the small network in six forms (two outputs each;
+/// uint8.tflite takes and gives uint8, QUANTIZE to and from int8 at its
+/// edges), and Ultralytics' full-integer TFLite export of the tiny YOLOv8
 /// (make_models.py `detector-tflite`, one output).
-const MODELS: [(&str, &str, usize, f32); 6] = [
+const MODELS: [(&str, &str, usize, f32); 7] = [
     ("qdq_tensor", "qdq_tensor.onnx", 4, WORST),
     ("qdq_channel", "qdq_channel.onnx", 4, WORST),
     ("qop_tensor", "qop_tensor.onnx", 4, WORST),
     ("qop_channel", "qop_channel.onnx", 4, WORST),
     ("int8_tflite", "int8.tflite", 4, WORST),
+    ("uint8_tflite", "uint8.tflite", 4, WORST),
     ("yolov8n_int8", "yolov8n_int8.tflite", 64, WORST_DETECTOR),
 ];
-const OUTPUTS: usize = 2 * 5 + 1;
+const OUTPUTS: usize = 2 * 6 + 1;
 
 /// Each operator rounds as the integer kernels do but for a value near a
 /// half step, where a float sum and a fixed-point one may fall on either

@@ -14,6 +14,9 @@ Writes, under tests/data/int8/:
 - int8.tflite: the same architecture in Keras, converted to a full-integer
   TFLite model (int8 input and output, per-channel weights) by TensorFlow's
   converter with a seeded representative dataset;
+- uint8.tflite: the same with uint8 input and output (int8 inside, a
+  QUANTIZE to and from uint8 at the edges; `make_models.py uint8` makes it
+  alone);
 - <model>.in / <model>.<k>.out: the committed input and each output of the
   model's own runtime (onnxruntime, LiteRT), raw little-endian values;
 - references.json: per model its input (name, shape, dtype) and outputs
@@ -170,9 +173,8 @@ def onnx_models(x, refs):
             write(name, "image", x, list(zip(names, ys)), output_steps(path), refs)
 
 
-def tflite_model(x, refs):
+def keras_model():
     import tensorflow as tf
-    from ai_edge_litert import interpreter as litert
 
     tf.keras.utils.set_random_seed(0)
     L = tf.keras.layers
@@ -185,7 +187,17 @@ def tflite_model(x, refs):
     features = L.Conv2D(16, 1, activation="relu", name="features")(f)
     g = L.GlobalAveragePooling2D()(features)
     probs = L.Softmax(name="probs")(L.Dense(CLASSES)(g))
-    model = tf.keras.Model(image, [probs, features])
+    return tf.keras.Model(image, [probs, features])
+
+
+def tflite_model(x, refs, name="int8_tflite", file="int8.tflite", io="int8"):
+    """The Keras network as a full-integer TFLite model whose input and
+    output are `io`: int8, or uint8 (int8 inside, a uint8 QUANTIZE at each
+    edge, as TF2's converter writes it)."""
+    import tensorflow as tf
+    from ai_edge_litert import interpreter as litert
+
+    model = keras_model()
 
     def representative():
         rng = np.random.default_rng(1)
@@ -196,9 +208,9 @@ def tflite_model(x, refs):
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    conv.inference_input_type = tf.int8
-    conv.inference_output_type = tf.int8
-    path = os.path.join(OUT, "int8.tflite")
+    conv.inference_input_type = getattr(tf, io)
+    conv.inference_output_type = getattr(tf, io)
+    path = os.path.join(OUT, file)
     with open(path, "wb") as f:
         f.write(conv.convert())
 
@@ -207,7 +219,9 @@ def tflite_model(x, refs):
     inp = it.get_input_details()[0]
     scale, zero = inp["quantization"]
     # The ONNX models' input, NHWC, quantized as the model's input asks.
-    q = np.clip(np.round(x.transpose(0, 2, 3, 1) / scale) + zero, -128, 127).astype(np.int8)
+    info = np.iinfo(inp["dtype"])
+    q = np.clip(np.round(x.transpose(0, 2, 3, 1) / scale) + zero, info.min, info.max)
+    q = q.astype(inp["dtype"])
     it.set_tensor(inp["index"], q)
     it.invoke()
     outputs, steps = [], {}
@@ -215,7 +229,7 @@ def tflite_model(x, refs):
         outputs.append((o["name"], it.get_tensor(o["index"])))
         # The outputs hold integers: one step is one.
         steps[o["name"]] = 1.0
-    write("int8_tflite", inp["name"], q, outputs, steps, refs)
+    write(name, inp["name"], q, outputs, steps, refs)
 
 
 class Frames(CalibrationDataReader):
@@ -386,6 +400,15 @@ def main():
     import sys
 
     path = os.path.join(OUT, "references.json")
+    if sys.argv[1:] == ["uint8"]:
+        with open(path) as f:
+            refs = json.load(f)
+        x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
+        tflite_model(x, refs, "uint8_tflite", "uint8.tflite", "uint8")
+        with open(path, "w") as f:
+            json.dump(refs, f, indent=1, sort_keys=True)
+            f.write("\n")
+        return
     detectors = {"detector": ["yolov8n_qdq"], "detector-qop": ["yolov8n_qop"],
                  "detector-tflite": []}
     if sys.argv[1:2] and sys.argv[1] in detectors:
@@ -397,6 +420,7 @@ def main():
         refs = {}
         onnx_models(x, refs)
         tflite_model(x, refs)
+        tflite_model(x, refs, "uint8_tflite", "uint8.tflite", "uint8")
         keys = list(DETECTORS)
     for key in keys:
         detector(refs, key)
