@@ -186,7 +186,10 @@ fn detectors(ctx: &Context, what: &str) {
                 .iter()
                 .zip(&want[range])
                 .map(|(a, b)| f64::from((a - b).abs()))
-                .fold(0f64, |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) })
+                .fold(
+                    0f64,
+                    |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) },
+                )
         };
         let (boxes, scores) = (worst(0..4), worst(4..usize::MAX));
         eprintln!("{what} {key}: boxes {boxes:.3} pixels at most, scores {scores:.4} at most");
@@ -257,4 +260,3 @@ fn int8_convolutions_compute_in_int8() {
     assert_eq!(ran, MODELS.len() + 2, "models checked");
     ctx.destroy();
 }
-
