@@ -1,16 +1,16 @@
-//! An int8 QDQ Ultralytics detector through `wgnndetect` with no model-proc
-//! (its metadata kept through quantization), on both devices, into the JSON
-//! lines of `results-location`, against the objects onnxruntime's output
-//! decodes to with Ultralytics' post-processing (tests/data/int8,
-//! make_models.py `detector`). Its 64 convolutions compute in int8
-//! (`Op::QuantConv2d`); onnxruntime's quantizer rounds its inputs by
-//! dividing by the scale where wgnn multiplies by the reciprocal, so a value
-//! within a rounding of a half step may land one step apart, and the
-//! scores and boxes that follow move a little: objects are compared to
-//! 0.02 in confidence and 1.5 pixels, and only those scoring more than that
-//! above the 0.25 threshold (one that close could fall on either side).
-//! The QOperator export and Ultralytics' full-integer TFLite export run
-//! the same way (`CASES`).
+//! int8 Ultralytics detectors through `wgnndetect` on both devices, into
+//! the JSON lines of `results-location` (tests/data/int8, make_models.py):
+//! the QDQ and QOperator ONNX exports with no model-proc (their metadata
+//! kept through quantization) against the objects onnxruntime's output
+//! decodes to with Ultralytics' post-processing, and Ultralytics'
+//! full-integer TFLite export with a model-proc against LiteRT's. The QDQ
+//! export's 64 convolutions compute in int8 (`Op::QuantConv2d`);
+//! onnxruntime's quantizer rounds its inputs by dividing by the scale where
+//! wgnn multiplies by the reciprocal, so a value within a rounding of a half
+//! step may land one step apart, and the scores and boxes that follow move
+//! a little: objects are compared to a confidence tolerance (`CASES`) and
+//! 1.5 pixels, and only those scoring more than that above the 0.25
+//! threshold (one that close could fall on either side).
 
 use std::path::PathBuf;
 
@@ -67,7 +67,7 @@ const CASES: [(&str, bool, f64, usize); 3] = [
 ];
 
 #[test]
-fn int8_ultralytics_detectors_run_with_no_model_proc_on_both_devices() {
+fn int8_ultralytics_detectors_run_on_both_devices_into_json() {
     init();
     let text = std::fs::read_to_string(data().join("references.json")).unwrap();
     let refs: Value = serde_json::from_str(&text).unwrap();
