@@ -287,7 +287,9 @@ pub fn load_model(path: &Path) -> Result<Model, gst::ErrorMessage> {
     // A match, not map_err: the debug text names the function the error
     // was made in, and a closure's name is noise there.
     match models::load(path) {
-        Ok(model) => Ok(model),
+        // The elements' tasks read real scores and boxes, also from a
+        // full-integer TFLite model's int8 or uint8 edges.
+        Ok(model) => Ok(model.with_real_io()),
         Err(e) => Err(gst::error_msg!(
             gst::StreamError::Format,
             (

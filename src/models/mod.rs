@@ -93,6 +93,13 @@ pub(crate) trait Source: Send + Sync {
     fn metadata(&self) -> &[(String, String)] {
         &[]
     }
+
+    /// Makes a quantized model's inputs and outputs hold the real values
+    /// they stand for rather than their integers ([`Model::with_real_io`]);
+    /// whether anything changed.
+    fn set_real_io(&mut self) -> bool {
+        false
+    }
 }
 
 /// A host step and the outputs it declares.
@@ -325,6 +332,21 @@ impl Model {
 
     pub fn outputs(&self) -> &[TensorInfo] {
         &self.outputs
+    }
+
+    /// The model with real values at a quantized model's inputs and outputs
+    /// (a full-integer TFLite model's int8 or uint8 edges): the graph
+    /// quantizes its input and dequantizes its outputs, and the inputs take
+    /// the real range `[0, 1]`, as the float model they were made from. The
+    /// tasks read outputs as real scores and boxes; [`Model::run`] without
+    /// this gives the integers the file declares.
+    pub fn with_real_io(mut self) -> Model {
+        if self.source.set_real_io() {
+            for input in &mut self.inputs {
+                input.range = Some([0.0, 1.0]);
+            }
+        }
+        self
     }
 
     /// The file's key/value metadata ([`Source::metadata`]).

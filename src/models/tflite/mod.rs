@@ -39,6 +39,7 @@ pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
     let source = TfliteSource {
         path: path.to_path_buf(),
         bytes,
+        real_io: false,
     };
     let model = source.root()?;
     let graph = source.subgraph(&model)?;
@@ -81,6 +82,8 @@ pub(crate) fn parse(path: &Path, bytes: Vec<u8>) -> Result<Parsed> {
 struct TfliteSource {
     path: PathBuf,
     bytes: Vec<u8>,
+    /// Real values at quantized inputs and outputs ([`Source::set_real_io`]).
+    real_io: bool,
 }
 
 struct Subgraph<'a> {
@@ -116,6 +119,24 @@ impl TfliteSource {
 
     /// Quantized tensors wgnn cannot hold (int16, int4) are refused up
     /// front, naming the first, before any operator is read.
+    /// Whether an input or output of subgraph 0 is quantized.
+    fn quantized_io(&self) -> Result<bool> {
+        let model = self.root()?;
+        let graph = self.subgraph(&model)?;
+        let ends = graph
+            .subgraph
+            .inputs()
+            .into_iter()
+            .chain(graph.subgraph.outputs());
+        let quantized = ends.flatten().any(|t| {
+            usize::try_from(t)
+                .ok()
+                .filter(|&i| i < graph.tensors.len())
+                .is_some_and(|i| matches!(quant::of(&graph.tensors.get(i)), Ok(Some(_))))
+        });
+        Ok(quantized)
+    }
+
     fn check_quantization(&self, graph: &Subgraph<'_>) -> Result<()> {
         for (index, tensor) in graph.tensors.iter().enumerate() {
             quant::of(&tensor).map_err(|e| {
@@ -196,6 +217,14 @@ impl Source for TfliteSource {
 
     fn probe_size(&self) -> Option<(usize, usize)> {
         None
+    }
+
+    fn set_real_io(&mut self) -> bool {
+        let Ok(quantized) = self.quantized_io() else {
+            return false;
+        };
+        self.real_io = quantized;
+        quantized
     }
 
     fn operator_count(&self) -> usize {

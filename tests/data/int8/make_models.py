@@ -14,6 +14,9 @@ Writes, under tests/data/int8/:
 - int8.tflite: the same architecture in Keras, converted to a full-integer
   TFLite model (int8 input and output, per-channel weights) by TensorFlow's
   converter with a seeded representative dataset;
+- uint8.tflite: the same with uint8 input and output (int8 inside, a
+  QUANTIZE to and from uint8 at the edges; `make_models.py uint8` makes it
+  alone);
 - <model>.in / <model>.<k>.out: the committed input and each output of the
   model's own runtime (onnxruntime, LiteRT), raw little-endian values;
 - references.json: per model its input (name, shape, dtype) and outputs
@@ -27,14 +30,29 @@ Writes, under tests/data/int8/:
   references.json's "yolov8n_qdq" holds the objects onnxruntime's output
   decodes to on the frame with Ultralytics' own post-processing (that
   folder's make_models.py `objects`), which tests/gst/detect_int8.rs
-  compares with wgnndetect's JSON lines (no model-proc).
+  compares with wgnndetect's JSON lines (no model-proc);
+- yolov8n_qop.onnx: the same export quantized in the QOperator format
+  (`make_models.py detector-qop`): QLinearConv, QLinearMul, QLinearSigmoid,
+  QLinearAdd, QLinearConcat, with Split, MaxPool and Resize on uint8
+  tensors (uint8 activations, per-channel int8 weights), its objects under
+  "yolov8n_qop";
+- <detector>.out.pb: onnxruntime's output on the letterboxed frame
+  (tests/models/int8.rs);
+- yolov8n_int8.tflite (`make_models.py detector-tflite`): Ultralytics'
+  full-integer TFLite export of the same tiny YOLOv8 (see
+  detector_tflite), with yolov8n_int8.in / .0.out: the frame quantized as
+  its input asks and LiteRT's output, and under "yolov8n_int8" the objects
+  that output decodes to with Ultralytics' post-processing.
 
 Needs tensorflow-cpu 2.21, ai-edge-litert 2.3.0, onnx 1.22.0, onnxruntime
 1.32.0 and numpy from PyPI (one virtual environment), and for the detector
-ultralytics 8.4.190 and torch. Run from anywhere:
+ultralytics 8.4.190 and torch, and for detector-tflite also tensorflow-cpu
+2.19.1, tf_keras 2.19.0, onnx2tf 1.28.8 (--no-deps), sng4onnx and
+onnx_graphsurgeon (what Ultralytics' TensorFlow export asks for; no
+download: Ultralytics runs offline). Run from anywhere:
     python3 tests/data/int8/make_models.py
-or only the detector (it updates its key of references.json):
-    python3 tests/data/int8/make_models.py detector
+or only one detector (it updates its key of references.json):
+    python3 tests/data/int8/make_models.py detector|detector-qop|detector-tflite
 """
 
 import json
@@ -155,9 +173,8 @@ def onnx_models(x, refs):
             write(name, "image", x, list(zip(names, ys)), output_steps(path), refs)
 
 
-def tflite_model(x, refs):
+def keras_model():
     import tensorflow as tf
-    from ai_edge_litert import interpreter as litert
 
     tf.keras.utils.set_random_seed(0)
     L = tf.keras.layers
@@ -170,7 +187,17 @@ def tflite_model(x, refs):
     features = L.Conv2D(16, 1, activation="relu", name="features")(f)
     g = L.GlobalAveragePooling2D()(features)
     probs = L.Softmax(name="probs")(L.Dense(CLASSES)(g))
-    model = tf.keras.Model(image, [probs, features])
+    return tf.keras.Model(image, [probs, features])
+
+
+def tflite_model(x, refs, name="int8_tflite", file="int8.tflite", io="int8"):
+    """The Keras network as a full-integer TFLite model whose input and
+    output are `io`: int8, or uint8 (int8 inside, a uint8 QUANTIZE at each
+    edge, as TF2's converter writes it)."""
+    import tensorflow as tf
+    from ai_edge_litert import interpreter as litert
+
+    model = keras_model()
 
     def representative():
         rng = np.random.default_rng(1)
@@ -181,9 +208,9 @@ def tflite_model(x, refs):
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    conv.inference_input_type = tf.int8
-    conv.inference_output_type = tf.int8
-    path = os.path.join(OUT, "int8.tflite")
+    conv.inference_input_type = getattr(tf, io)
+    conv.inference_output_type = getattr(tf, io)
+    path = os.path.join(OUT, file)
     with open(path, "wb") as f:
         f.write(conv.convert())
 
@@ -192,7 +219,9 @@ def tflite_model(x, refs):
     inp = it.get_input_details()[0]
     scale, zero = inp["quantization"]
     # The ONNX models' input, NHWC, quantized as the model's input asks.
-    q = np.clip(np.round(x.transpose(0, 2, 3, 1) / scale) + zero, -128, 127).astype(np.int8)
+    info = np.iinfo(inp["dtype"])
+    q = np.clip(np.round(x.transpose(0, 2, 3, 1) / scale) + zero, info.min, info.max)
+    q = q.astype(inp["dtype"])
     it.set_tensor(inp["index"], q)
     it.invoke()
     outputs, steps = [], {}
@@ -200,7 +229,7 @@ def tflite_model(x, refs):
         outputs.append((o["name"], it.get_tensor(o["index"])))
         # The outputs hold integers: one step is one.
         steps[o["name"]] = 1.0
-    write("int8_tflite", inp["name"], q, outputs, steps, refs)
+    write(name, inp["name"], q, outputs, steps, refs)
 
 
 class Frames(CalibrationDataReader):
@@ -214,7 +243,39 @@ class Frames(CalibrationDataReader):
         return next(self.data, None)
 
 
-def detector(refs):
+def shared_initializers(model):
+    """The export writes a bias shared by two convolutions once, with an
+    Identity naming the second use; the QOperator quantizer looks biases
+    up among the initializers (and fails on the Identity's), so each use
+    gets its own copy."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for n in [n for n in model.graph.node if n.op_type == "Identity" and n.input[0] in inits]:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(inits[n.input[0]])
+        copy.name = n.output[0]
+        model.graph.initializer.append(copy)
+        model.graph.node.remove(n)
+    return model
+
+
+# Per detector: (file, format, activation type, operators quantized). The
+# QDQ one quantizes the convolutions only; the QOperator one every
+# operator onnxruntime has a QLinear or 8-bit form for (its Split, MaxPool
+# and Resize then run on uint8 tensors), with uint8 activations: with int8
+# ones the random-weight network's scores drift until one object is left.
+# Its weights take 7 bits (reduce_range): onnxruntime's uint8 x int8
+# convolution on x86 CPUs without VNNI sums pairs of products in int16,
+# which saturates with 8-bit weights (255 * 127 * 2 > 32767), so its
+# output would depend on the CPU that made it.
+DETECTORS = {
+    "yolov8n_qdq": ("yolov8n_qdq.onnx", QuantFormat.QDQ, QuantType.QInt8, ["Conv"], False),
+    "yolov8n_qop": ("yolov8n_qop.onnx", QuantFormat.QOperator, QuantType.QUInt8,
+                    ["Conv", "Mul", "Sigmoid", "Add", "Concat", "MaxPool", "Resize", "Split"],
+                    True),
+}
+
+
+def detector(refs, key):
     import importlib.util
 
     folder = os.path.join(OUT, "../detect/ultralytics")
@@ -225,38 +286,146 @@ def detector(refs):
     src = os.path.join(folder, "yolov8n_detect/model.onnx")
     tensor = onnx.load_tensor(os.path.join(folder, "yolov8n_detect/test_data_set_0/input_0.pb"))
     frame = numpy_helper.to_array(tensor)
-    path = os.path.join(OUT, "yolov8n_qdq.onnx")
-    name = onnx.load(src).graph.input[0].name
-    # Only the convolutions: the head's decoding (DFL softmax, box
-    # arithmetic, the concat of boxes in pixels with scores in [0, 1])
-    # would share one int8 scale and lose its scores.
-    quantize_static(src, path, Frames(name, frame), quant_format=QuantFormat.QDQ,
-                    per_channel=True, activation_type=QuantType.QInt8,
-                    weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+    file, fmt, act, ops, reduce_range = DETECTORS[key]
+    path = os.path.join(OUT, file)
+    model = onnx.load(src)
+    if fmt == QuantFormat.QOperator:
+        model = shared_initializers(model)
+    name = model.graph.input[0].name
+    # The head's decoding (DFL softmax, box arithmetic, the concat of boxes
+    # in pixels with scores in [0, 1]) stays float but for the DFL's
+    # convolution: quantized, it would share one int8 scale and lose its
+    # scores.
+    decoding = [n.name for n in model.graph.node
+                if n.name.startswith("/model.22/") and not n.name.startswith("/model.22/cv")
+                and n.op_type != "Conv"]
+    quantize_static(model, path, Frames(name, frame), quant_format=fmt,
+                    per_channel=True, activation_type=act, weight_type=QuantType.QInt8,
+                    op_types_to_quantize=ops, nodes_to_exclude=decoding,
+                    reduce_range=reduce_range)
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     (out,) = s.run(None, {name: frame})
+    # tests/models/int8.rs compares the output itself.
+    onnx.save_tensor(numpy_helper.from_array(out, "output0"), os.path.join(OUT, f"{key}.out.pb"))
     with open(os.path.join(folder, "expected.json")) as f:
         doc = json.load(f)
     hw = (doc["height"], doc["width"])
     found = ultra.objects(out, hw)
-    print(f"yolov8n_qdq: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
-    refs["yolov8n_qdq"] = {"model": "yolov8n_qdq.onnx",
-                           "frame": "../detect/ultralytics/frame.png", "objects": found}
+    print(f"{key}: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
+    refs[key] = {"model": file, "frame": "../detect/ultralytics/frame.png", "objects": found}
+
+
+# The tenth best box's score the float model is built for (0.3 in
+# tests/data/detect/ultralytics): int8 activations throughout pull the
+# random-weight head's scores down until one box is left above 0.25.
+SCORE_INT8 = 0.6
+
+
+def detector_tflite(refs):
+    """Ultralytics' TensorFlow export (`format="saved_model"`, `int8=True`:
+    onnx2tf, calibrated on the frame through a local data yaml) of the
+    tiny YOLOv8 of tests/data/detect/ultralytics; its full-integer model
+    (int8 input and output) is yolov8n_int8.tflite, with the metadata
+    Ultralytics appends to it. The head writes its boxes divided by the
+    input size, as Ultralytics' TFLite exports do (onnx2tf's before 8.4.83,
+    litert-torch's since: its LiteRT backend multiplies them back), so
+    that boxes and scores share the output's int8 scale."""
+    import importlib.util
+    import shutil
+    import tempfile
+
+    os.environ["YOLO_OFFLINE"] = "1"
+    import torch
+    import yaml
+    from ai_edge_litert import interpreter as litert
+    from ultralytics.nn.modules.head import Detect
+
+    folder = os.path.join(OUT, "../detect/ultralytics")
+    spec = importlib.util.spec_from_file_location(
+        "ultralytics_models", os.path.join(folder, "make_models.py"))
+    ultra = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ultra)
+    tensor = onnx.load_tensor(os.path.join(folder, "yolov8n_detect/test_data_set_0/input_0.pb"))
+    frame = numpy_helper.to_array(tensor)
+    h, w = ultra.IMGSZ
+    pixels = Detect._get_decode_boxes
+
+    def normalized(self, x):
+        return pixels(self, x) * torch.tensor([1 / w, 1 / h, 1 / w, 1 / h]).view(1, 4, 1)
+
+    Detect._get_decode_boxes = normalized
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as work:
+        os.chdir(work)
+        os.makedirs("images")
+        shutil.copy(os.path.join(folder, "frame.png"), "images/frame.png")
+        with open("data.yaml", "w") as f:
+            yaml.safe_dump({"path": work, "train": "images", "val": "images",
+                            "names": dict(ultra.NAMES)}, f)
+        # onnx2tf's sample calibration file, which Ultralytics would
+        # download; unused with `data=`.
+        np.save("calibration_image_sample_data_20x128x128x3_float32.npy",
+                np.zeros((1, 8, 8, 3), np.float32))
+        model = ultra.build("yolov8n", 1, SCORE_INT8, work, torch.from_numpy(frame))
+        out = model.export(format="saved_model", int8=True, data="data.yaml", imgsz=ultra.IMGSZ)
+        path = os.path.join(OUT, "yolov8n_int8.tflite")
+        shutil.copy(os.path.join(out, "yolov8n-w16_full_integer_quant.tflite"), path)
+        os.chdir(cwd)
+    Detect._get_decode_boxes = pixels
+
+    it = litert.Interpreter(model_path=path)
+    it.allocate_tensors()
+    inp, (outp,) = it.get_input_details()[0], it.get_output_details()
+    scale, zero = inp["quantization"]
+    q = np.clip(np.round(frame.transpose(0, 2, 3, 1) / scale) + zero, -128, 127).astype(np.int8)
+    it.set_tensor(inp["index"], q)
+    it.invoke()
+    y = it.get_tensor(outp["index"])
+    # tests/models/int8.rs compares the output in steps, as the small models'.
+    write("yolov8n_int8", inp["name"], q, [(outp["name"], y)], {outp["name"]: 1.0}, refs)
+    scale, zero = outp["quantization"]
+    out = (y.astype(np.float32) - zero) * scale
+    out[:, [0, 2]] *= w
+    out[:, [1, 3]] *= h
+    with open(os.path.join(folder, "expected.json")) as f:
+        doc = json.load(f)
+    hw = (doc["height"], doc["width"])
+    found = ultra.objects(out, hw)
+    print(f"yolov8n_int8: {len(found)} objects, stable: {ultra.stable(out, hw, found)}")
+    refs["yolov8n_int8"].update({"model": "yolov8n_int8.tflite",
+                                 "frame": "../detect/ultralytics/frame.png", "objects": found})
 
 
 def main():
     import sys
 
     path = os.path.join(OUT, "references.json")
-    if sys.argv[1:] == ["detector"]:
+    if sys.argv[1:] == ["uint8"]:
         with open(path) as f:
             refs = json.load(f)
+        x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
+        tflite_model(x, refs, "uint8_tflite", "uint8.tflite", "uint8")
+        with open(path, "w") as f:
+            json.dump(refs, f, indent=1, sort_keys=True)
+            f.write("\n")
+        return
+    detectors = {"detector": ["yolov8n_qdq"], "detector-qop": ["yolov8n_qop"],
+                 "detector-tflite": []}
+    if sys.argv[1:2] and sys.argv[1] in detectors:
+        with open(path) as f:
+            refs = json.load(f)
+        keys = detectors[sys.argv[1]]
     else:
         x = np.random.default_rng(2).random((1, 3, SIZE, SIZE), np.float32)
         refs = {}
         onnx_models(x, refs)
         tflite_model(x, refs)
-    detector(refs)
+        tflite_model(x, refs, "uint8_tflite", "uint8.tflite", "uint8")
+        keys = list(DETECTORS)
+    for key in keys:
+        detector(refs, key)
+    if sys.argv[1:2] in ([], ["detector-tflite"]):
+        detector_tflite(refs)
     with open(path, "w") as f:
         json.dump(refs, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -292,7 +292,13 @@ impl<'s, 'a> Writer<'s, 'a> {
             }
             let mut o = self.ctx(self.b.input(&name, OperandDescriptor::new(dt, shape)))?;
             if let Some(q) = self.quant(index)? {
-                o = self.ctx(quant::to_real(self.b, &o, &q))?;
+                // Real values in are put on the input's grid, so that the
+                // operators read what its integers would give them.
+                o = if self.src.real_io {
+                    self.ctx(quant::requantize(self.b, &o, &q))?
+                } else {
+                    self.ctx(quant::to_real(self.b, &o, &q))?
+                };
             }
             self.values.insert(index, o);
         }
@@ -321,7 +327,11 @@ impl<'s, 'a> Writer<'s, 'a> {
                 ))
             })?;
             if let Some(q) = self.quant(index)? {
-                o = self.ctx(quant::to_integers(self.b, &o, &q))?;
+                o = if self.src.real_io {
+                    self.ctx(quant::requantize(self.b, &o, &q))?
+                } else {
+                    self.ctx(quant::to_integers(self.b, &o, &q))?
+                };
             }
             named.push((name, o));
         }
