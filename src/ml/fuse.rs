@@ -14,8 +14,10 @@
 //! nearest-neighbour upsample by integer factors read only by a conv2d
 //! becomes that conv's input upsample (`fuse/upsample.rs`); and a channel
 //! concat read only by a conv2d becomes a chain of convolutions, one per
-//! concatenated operand (`fuse/concat.rs`); and a cast between float types
-//! of a conv2d's result becomes that conv's output type (`fuse/cast.rs`).
+//! concatenated operand (`fuse/concat.rs`); a channel split of a conv2d's
+//! result becomes one conv per part (`fuse/conv_split.rs`); and a cast
+//! between float types of a conv2d's result becomes that conv's output type
+//! (`fuse/cast.rs`).
 //! float16 graphs fuse the same way: the fused kernels keep intermediate values in
 //! float32 where the separate nodes rounded them to float16, which both
 //! contexts do alike.
@@ -23,6 +25,7 @@
 mod activation_patterns;
 mod cast;
 mod concat;
+mod conv_split;
 mod late_residual;
 mod resample_swap;
 mod unread;
@@ -48,7 +51,9 @@ use super::shape::{conv_filter_ochw, nchw};
 /// (`fuse/late_residual.rs`); concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
 /// goes on the chain's first conv, as the chain's last takes the chain);
-/// upsamples into the conv2d nodes that are left; and last, float casts of
+/// upsamples into the conv2d nodes that are left; channel splits of a
+/// conv2d's result into a conv per part once nothing else wants the conv's
+/// input to have one reader (`fuse/conv_split.rs`); and last, float casts of
 /// a conv2d's result into the conv2d (`fuse/cast.rs`), once its residual
 /// is known.
 pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
@@ -58,7 +63,8 @@ pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
     let ir = concat::split_concats(ir);
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));
-    cast::fuse_output_casts(upsample::fuse_upsamples(ir))
+    let ir = conv_split::split_conv_outputs(upsample::fuse_upsamples(ir));
+    cast::fuse_output_casts(ir)
 }
 
 /// What each pass tracks while it walks the nodes in order: readers of each
@@ -93,6 +99,49 @@ fn settle(
             }
         }
     }
+}
+
+/// A pass over pairs of nodes, a producer and the node `i` reading it:
+/// `find` names the producer of each node `i` to rewrite (given the use
+/// counts and the producers so far), then `make(ir, producer, reader)`
+/// gives the nodes replacing both, placed at the reader's place if
+/// `at_reader`, else at the producer's.
+fn rewrite_pairs(
+    mut ir: GraphIr,
+    find: impl Fn(&GraphIr, &[usize], &[Option<usize>], usize) -> Option<usize>,
+    at_reader: bool,
+    mut make: impl FnMut(&mut GraphIr, &Node, &Node) -> Vec<Node>,
+) -> GraphIr {
+    let (uses, mut producer, _) = walk_state(&ir);
+    // (producer, reader) pairs, found in one walk, rewritten after.
+    let mut pairs = Vec::new();
+    for i in 0..ir.nodes.len() {
+        if let Some(p) = find(&ir, &uses, &producer, i) {
+            pairs.push((p, i));
+        }
+        for &o in &ir.nodes[i].outputs {
+            producer[o] = Some(i);
+        }
+    }
+    if pairs.is_empty() {
+        return ir;
+    }
+    let nodes = std::mem::take(&mut ir.nodes);
+    let mut made: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
+    let mut dropped = vec![false; nodes.len()];
+    for &(p, i) in &pairs {
+        let (at, gone) = if at_reader { (i, p) } else { (p, i) };
+        made[at] = Some(make(&mut ir, &nodes[p], &nodes[i]));
+        dropped[gone] = true;
+    }
+    for (i, node) in nodes.into_iter().enumerate() {
+        match made[i].take() {
+            Some(replacement) => ir.nodes.extend(replacement),
+            None if !dropped[i] => ir.nodes.push(node),
+            None => {}
+        }
+    }
+    ir
 }
 
 /// The graph without the nodes a pass folded into others.

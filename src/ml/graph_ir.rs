@@ -120,6 +120,17 @@ impl GraphIr {
         }
         n
     }
+
+    /// The node computing each operand (none for inputs and constants).
+    pub fn producers(&self) -> Vec<Option<usize>> {
+        let mut producer = vec![None; self.operands.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for &o in &node.outputs {
+                producer[o] = Some(i);
+            }
+        }
+        producer
+    }
 }
 
 impl GraphIr {

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use wgnn::ml::{Context, OperandDescriptor, TensorDescriptor};
+use wgnn::ml::{Context, Graph, OperandDescriptor, Profile, TensorDescriptor};
 use wgnn::models;
 
 /// (file, input height and width, builder nodes, nodes after fusion).
@@ -66,16 +66,7 @@ fn esrgan_kernel_counts() {
             "esrgan-slim {dir}: (nodes written, nodes after fusion)"
         );
         // The CPU context's profile names each node's op.
-        let tensor = |(name, d): (String, OperandDescriptor), writable: bool| {
-            let t = TensorDescriptor::new(d.data_type, d.shape);
-            let t = if writable { t.writable() } else { t.readable() };
-            (name, ctx.create_tensor(t).unwrap())
-        };
-        let input = tensor(g.inputs().remove(0), true);
-        let output = tensor(g.outputs().remove(0), false);
-        let profile = g
-            .profile(&ctx, &[(&input.0, &input.1)], &[(&output.0, &output.1)])
-            .unwrap();
+        let profile = profile(&ctx, &g);
         let ops: Vec<&str> = profile.kernels.iter().map(|(op, _)| op.as_str()).collect();
         assert_eq!(ops, ["conv2d"; 15], "esrgan-slim {dir}");
         // Each kernel's profile line names its shapes and fusions: the
@@ -94,6 +85,19 @@ fn esrgan_kernel_counts() {
             profile.details[14]
         );
     }
+}
+
+/// One profiled run of `g` (one input, one output) on `ctx`.
+fn profile(ctx: &Context, g: &Graph) -> Profile {
+    let tensor = |(name, d): (String, OperandDescriptor), writable: bool| {
+        let t = TensorDescriptor::new(d.data_type, d.shape);
+        let t = if writable { t.writable() } else { t.readable() };
+        (name, ctx.create_tensor(t).unwrap())
+    };
+    let input = tensor(g.inputs().remove(0), true);
+    let output = tensor(g.outputs().remove(0), false);
+    g.profile(ctx, &[(&input.0, &input.1)], &[(&output.0, &output.1)])
+        .unwrap()
 }
 
 #[test]
@@ -125,5 +129,39 @@ fn selfie_gpu_matches_cpu() {
         let spread =
             c.iter().fold(0.0f32, |m, v| m.max(*v)) - c.iter().fold(1.0f32, |m, v| m.min(*v));
         assert!(spread > 0.1, "{file}: a flat mask checks little ({spread})");
+    }
+}
+
+/// (Ultralytics test export, input height and width where it takes any,
+/// GPU kernels, of them `split`s) for YOLOv8n and YOLO11n (tests/data/detect/ultralytics). 144
+/// and 177 kernels before a channel split of a conv's result became a conv
+/// per part (`fuse/conv_split.rs`: -4 and -5 at these sizes), the head's
+/// element-wise ops and sigmoid stored into their concats
+/// (`gpu/concat_writes.rs`: -4 concat copies each) and the box decoding's
+/// two slices were read through (`gpu/slice_reads.rs`).
+type YoloCase = (&'static str, Option<(usize, usize)>, usize, usize);
+const YOLO: [YoloCase; 2] = [
+    ("yolov8n_detect", None, 134, 8),
+    ("yolo11n_dynamic", Some((64, 96)), 166, 11),
+];
+
+#[test]
+fn yolo_gpu_kernel_counts() {
+    let ctx = Context::gpu(&common::gpu());
+    for (case, hw, kernels, splits) in YOLO {
+        let dir = common::root()
+            .join("tests/data/detect/ultralytics")
+            .join(case);
+        let g = models::load(dir.join("model.onnx"))
+            .unwrap()
+            .build(&ctx, hw)
+            .unwrap();
+        let profile = profile(&ctx, &g);
+        let count = |op: &str| profile.kernels.iter().filter(|(o, _)| o == op).count();
+        assert_eq!(
+            (profile.kernels.len(), count("split"), count("slice")),
+            (kernels, splits, 0),
+            "{case}: (kernels, splits, slices)"
+        );
     }
 }

@@ -14,43 +14,15 @@
 
 use std::sync::Arc;
 
-use super::walk_state;
+use super::rewrite_pairs;
 use crate::ml::graph_ir::{GraphIr, Node, OperandId, OperandInfo, OperandKind};
 use crate::ml::ops::{Conv2dFilterLayout, InputLayout, Op};
 
 /// The rewritten graph: each concat that qualifies is gone, and the conv
 /// reading it is a chain of as many convs as the concat had operands, at
 /// the conv's place.
-pub(super) fn split_concats(mut ir: GraphIr) -> GraphIr {
-    let (uses, mut producer, _) = walk_state(&ir);
-    // (concat node, conv node) pairs, found in one walk, rewritten after.
-    let mut splits = Vec::new();
-    for i in 0..ir.nodes.len() {
-        if let Some(p) = splittable(&ir, &uses, &producer, i) {
-            splits.push((p, i));
-        }
-        for &o in &ir.nodes[i].outputs {
-            producer[o] = Some(i);
-        }
-    }
-    if splits.is_empty() {
-        return ir;
-    }
-    let nodes = std::mem::take(&mut ir.nodes);
-    let mut chains: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
-    let mut dropped = vec![false; nodes.len()];
-    for &(p, i) in &splits {
-        chains[i] = Some(chain(&mut ir, &nodes[p], &nodes[i], i));
-        dropped[p] = true;
-    }
-    for (i, node) in nodes.into_iter().enumerate() {
-        match chains[i].take() {
-            Some(chain) => ir.nodes.extend(chain),
-            None if !dropped[i] => ir.nodes.push(node),
-            None => {}
-        }
-    }
-    ir
+pub(super) fn split_concats(ir: GraphIr) -> GraphIr {
+    rewrite_pairs(ir, splittable, true, chain)
 }
 
 /// The concat node that node `i` (a conv2d) reads and may be split over.
@@ -92,7 +64,7 @@ fn splittable(ir: &GraphIr, uses: &[usize], producer: &[Option<usize>], i: usize
 
 /// The convolutions replacing `conv` (node `at`), one per operand of
 /// `concat`, with their filters and intermediate results added to `ir`.
-fn chain(ir: &mut GraphIr, concat: &Node, conv: &Node, at: usize) -> Vec<Node> {
+fn chain(ir: &mut GraphIr, concat: &Node, conv: &Node) -> Vec<Node> {
     let Op::Conv2d(o) = &conv.op else {
         unreachable!("split_concats only chains conv2d nodes");
     };
@@ -134,7 +106,7 @@ fn chain(ir: &mut GraphIr, concat: &Node, conv: &Node, at: usize) -> Vec<Node> {
                 ir,
                 ir.desc(out).clone(),
                 OperandKind::Computed,
-                format!("conv2d #{at}, part {} of {parts}", k + 1),
+                format!("{} (part {} of {parts})", ir.label(out), k + 1),
             )
         };
         let mut inputs = vec![piece, filter];
@@ -179,7 +151,7 @@ fn input_channel_axis(layout: Conv2dFilterLayout) -> usize {
 
 /// The bytes of `range` along `axis` of a tensor of `shape` (elements of
 /// `size` bytes, row-major).
-fn slice(
+pub(super) fn slice(
     bytes: &[u8],
     shape: &[usize],
     axis: usize,
@@ -197,7 +169,7 @@ fn slice(
     v
 }
 
-fn push(
+pub(super) fn push(
     ir: &mut GraphIr,
     desc: crate::ml::OperandDescriptor,
     kind: OperandKind,
@@ -208,7 +180,7 @@ fn push(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! What the split makes of small graphs (built and fused on the CPU
     //! context): the chain's nodes, their inputs and sliced filters; and the
     //! graphs it must leave alone. Both contexts' values for split graphs
@@ -218,24 +190,34 @@ mod tests {
     use crate::ml::ops::{Conv2dFilterLayout, Conv2dOptions, InputLayout, Op};
     use crate::ml::{Context, DataType, GraphBuilder, Operand, OperandDescriptor};
 
-    fn f32_desc(shape: &[usize]) -> OperandDescriptor {
+    pub(in crate::ml::fuse) fn f32_desc(shape: &[usize]) -> OperandDescriptor {
         OperandDescriptor::new(DataType::Float32, shape)
     }
 
     /// The fused graph of `f`'s output.
     fn fused(f: impl FnOnce(&GraphBuilder) -> crate::error::Result<Operand>) -> GraphIr {
+        fused_outputs(|b| Ok(vec![f(b)?]))
+    }
+
+    /// The fused graph of `f`'s outputs ("y0", "y1", ...), built on the CPU
+    /// context.
+    pub(in crate::ml::fuse) fn fused_outputs(
+        f: impl FnOnce(&GraphBuilder) -> crate::error::Result<Vec<Operand>>,
+    ) -> GraphIr {
         let ctx = Context::cpu();
         let b = GraphBuilder::new(&ctx);
-        let y = f(&b).unwrap();
-        let g = b.build(&[("y", &y)]).unwrap();
+        let ys = f(&b).unwrap();
+        let names: Vec<String> = (0..ys.len()).map(|k| format!("y{k}")).collect();
+        let outs: Vec<(&str, &Operand)> = names.iter().map(String::as_str).zip(&ys).collect();
+        let g = b.build(&outs).unwrap();
         (*g.inner.ir).clone()
     }
 
-    fn ops(ir: &GraphIr) -> Vec<&'static str> {
+    pub(in crate::ml::fuse) fn ops(ir: &GraphIr) -> Vec<&'static str> {
         ir.nodes.iter().map(|n| n.op.name()).collect()
     }
 
-    fn values(ir: &GraphIr, id: usize) -> Vec<f32> {
+    pub(in crate::ml::fuse) fn values(ir: &GraphIr, id: usize) -> Vec<f32> {
         bytemuck::pod_collect_to_vec(ir.constant(id).unwrap())
     }
 

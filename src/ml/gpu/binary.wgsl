@@ -7,6 +7,13 @@
 struct Params {
     n: u32,
     rank: u32,
+    // Where element i is stored (`fn place`, concat_writes.rs).
+    chunk_in: u32,
+    chunk_out: u32,
+    offset: u32,
+    // Where each operand starts (a slice read through, slice_reads.rs).
+    a_base: u32,
+    b_base: u32,
     // Per axis (folded, see lower.rs `axes`): (output extent, a stride,
     // b stride, 0); a stride of 0 repeats the operand along that axis.
     axes: array<vec4<u32>, MAX_RANK>,
@@ -23,8 +30,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let rank = params.rank;
     var rem = i;
-    var ia = 0u;
-    var ib = 0u;
+    var ia = params.a_base;
+    var ib = params.b_base;
     for (var d = rank; d > 0u; d--) {
         let axis = params.axes[d - 1u];
         let c = rem % axis.x;
@@ -32,5 +39,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ia += c * axis.y;
         ib += c * axis.z;
     }
-    y[i] = finish(binop(C(a[ia]), C(b[ib])), i);
+    y[place(i)] = finish(binop(C(a[ia]), C(b[ib])), i);
 }

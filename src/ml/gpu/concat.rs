@@ -1,5 +1,6 @@
 //! concat along any axis: one copy kernel per input, each writing its own
-//! disjoint slab of the output, so no kernel needs to know the others.
+//! disjoint slab of the output, so no kernel needs to know the others;
+//! none for an input its writer stored in place (`concat_writes.rs`).
 
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use super::slice::refuse_uint8;
@@ -28,10 +29,15 @@ pub(super) fn concat(l: &mut Lowering, node: &Node, axis: usize) -> Result<()> {
     let inner: usize = out.shape[axis + 1..].iter().product();
     let chunk_out = out.shape[axis] * inner;
     let mut offset = 0;
-    for &x in &node.inputs {
+    for (k, &x) in node.inputs.iter().enumerate() {
         let d = l.ir.desc(x);
         let n = d.element_count();
         let chunk_in = d.shape[axis] * inner;
+        // Its writer stored it in place (`concat_writes.rs`).
+        if l.written.get(k) == Some(&true) {
+            offset += chunk_in;
+            continue;
+        }
         let params = Params {
             n: n as u32,
             chunk_in: chunk_in as u32,

@@ -1,7 +1,10 @@
-//! binary (add, sub, mul, div, max, min), unary activations and cast.
+//! binary (add, sub, mul, div, max, min), unary activations and cast; the
+//! first two store into a concat's output where the lowering places them
+//! (`concat_writes.rs`).
 
+use super::concat_writes::place;
 use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK, SPECIAL_VALUES};
-use super::matmul::broadcast_strides;
+use super::slice_reads::operand_strides;
 use crate::error::{Error, Result};
 use crate::gpu::Specialization;
 use crate::ml::graph_ir::Node;
@@ -48,7 +51,12 @@ kernel_params! {
     struct BinaryParams {
         n: u32,
         rank: u32,
-        _pad: [u32; 2],
+        chunk_in: u32,
+        chunk_out: u32,
+        offset: u32,
+        a_base: u32,
+        b_base: u32,
+        _pad: u32,
         axes: [[u32; 4]; MAX_RANK],
     }
 }
@@ -59,7 +67,9 @@ kernel_params! {
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     struct UnaryParams {
         n: u32,
-        _pad: [u32; 3],
+        chunk_in: u32,
+        chunk_out: u32,
+        offset: u32,
     }
 }
 
@@ -93,13 +103,29 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
     let (a, b, y) = (node.inputs[0], node.inputs[1], node.outputs[0]);
     let out = l.ir.desc(y).clone();
     let dt = out.data_type;
-    let sa = broadcast_strides(&l.ir.desc(a).shape, &out.shape);
-    let sb = broadcast_strides(&l.ir.desc(b).shape, &out.shape);
+    // Operands read through a slice (`slice_reads.rs`) bind its input.
+    let views = l.views.clone();
+    let sa = operand_strides(&l.ir.desc(a).shape, &out.shape, views[0].as_ref());
+    let sb = operand_strides(&l.ir.desc(b).shape, &out.shape, views[1].as_ref());
     let (rank, axes) = axes(op.name(), &out.shape, &[&sa, &sb])?;
+    let mut inputs = node.inputs.clone();
+    let mut bases = [0u32; 2];
+    for (k, view) in views.iter().enumerate() {
+        if let Some(v) = view {
+            inputs[k] = v.source;
+            bases[k] = v.base as u32;
+        }
+    }
+    let (place, at) = place(l.placement, out.element_count());
     let params = BinaryParams {
         n: out.element_count() as u32,
         rank,
-        _pad: [0; 2],
+        chunk_in: at.chunk_in,
+        chunk_out: at.chunk_out,
+        offset: at.offset,
+        a_base: bases[0],
+        b_base: bases[1],
+        _pad: 0,
         axes,
     };
     let int = dt == DataType::Int32;
@@ -127,6 +153,7 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         ("fn residual(i: u32) -> f32 { return 0.0; }", 3)
     };
     let spec = spec
+        .code(place)
         .alias("C", if int { "i32" } else { "f32" })
         .code(&format!("fn binop(x: C, y: C) -> C {{ return {expr}; }}"))
         .code(residual)
@@ -147,7 +174,7 @@ pub(super) fn binary(l: &mut Lowering, node: &Node, op: BinaryOp) -> Result<()> 
         activations: &node.activations,
         params: Kernel::params(&params),
         table: None,
-        inputs: node.inputs.clone(),
+        inputs,
         outputs: vec![y],
         workgroups: grid(out.element_count(), WG),
         workgroup_size: WG,
@@ -164,9 +191,12 @@ pub(super) fn unary(l: &mut Lowering, node: &Node) -> Result<()> {
     let (x, y) = (node.inputs[0], node.outputs[0]);
     let n = l.ir.desc(y).element_count();
     let dt = l.ir.desc(y).data_type;
+    let (place, at) = place(l.placement, n);
     let params = UnaryParams {
         n: n as u32,
-        _pad: [0; 3],
+        chunk_in: at.chunk_in,
+        chunk_out: at.chunk_out,
+        offset: at.offset,
     };
     // int32 (abs, neg) stays in i32; floats go through the activation chain.
     let (apply, acts) = match act {
@@ -177,7 +207,9 @@ pub(super) fn unary(l: &mut Lowering, node: &Node) -> Result<()> {
     l.kernel(Kernel {
         label: act.name().into(),
         source: include_str!("unary.wgsl"),
-        spec: Specialization::new().code(&format!("fn apply(v: TI) -> T {{ return {apply}; }}")),
+        spec: Specialization::new()
+            .code(place)
+            .code(&format!("fn apply(v: TI) -> T {{ return {apply}; }}")),
         output_type: dt,
         input_type: dt,
         activations: acts,

@@ -193,6 +193,17 @@ pub(crate) struct Lowering<'a> {
     /// What the node being lowered computes ([`GraphIr::describe`]), for
     /// the profile lines of its kernels.
     pub node_detail: String,
+    /// Where the node being lowered stores its result within a concat's
+    /// output (`concat_writes.rs`), if it does.
+    pub placement: Option<super::concat_writes::Placement>,
+    /// For a concat node: which operands their writers already stored.
+    pub written: Vec<bool>,
+    /// For a binary node: the slices its operands are read through
+    /// (`slice_reads.rs`).
+    pub views: [Option<super::slice_reads::SliceView>; 2],
+    /// Operands whose slot is another's buffer (a writer's result in its
+    /// concat's output): releasing them frees nothing.
+    aliased: Vec<bool>,
     #[cfg(test)]
     pub recorded: Vec<Recorded>,
 }
@@ -471,6 +482,10 @@ impl<'a> Lowering<'a> {
             steps: Vec::new(),
             scratches: Vec::new(),
             node_detail: String::new(),
+            placement: None,
+            written: Vec::new(),
+            views: [None, None],
+            aliased: vec![false; ir.operands.len()],
             #[cfg(test)]
             recorded: Vec::new(),
         }
@@ -575,10 +590,20 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// Gives `id` the buffer of `target` (allocated first).
+    pub fn alias(&mut self, id: OperandId, target: OperandId) -> Result<()> {
+        self.allocate(target)?;
+        self.slots[id] = self.slots[target].clone();
+        self.aliased[id] = true;
+        Ok(())
+    }
+
     /// Returns an intermediate's buffer to the free list after its last use.
     pub fn release(&mut self, id: OperandId) {
         if let Some(slot) = self.slots[id].take() {
-            self.free.push(slot.buffer);
+            if !self.aliased[id] {
+                self.free.push(slot.buffer);
+            }
         }
     }
 

@@ -152,7 +152,11 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
 /// Strides of `shape` (an operand's leading dimensions) broadcast to
 /// `target`, 0 along repeated axes.
 pub(super) fn broadcast_strides(shape: &[usize], target: &[usize]) -> Vec<usize> {
-    let own = strides(shape);
+    broadcast_with(shape, &strides(shape), target)
+}
+
+/// [`broadcast_strides`] of an operand whose own axes step by `own`.
+pub(super) fn broadcast_with(shape: &[usize], own: &[usize], target: &[usize]) -> Vec<usize> {
     let off = target.len() - shape.len();
     (0..target.len())
         .map(|i| {

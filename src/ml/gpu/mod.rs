@@ -9,6 +9,7 @@ mod backend;
 mod broadcast;
 mod compare;
 mod concat;
+mod concat_writes;
 mod conv2d;
 mod conv_transpose2d;
 mod elementwise;
@@ -23,6 +24,7 @@ mod prelu;
 mod reduce;
 mod resample2d;
 mod slice;
+mod slice_reads;
 mod softmax;
 mod split;
 mod squeeze_excite;
@@ -116,15 +118,33 @@ impl GpuPlan {
         for (_, id) in ir.inputs.iter().chain(&ir.outputs) {
             l.pin(*id)?;
         }
-        let last_uses = ir.last_uses();
+        let writes = concat_writes::plan(ir);
+        let reads = slice_reads::plan(ir);
+        let mut last_uses = ir.last_uses();
+        // A slice's input lives until the op reading through the slice runs.
+        for index in 0..ir.nodes.len() {
+            for source in reads.sources(index) {
+                last_uses[source] = last_uses[source].max(Some(index));
+            }
+        }
         let pinned = |id: usize| {
             !matches!(ir.operands[id].kind, OperandKind::Computed)
                 || ir.outputs.iter().any(|(_, o)| *o == id)
         };
         for (index, node) in ir.nodes.iter().enumerate() {
-            for &o in &node.outputs {
-                l.allocate(o)?;
+            if writes.skipped[index] || reads.skipped[index] {
+                continue;
             }
+            let into = writes.into[index];
+            for &o in &node.outputs {
+                match into {
+                    Some((y, _)) => l.alias(o, y)?,
+                    None => l.allocate(o)?,
+                }
+            }
+            l.placement = into.map(|(_, p)| p);
+            l.written.clone_from(&writes.written[index]);
+            l.views.clone_from(&reads.views[index]);
             l.node_detail = ir.describe(node);
             lower_node(&mut l, node).map_err(|e| match e {
                 Error::Invalid(m) => {
@@ -132,7 +152,7 @@ impl GpuPlan {
                 }
                 other => other,
             })?;
-            for &i in &node.inputs {
+            for i in node.inputs.iter().copied().chain(reads.sources(index)) {
                 if last_uses[i] == Some(index) && !pinned(i) {
                     l.release(i);
                 }

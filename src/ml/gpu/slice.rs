@@ -1,6 +1,7 @@
 //! slice (starts, sizes, strides), and the strided-view kernel that
 //! transpose and split share with it.
 
+use super::concat_writes::place;
 use super::lower::{axes, grid, kernel_params, Kernel, Lowering, MAX_RANK};
 use crate::error::{Error, Result};
 use crate::gpu::Specialization;
@@ -17,7 +18,10 @@ kernel_params! {
         n: u32,
         rank: u32,
         base: u32,
-        _pad: u32,
+        chunk_in: u32,
+        chunk_out: u32,
+        offset: u32,
+        _pad: [u32; 2],
         axes: [[u32; 4]; MAX_RANK],
     }
 }
@@ -34,7 +38,8 @@ pub(super) fn refuse_uint8(l: &Lowering, id: OperandId, op: &str) -> Result<()> 
 }
 
 /// Copies the view `x[base + sum_k c[k] * mult[k]]` of `x` into `y`, for
-/// every coordinate `c` of `y`'s shape.
+/// every coordinate `c` of `y`'s shape (into its slab of a concat's output
+/// where the lowering places it).
 pub(super) fn strided_view(
     l: &mut Lowering,
     label: &str,
@@ -46,17 +51,21 @@ pub(super) fn strided_view(
     let out = l.ir.desc(y).clone();
     let n = out.element_count();
     let (rank, axes) = axes(label, &out.shape, &[mult])?;
+    let (place, at) = place(l.placement, n);
     let params = Params {
         n: n as u32,
         rank,
         base: base as u32,
-        _pad: 0,
+        chunk_in: at.chunk_in,
+        chunk_out: at.chunk_out,
+        offset: at.offset,
+        _pad: [0; 2],
         axes,
     };
     l.kernel(Kernel {
         label: label.into(),
         source: include_str!("slice.wgsl"),
-        spec: Specialization::new(),
+        spec: Specialization::new().code(place),
         output_type: out.data_type,
         input_type: out.data_type,
         activations: &[],

@@ -8,6 +8,10 @@ struct Params {
     n: u32,
     rank: u32,
     base: u32,
+    // Where element i is stored (`fn place`, concat_writes.rs).
+    chunk_in: u32,
+    chunk_out: u32,
+    offset: u32,
     // Per axis (folded, see lower.rs `axes`): (output extent, mult, 0, 0).
     axes: array<vec4<u32>, MAX_RANK>,
 }
@@ -29,5 +33,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         j += (rem % axis.x) * axis.y;
         rem = rem / axis.x;
     }
-    y[i] = x[j];
+    y[place(i)] = x[j];
 }

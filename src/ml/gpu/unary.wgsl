@@ -4,6 +4,10 @@
 // Mirrored by `UnaryParams` in elementwise.rs.
 struct Params {
     n: u32,
+    // Where element i is stored (`fn place`, concat_writes.rs).
+    chunk_in: u32,
+    chunk_out: u32,
+    offset: u32,
 }
 
 @group(0) @binding(1) var<storage, read> x: array<TI>;
@@ -15,5 +19,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= params.n {
         return;
     }
-    y[i] = apply(x[i]);
+    y[place(i)] = apply(x[i]);
 }
