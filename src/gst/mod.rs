@@ -43,6 +43,8 @@ mod wgnnsuperres;
 mod wgnntrack;
 mod wgnnupload;
 
+pub use model_element::MAX_FRAMES_IN_FLIGHT;
+
 use gst::glib;
 
 /// Defines `CAT`, an element's debug category, named after the element so

@@ -49,6 +49,7 @@ use crate::models::Model;
 use crate::video::{GpuFrame, TexturePool};
 
 pub use imp::Shared;
+pub use in_flight::MAX_FRAMES_IN_FLIGHT;
 
 glib::wrapper! {
     pub struct WgnnModelElement(ObjectSubclass<imp::WgnnModelElement>)

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use gst::prelude::*;
 use serde_json::json;
 use wgnn::gpu::{live, Gpu};
+use wgnn::gst::MAX_FRAMES_IN_FLIGHT;
 use wgnn::ml::Precision;
+use wgnn::tasks::instance::MAX_BATCH_SIZE;
 use wgnn::video::VideoFormat;
 
 use super::spread::{self, GpuShare};
@@ -89,11 +91,8 @@ pub struct Options {
     pub frames_in_flight: u32,
 }
 
-/// The most frames in flight the elements take.
-const MAX_FRAMES_IN_FLIGHT: u32 = 16;
-
 /// The largest batch the elements take (their `batch-size` range).
-pub const MAX_BATCH: u32 = 256;
+const MAX_BATCH: u32 = MAX_BATCH_SIZE as u32;
 const DEFAULT_BATCH_CAP: u32 = 64;
 
 /// `--streams`: a comma-separated list of stream counts, each at least 1.
@@ -166,8 +165,9 @@ impl Options {
             self.height
         );
         match &self.video {
-            // Decoded at the clip's own rate, paced by the sink's clock;
-            // videorate holds --fps whatever the clip's rate.
+            // Paced at the clip's own rate by identity's clock wait before
+            // the decoder, as a camera delivers; videorate holds --fps
+            // whatever the clip's rate.
             Some(_) => (
                 format!(
                     "multifilesrc name=src loop=true ! h264parse ! identity sync=true ! {} ! videoconvert ! \
