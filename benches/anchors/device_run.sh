@@ -93,6 +93,9 @@ streams() {
         export GST_PLUGIN_SYSTEM_PATH_1_0=$G/plugins GST_PLUGIN_PATH_1_0=
         export GST_PLUGIN_SCANNER=$G/usr/lib/$A/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
         export GST_REGISTRY=$G/registry.bin GST_REGISTRY_1_0=$G/registry.bin
+        # The bench with STREAMS_EXTRA's flags (procs and gpus).
+        # shellcheck disable=SC2086
+        run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
         if [ "${1:-}" = inflight ]; then
             # Issue 43: YOLOv8n f16 detect (batch 32, 30 ms to fill) with
             # queues, one frame in flight per stream against three, then
@@ -148,8 +151,6 @@ streams() {
             # among the processes rather than giving each all of it (is a
             # bound per process or per GPU?).
             local n x g c seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-16,24} on
-            # shellcheck disable=SC2086
-            run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
             n=$(nvidia-smi -L | wc -l)
             on=${PROCS_ON:-$(seq 0 $((n - 1)))}
             # shellcheck disable=SC2329
@@ -191,8 +192,6 @@ streams() {
             # rows. STREAMS_EXTRA adds flags (e.g. --queues) to every run;
             # SEGMENT_ONE and YOLO_ONE are the one-GPU counts.
             local n x seg=${SEGMENT_ONE:-64} yolo=${YOLO_ONE:-12,16,20,24}
-            # shellcheck disable=SC2086
-            run() { .devbin/wgnn-bench-gst streams "$@" ${STREAMS_EXTRA:-}; }
             times() {
                 local out="" c
                 for c in ${1//,/ }; do out+="${out:+,}$((c * $2))"; done
