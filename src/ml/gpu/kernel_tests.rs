@@ -181,13 +181,15 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// number of outputs: in float16 NHWC, a 32-channel tensor-core tile that
 /// stores its channels one by one (the third's 12 outputs go in pairs).
 /// The two after are for the other tensor-core kernels: a 1x1 (one tap, the
-/// direct kernel, 64-channel tiles) and a 3x3 onto 20 outputs (the staged
+/// direct kernel, 64-channel tiles on a 132 x 132 map, past choose.rs's
+/// `TC_SMALL_TILE_BELOW`) and a 3x3 onto 20 outputs (the staged
 /// kernel's 32-channel tile); then a 5x5 and a 7x7, whose larger patches
 /// the staged kernel holds too. Then Winograd F(2x2, 3x3) in float32
 /// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
-/// 64 x 64 GEMM splits in NCHW. The tensor-core ones are 66 rows of two
-/// 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an image.
+/// 64 x 64 GEMM splits in NCHW. The other tensor-core ones are 66 rows of
+/// two 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an
+/// image, in its small tile.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
     (4, 4, 4, 6, 3),     // depthwise: the direct kernel
     (8, 12, 1, 46, 3),   // 64 x 64 tiles
@@ -198,7 +200,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
     (3, 20, 1, 66, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
     (33, 12, 1, 184, 1), // wide tiles, also in NHWC
     (16, 5, 1, 66, 3),   // narrow; 32-channel tensor-core tiles, odd outputs
-    (32, 96, 2, 66, 1),  // direct tensor-core tiles, one tap
+    (32, 96, 2, 132, 1), // direct 64-channel tensor-core tiles, one tap
     (32, 20, 1, 66, 3),  // staged 32-channel tensor-core tiles
     (16, 64, 1, 66, 5),  // staged, 32-byte pixels (5x5)
     (16, 64, 1, 66, 7),  // staged, one patch buffer (7x7)
@@ -1626,8 +1628,9 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
         let x: Vec<half::f16> = (0..n * h * w * c)
             .map(|i| half::f16::from_f32((i % 997 + 1) as f32))
             .collect();
-        let blocked = Blocked::choose((k, k), [1, 1], [1, 1], (h, w), groups, icg).unwrap();
-        assert_eq!(blocked.run, if w == 7 { 32 } else { 64 });
+        let run = if w == 7 { 32 } else { 64 };
+        let blocked = Blocked::choose((k, k), [1, 1], [1, 1], (h, w, run), groups, icg).unwrap();
+        assert_eq!(blocked.columns, w.div_ceil(run) * run + k - 1);
         let params = Params {
             x_strides: [(h * w * c) as u32, 1, (w * c) as u32, c as u32],
             f_strides: [0; 4],
@@ -1770,7 +1773,8 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
     // Its maps (55 x 55 and less past the stem) leave many of its
     // convolutions short of the tensor cores' TC_MIN_WORKGROUPS
     // (ml/gpu/conv2d/choose.rs); three NCHW convolutions written as an
-    // exporter writes them, on a 66 x 66 map, reach them.
+    // exporter writes them, on a 66 x 66 map, reach them (in the small
+    // 32-channel tile: short of TC_SMALL_TILE_BELOW).
     let ctx = Context::cpu();
     let chain = graph(&ctx, |b| {
         let dt = DataType::Float16;
@@ -1790,7 +1794,7 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
         .iter()
         .filter_map(|k| conv_kernel(&k.source))
         .collect();
-    assert_eq!(kernels, ["tensor cores staged"; 3], "{kernels:?}");
+    assert_eq!(kernels, ["tensor cores staged x32"; 3], "{kernels:?}");
 }
 
 /// One convolution of the kernel-choice table.

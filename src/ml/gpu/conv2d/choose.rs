@@ -9,9 +9,7 @@ use super::coop_blocked::Blocked;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
-use super::params::{
-    run_for, DIRECT_TILE_PIXELS, GEMM_TILE_PIXELS, WIDE_MIN_TILES, WIDE_TILE_PIXELS,
-};
+use super::params::{run_for, GEMM_TILE_PIXELS, SHORT_RUN, WIDE_MIN_TILES, WIDE_TILE_PIXELS};
 use super::pointwise;
 use super::split::Split;
 use super::upsampled::Upsampled;
@@ -71,7 +69,9 @@ pub(super) const TC_CHANNELS: usize = 16;
 /// unstaged short blocks: one H200 call at 12:47 UTC the same day, float16
 /// batch 1, YOLOv8n 2.117 ms at 64 against 2.403 at 132, 2.419 at 32 and
 /// 2.452 at 16 (its layout pass then turns more regions NHWC); ResNet-50
-/// 1.422 at 64 and 132, 2.640 at 32; batch 8 alike at all four.
+/// 1.422 at 64 and 132, 2.640 at 32; batch 8 alike at all four. Counted
+/// in the small tile ([`TC_SMALL_TILE_BELOW`]) since it exists: with it,
+/// YOLOv8n 1.574 ms at 32, 1.586 at 64 and 1.541 at 128 (the call there).
 pub(super) const TC_MIN_WORKGROUPS: usize = 64;
 /// Output channels of a group that one invocation of the int8 kernel
 /// computes at most (`conv2d_int8.wgsl`): each input word it loads and
@@ -99,13 +99,45 @@ pub(super) const FLAT_MIN_WORKGROUPS: usize = TC_MIN_WORKGROUPS;
 pub(super) const STEM_MAX_OUTPUTS: usize = 16;
 /// Input channels of a group up to which a convolution is a stem.
 pub(super) const STEM_MAX_CHANNELS: usize = 4;
-/// Output channels of the tensor cores' widest tile (4 blocks of 16).
-const TC_TILE_CHANNELS: usize = 64;
+/// Workgroups a float16 convolution fills in its default tensor-core tile
+/// (a run of 64 or 32 pixels by 64 or 32 channels, up to 16 sums a
+/// subgroup) below which it takes the small tile, [`SHORT_RUN`] pixels by
+/// [`SMALL_TILE_CHANNELS`] (4 sums a subgroup): each workgroup is one
+/// subgroup walking the whole reduction, so on small maps a few of them
+/// ran the convolution one after another's latency. YOLOv8n's 1x1
+/// 40x40x64 -> 128 took 15-27 us in 80 workgroups and its 3x3 stride-2
+/// 40x40x128 -> 20x20x256 69 us in 80 (H200, float16, batch 1).
+/// One H200 call (20:41 UTC, 2026-11-29), float16 batch 1, with the
+/// small tile below 132, 264, 528 and 1056 default workgroups: YOLOv8n
+/// 1.709, 1.618, 1.586 and 1.582 ms against 2.010 with none; YOLO11n
+/// 2.131, 2.043, 1.998 and 2.004 against 2.457; batch 32 alike.
+pub(super) const TC_SMALL_TILE_BELOW: usize = 528;
+/// Reduction steps (one tap's 16 input channels: 4 to 16 products) a
+/// tensor-core subgroup walks one after another at most, on a map whose
+/// default tile fills fewer than [`TC_FULL_WORKGROUPS`]; past them the
+/// split-reduction GEMM takes the convolution. Each step took 0.3-0.4 us
+/// on the staged and blocked kernels (the input staged in workgroup
+/// memory) and 0.6-1.2 us on the direct one (A read from memory, strided)
+/// with a subgroup or two a multiprocessor, against 25-35 us for the split
+/// GEMM and its sums on the same shapes (the call above, per kernel):
+/// ResNet-50's 3x3 512 -> 512 on 7x7 (288 steps) took 93 us staged
+/// against 40; its 1x1 1024 -> 256 on 14x14 (64 steps) 60 us direct
+/// against 25; YOLOv8n's 3x3 stride-2 40x40x128 -> 20x20x128 (72 steps)
+/// 57 direct against 29; its 3x3 20x20x128 -> 128 (72) 29 staged against
+/// 30, and 3x3 40x40x64 -> 64 (36) 19-22 staged against 29.
+pub(super) const TC_MAX_STEPS_STAGED: usize = 80;
+pub(super) const TC_MAX_STEPS_DIRECT: usize = 40;
+/// Default-tile workgroups (two a multiprocessor of an H200) from which a
+/// convolution keeps the tensor cores whatever its reduction.
+pub(super) const TC_FULL_WORKGROUPS: usize = 2 * super::params::LARGE_GPU_MULTIPROCESSORS;
+/// Output channels of the small tile (2 blocks of 16).
+const SMALL_TILE_CHANNELS: usize = 32;
 
 /// Whether a float16 convolution of `images` output maps of `oh` x `ow`
 /// and `groups` groups of `ocg` outputs fills [`TC_MIN_WORKGROUPS`]
-/// tensor-core workgroups: the tensor cores' part of [`choose`], which the
-/// layout pass (`ml/layout`) asks too before it runs a region in NHWC.
+/// tensor-core workgroups in the smallest tile they would take it in: the
+/// tensor cores' part of [`choose`], which the layout pass (`ml/layout`)
+/// asks too before it runs a region in NHWC.
 pub(crate) fn tensor_cores_fill(
     images: usize,
     [oh, ow]: [usize; 2],
@@ -113,8 +145,13 @@ pub(crate) fn tensor_cores_fill(
     groups: usize,
 ) -> bool {
     let workgroups =
-        images * oh * ow.div_ceil(DIRECT_TILE_PIXELS) * ocg.div_ceil(TC_TILE_CHANNELS) * groups;
+        images * oh * ow.div_ceil(SHORT_RUN) * ocg.div_ceil(SMALL_TILE_CHANNELS) * groups;
     workgroups >= TC_MIN_WORKGROUPS
+}
+
+/// Workgroups of a tensor-core tile of `run` pixels by `channels`.
+fn tc_workgroups(s: &ConvShape, run: usize, channels: usize) -> usize {
+    s.images * s.oh * s.ow.div_ceil(run) * s.ocg.div_ceil(channels) * s.groups
 }
 
 /// A convolution as the choice reads it: plain numbers and flags, per
@@ -206,6 +243,19 @@ impl Target {
 pub(super) struct CoopTile {
     pub blocks: u32,
     pub pairs: bool,
+    /// Runs of [`SHORT_RUN`] pixels whatever the row (the small tile).
+    pub short: bool,
+}
+
+impl CoopTile {
+    /// Output pixels a workgroup takes along a row of `ow` (or along all
+    /// pixels, for a flat 1x1).
+    pub fn run(self, ow: usize) -> usize {
+        match self.short {
+            true => SHORT_RUN,
+            false => run_for(ow),
+        }
+    }
 }
 
 /// The kernel of a conv2d, with what its lowering needs.
@@ -288,7 +338,7 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
         && s.ocg > SPLIT_TC_MAX_OUTPUTS
         && !s.has_residual
         && s.icg % TC_CHANNELS == 0
-        && Staged::choose(s.kh, s.kw, s.strides, s.dilations, s.ow).is_some()
+        && Staged::choose(s.kh, s.kw, s.strides, s.dilations, run_for(s.ow)).is_some()
         && s.constant_filter;
     let split = split.filter(|_| !few_staged);
     // A 1x1 over a few input channels (ESRGAN-slim's 4 -> 64 pieces of a
@@ -373,24 +423,6 @@ fn upsampled(s: &ConvShape, up: [usize; 2]) -> Result<ConvKernel, Refused> {
 /// layout whose A blocks are contiguous; the rest (strides, dilations, 1x1)
 /// read A blocks straight from x, which needs input channels in runs of 16.
 fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<ConvKernel> {
-    // The staged and blocked kernels pad input channels to 16 as they
-    // stage or copy them, so they take any count (ESRGAN's RGB head).
-    let staged = Staged::choose(s.kh, s.kw, s.strides, s.dilations, s.ow);
-    // A blocked copy past what one binding holds (a huge frame) leaves
-    // the convolution to the other kernels.
-    let blocked = Blocked::choose(
-        (s.kh, s.kw),
-        s.strides,
-        s.dilations,
-        (s.oh, s.ow),
-        s.groups,
-        s.icg,
-    )
-    .filter(|b| t.can_bind(b.bytes(s.images)));
-    let padded = blocked.is_some() && s.groups == 1 && s.ocg >= TC_CHANNELS;
-    if !s.constant_filter || !(padded || s.icg % TC_CHANNELS == 0) {
-        return None;
-    }
     // 16-channel tiles only on the staged kernel (few_staged): the blocked
     // and direct kernels load two B blocks.
     let blocks = if few_staged {
@@ -400,10 +432,32 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     } else {
         4
     };
+    let default_workgroups = tc_workgroups(s, run_for(s.ow), 16 * blocks as usize);
+    let short = default_workgroups < TC_SMALL_TILE_BELOW;
     let tile = CoopTile {
-        blocks,
+        blocks: if short { blocks.min(2) } else { blocks },
         pairs: s.ocg % 2 == 0,
+        short,
     };
+    let run = tile.run(s.ow);
+    // The staged and blocked kernels pad input channels to 16 as they
+    // stage or copy them, so they take any count (ESRGAN's RGB head).
+    let staged = Staged::choose(s.kh, s.kw, s.strides, s.dilations, run);
+    // A blocked copy past what one binding holds (a huge frame) leaves
+    // the convolution to the other kernels.
+    let blocked = Blocked::choose(
+        (s.kh, s.kw),
+        s.strides,
+        s.dilations,
+        (s.oh, s.ow, run),
+        s.groups,
+        s.icg,
+    )
+    .filter(|b| t.can_bind(b.bytes(s.images)));
+    let padded = blocked.is_some() && s.groups == 1 && s.ocg >= TC_CHANNELS;
+    if !s.constant_filter || !(padded || s.icg % TC_CHANNELS == 0) {
+        return None;
+    }
     // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
     // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
     // or a group has fewer than 16 input channels (its RGB head:
@@ -411,19 +465,29 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
     // 0.47 blocked with its copy), all on an H100.
     let blocked = blocked.filter(|_| s.has_residual || s.icg < TC_CHANNELS || staged.is_none());
+    // A long reduction over a map too small to fill the GPU leaves the
+    // tensor cores to the split-reduction GEMM.
+    let steps = s.kh * s.kw * s.icg.div_ceil(TC_CHANNELS);
+    let max_steps = match (blocked, staged) {
+        (None, None) => TC_MAX_STEPS_DIRECT,
+        _ => TC_MAX_STEPS_STAGED,
+    };
+    if steps > max_steps && default_workgroups < TC_FULL_WORKGROUPS {
+        return None;
+    }
     Some(match (blocked, staged) {
         (Some(b), _) => ConvKernel::CoopBlocked(b, tile),
         (None, Some(st)) => ConvKernel::CoopStaged(st, tile),
-        (None, None) => ConvKernel::CoopDirect(tile, flat_pixels(s, blocks)),
+        (None, None) => ConvKernel::CoopDirect(tile, flat_pixels(s, tile)),
     })
 }
 
 /// Whether the direct tensor-core kernel runs a 1x1 stride-1 NHWC
 /// convolution over all its images' pixels as one output row (they lie end
-/// to end in x and y, so that a 64-pixel run crosses rows and images and
-/// only the last run is short), given `blocks` 16-channel blocks a tile:
-/// where that still fills [`FLAT_MIN_WORKGROUPS`] and pads less than rows.
-fn flat_pixels(s: &ConvShape, blocks: u32) -> bool {
+/// to end in x and y, so that a run crosses rows and images and only the
+/// last run is short), in `tile`: where that still fills
+/// [`FLAT_MIN_WORKGROUPS`] and pads less than rows.
+fn flat_pixels(s: &ConvShape, tile: CoopTile) -> bool {
     let one_by_one = (s.kh, s.kw) == (1, 1)
         && s.strides == [1, 1]
         && s.padding == [0; 4]
@@ -432,10 +496,10 @@ fn flat_pixels(s: &ConvShape, blocks: u32) -> bool {
     if !one_by_one {
         return false;
     }
-    let tiles = s.ocg.div_ceil(16 * blocks as usize) * s.groups;
+    let tiles = s.ocg.div_ceil(16 * tile.blocks as usize) * s.groups;
     let pixels = s.pixels();
-    let flat_run = run_for(pixels);
-    let row_run = run_for(s.ow);
+    let flat_run = tile.run(pixels);
+    let row_run = tile.run(s.ow);
     let flat_slots = pixels.div_ceil(flat_run) * flat_run;
     let row_slots = s.images * s.oh * s.ow.div_ceil(row_run) * row_run;
     let workgroups = pixels.div_ceil(flat_run) * tiles;
@@ -710,6 +774,7 @@ mod tests {
         let tile = |blocks| CoopTile {
             blocks,
             pairs: true,
+            short: false,
         };
         assert!(matches!(
             chosen(f16(conv(32, 12, 3, 184)), TC),
@@ -759,12 +824,17 @@ mod tests {
             chosen(batch(conv(128, 256, 1, 20)), TC),
             ConvKernel::Direct { lanes: LANES }
         );
-        // One image of a 1x1 128 -> 128 there fills 40 tensor-core
-        // workgroups, short of TC_MIN_WORKGROUPS.
+        // One image of a 1x1 128 -> 128 on a 12x12 map fills 48
+        // small tensor-core tiles, short of TC_MIN_WORKGROUPS (on 20x20:
+        // 80, the tensor cores).
         assert_eq!(
-            chosen(f16(conv(128, 128, 1, 20)), TC),
+            chosen(f16(conv(128, 128, 1, 12)), TC),
             ConvKernel::Direct { lanes: LANES }
         );
+        assert!(matches!(
+            chosen(f16(conv(128, 128, 1, 20)), TC),
+            ConvKernel::CoopDirect(..)
+        ));
     }
 
     #[test]
@@ -772,23 +842,30 @@ mod tests {
         let tile = CoopTile {
             blocks: 4,
             pairs: true,
+            short: false,
         };
-        let body = f16(conv(64, 64, 3, 160));
+        let body = f16(conv(64, 64, 3, 320));
         assert!(matches!(chosen(body, TC), ConvKernel::CoopStaged(_, t) if t == tile));
-        // TC_MIN_WORKGROUPS: 64 rows of one 64-pixel run fill 64; 63
-        // rows leave the tensor cores to the GEMM kernels.
+        // TC_MIN_WORKGROUPS, in small tiles: 32 rows of one 32-pixel run
+        // and two 32-channel tiles fill 64; 31 rows leave the tensor cores
+        // to the GEMM kernels.
+        let short = CoopTile {
+            blocks: 2,
+            short: true,
+            ..tile
+        };
         assert!(matches!(
-            chosen(f16(conv(64, 64, 3, 64)), TC),
-            ConvKernel::CoopStaged(..)
+            chosen(f16(conv(64, 64, 3, 32)), TC),
+            ConvKernel::CoopStaged(_, t) if t == short
         ));
         assert!(!matches!(
-            chosen(f16(conv(64, 64, 3, 63)), TC),
+            chosen(f16(conv(64, 64, 3, 31)), TC),
             ConvKernel::CoopStaged(..) | ConvKernel::CoopBlocked(..) | ConvKernel::CoopDirect(..)
         ));
-        // ... counted over the batch: two images of 63 rows fill 126.
+        // ... counted over the batch: two images of 31 rows fill 124.
         let two = ConvShape {
             images: 2,
-            ..f16(conv(64, 64, 3, 63))
+            ..f16(conv(64, 64, 3, 31))
         };
         assert!(matches!(chosen(two, TC), ConvKernel::CoopStaged(..)));
         // A fused residual: the blocked copy's kernel.
@@ -937,5 +1014,37 @@ mod tests {
             ..filter_input
         };
         assert_eq!(chosen(narrower, TC), ConvKernel::Gemm64);
+    }
+
+    #[test]
+    fn tensor_cores_leave_long_reductions_on_small_maps_to_the_split_gemm() {
+        // ResNet-50's 3x3 512 -> 512 on 7x7: 288 steps over 56 default
+        // workgroups, the split GEMM.
+        assert!(matches!(
+            chosen(f16(conv(512, 512, 3, 7)), TC),
+            ConvKernel::SplitGemm { .. }
+        ));
+        // Its 1x1 1024 -> 256 on 14x14: 64 steps, past the direct kernel's
+        // TC_MAX_STEPS_DIRECT; 32 (512 -> 128 on 28x28) keep it.
+        assert!(!matches!(
+            chosen(f16(conv(1024, 256, 1, 14)), TC),
+            ConvKernel::CoopDirect(..)
+        ));
+        assert!(matches!(
+            chosen(f16(conv(512, 128, 1, 28)), TC),
+            ConvKernel::CoopDirect(..)
+        ));
+        // 72 staged steps (3x3 128 -> 128 on 20x20) keep the staged
+        // kernel, in the small tile.
+        assert!(matches!(
+            chosen(f16(conv(128, 128, 3, 20)), TC),
+            ConvKernel::CoopStaged(_, CoopTile { short: true, .. })
+        ));
+        // A map that fills TC_FULL_WORKGROUPS keeps them whatever its
+        // reduction.
+        assert!(matches!(
+            chosen(f16(conv(512, 512, 3, 128)), TC),
+            ConvKernel::CoopStaged(_, CoopTile { short: false, .. })
+        ));
     }
 }

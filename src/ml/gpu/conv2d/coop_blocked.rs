@@ -12,7 +12,7 @@
 //! 512x512x64: ~0.03 ms), once per convolution instead of per tap.
 
 use super::super::lower::{grid, Kernel, Lowering};
-use super::params::{load4, run_for};
+use super::params::load4;
 use super::params::{table_inputs, tensor_core_bindings, Conv, CoopTiles};
 use crate::error::Result;
 use crate::gpu::Specialization;
@@ -28,13 +28,14 @@ pub(in crate::ml::gpu) struct Blocked {
     /// Padded rows and columns.
     pub rows: usize,
     pub columns: usize,
-    /// Output pixels of a row a workgroup takes (`params::run_for`).
+    /// Output pixels of a row a workgroup takes (`CoopTile::run`).
     pub run: usize,
 }
 
 impl Blocked {
-    /// The copy for `images` of an `oh` x `ow` output from a `kh` x `kw`
-    /// filter over `groups` groups of `icg` input channels, if the kernel
+    /// The copy for `images` of an `oh` x `ow` output in runs of `run`
+    /// pixels from a `kh` x `kw` filter over `groups` groups of `icg`
+    /// input channels, if the kernel
     /// takes the convolution: stride and dilation 1 (a tap's A block is
     /// then 16 adjacent pixels) and more than one tap (a 1x1 reads each
     /// input once anyway, so the copy would only add to it).
@@ -42,14 +43,13 @@ impl Blocked {
         (kh, kw): (usize, usize),
         strides: [usize; 2],
         dilations: [usize; 2],
-        (oh, ow): (usize, usize),
+        (oh, ow, run): (usize, usize, usize),
         groups: usize,
         icg: usize,
     ) -> Option<Blocked> {
         if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 {
             return None;
         }
-        let run = run_for(ow);
         Some(Blocked {
             channel_blocks: groups * icg.div_ceil(16),
             rows: oh + kh - 1,
@@ -205,20 +205,29 @@ mod tests {
     #[test]
     fn the_copy_pads_rows_columns_and_channels() {
         // 3x3 over 512x512 with 64 channels: 514 rows, 8 runs of 64 + 2.
-        let b = Blocked::choose((3, 3), [1, 1], [1, 1], (512, 512), 1, 64).unwrap();
+        let b = Blocked::choose((3, 3), [1, 1], [1, 1], (512, 512, 64), 1, 64).unwrap();
         assert_eq!((b.channel_blocks, b.rows, b.columns), (4, 514, 514));
         // An RGB head: one block; a short last run pads the row.
-        let b = Blocked::choose((5, 5), [1, 1], [1, 1], (540, 960), 2, 3).unwrap();
+        let b = Blocked::choose((5, 5), [1, 1], [1, 1], (540, 960, 64), 2, 3).unwrap();
         assert_eq!((b.channel_blocks, b.rows, b.columns), (2, 544, 964));
         assert_eq!(b.bytes(1), 2 * 544 * 964 * 32);
         assert_eq!(b.copy_invocations(3, 3), 3 * 2 * 544 * 964 * 4);
         assert_eq!(b.copy_invocations(3, 64), 3 * 2 * 544 * 964 * 2);
         // Rows that a short run pads less: 20 pixels in 32, not 64.
-        let b = Blocked::choose((3, 3), [1, 1], [1, 1], (20, 20), 1, 64).unwrap();
+        let b = Blocked::choose((3, 3), [1, 1], [1, 1], (20, 20, 32), 1, 64).unwrap();
         assert_eq!((b.run, b.columns), (32, 34));
         // Strides, dilations and 1x1 read x directly.
-        assert_eq!(Blocked::choose((3, 3), [2, 2], [1, 1], (8, 8), 1, 16), None);
-        assert_eq!(Blocked::choose((3, 3), [1, 1], [2, 2], (8, 8), 1, 16), None);
-        assert_eq!(Blocked::choose((1, 1), [1, 1], [1, 1], (8, 8), 1, 16), None);
+        assert_eq!(
+            Blocked::choose((3, 3), [2, 2], [1, 1], (8, 8, 32), 1, 16),
+            None
+        );
+        assert_eq!(
+            Blocked::choose((3, 3), [1, 1], [2, 2], (8, 8, 32), 1, 16),
+            None
+        );
+        assert_eq!(
+            Blocked::choose((1, 1), [1, 1], [1, 1], (8, 8, 32), 1, 16),
+            None
+        );
     }
 }

@@ -17,8 +17,8 @@
 //! 512x512), so choose.rs sends residuals to conv2d/coop_blocked.rs.
 
 use super::super::lower::Lowering;
+use super::params::load4;
 use super::params::{folded, table_inputs, tensor_core_bindings, Conv, CoopTiles};
-use super::params::{load4, run_for};
 use crate::error::Result;
 use crate::gpu::Specialization;
 
@@ -39,7 +39,7 @@ pub(super) struct Staged {
     /// Patch rows and columns.
     pr: usize,
     pc: usize,
-    /// Output pixels of a row a workgroup takes (`params::run_for`).
+    /// Output pixels of a row a workgroup takes (`CoopTile::run`).
     run: usize,
     /// Patch buffers: 1 (filled after a barrier) or 2 (the next one
     /// filled while this one is read).
@@ -47,8 +47,8 @@ pub(super) struct Staged {
 }
 
 impl Staged {
-    /// The kernel for a `kh` x `kw` filter at `strides` and `dilations`,
-    /// if it takes it: stride and dilation 1 (a tap's A block is then a
+    /// The kernel for a `kh` x `kw` filter at `strides` and `dilations`
+    /// in runs of `run` pixels, if it takes it: stride and dilation 1 (a tap's A block is then a
     /// run of adjacent patch pixels) and more than one tap (a 1x1 reads
     /// each input once anyway), with its patch buffers and the
     /// epilogue's tiles within [`WORKGROUP_BYTES`]. The caller checks the
@@ -59,7 +59,7 @@ impl Staged {
         kw: usize,
         strides: [usize; 2],
         dilations: [usize; 2],
-        ow: usize,
+        run: usize,
     ) -> Option<Staged> {
         // Filters past 7x7 stay direct: their patches now fit (up to 13x13),
         // but each invocation would hold 27 or more patch vectors in flight
@@ -68,7 +68,6 @@ impl Staged {
         if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 || kh > 7 || kw > 7 {
             return None;
         }
-        let run = run_for(ow);
         let (pr, pc) = (ROWS as usize + kh - 1, run + kw - 1);
         let epilogue = ROWS as usize * 16 * TCS * 4;
         // Pixels of 32 bytes, unpadded, and one buffer up to 9 taps: the
@@ -183,8 +182,8 @@ mod tests {
         // 21 taps, but two 10 x 66 patches and the epilogue pass 48 KiB.
         let s = Staged::choose(7, 3, [1, 1], [1, 1], 64).unwrap();
         assert_eq!((s.pr, s.pc, s.buffers), (10, 66, 1));
-        // A 20-pixel row in a short run: 32 + 2 patch columns.
-        let s = Staged::choose(3, 3, [1, 1], [1, 1], 20).unwrap();
+        // A short run: 32 + 2 patch columns.
+        let s = Staged::choose(3, 3, [1, 1], [1, 1], 32).unwrap();
         assert_eq!((s.pr, s.pc, s.run, s.buffers), (6, 34, 32, 1));
         // Past 7x7, strides, dilations and 1x1 go direct.
         assert_eq!(Staged::choose(9, 9, [1, 1], [1, 1], 64), None);

@@ -198,7 +198,7 @@ fn target(l: &Lowering) -> Target {
 fn flat_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
     let pixels = c.pixels;
     let tiles = coop_tiles(c, tile);
-    let run = params::run_for(pixels);
+    let run = tile.run(pixels);
     let channel_tiles = tiles.params.channel_tiles as usize;
     CoopTiles {
         params: params::Params {
@@ -221,7 +221,7 @@ fn coop_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
     let tile_channels = 16 * tile.blocks as usize;
     let ocp = c.ocg.next_multiple_of(tile_channels);
     let channel_tiles = ocp / tile_channels;
-    let run = params::run_for(c.ow);
+    let run = tile.run(c.ow);
     let runs = c.images() * c.oh * c.ow.div_ceil(run);
     let bytes = c.filter.unwrap_or_default();
     let icp = c.icg.next_multiple_of(16);

@@ -18,8 +18,6 @@ pub(super) const GEMM_TILE_CHANNELS: usize = 64;
 /// `conv2d_gemm_wide.wgsl`.
 pub(super) const GEMM_TILE_PIXELS: usize = 64;
 pub(super) const WIDE_TILE_PIXELS: usize = 128;
-/// Output pixels of a `conv2d_coop_direct.wgsl` tile: a run of one row.
-pub(super) const DIRECT_TILE_PIXELS: usize = 64;
 /// The multiprocessors of a large GPU (an H100 has 132): the conv2d
 /// kernels' choices count workgroups against it.
 pub(super) const LARGE_GPU_MULTIPROCESSORS: usize = 132;
