@@ -187,25 +187,28 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// the staged kernel holds too. Then Winograd F(2x2, 3x3) in float32
 /// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
-/// 64 x 64 GEMM splits in NCHW. The other tensor-core ones are 66 rows of
+/// 64 x 64 GEMM splits in NCHW; last a 1x1 1024 -> 256 on a 14x14 map,
+/// whose 64 reduction steps the direct tensor-core kernel splits over 8
+/// workgroups. The other tensor-core ones are 66 rows of
 /// two 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an
 /// image, in its small tile.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 15] = [
-    (4, 4, 4, 6, 3),     // depthwise: the direct kernel
-    (8, 12, 1, 46, 3),   // 64 x 64 tiles
-    (48, 12, 1, 184, 1), // wide (or tensor-core) tiles
-    (32, 96, 2, 66, 3),  // staged tensor-core tiles, two groups
-    (12, 3, 1, 5, 3),    // narrow, vector loads in NHWC
-    (6, 5, 1, 5, 3),     // narrow, channels one by one past 4
-    (3, 20, 1, 66, 3),   // 64 x 64 tiles over a short reduction (an RGB stem)
-    (33, 12, 1, 184, 1), // wide tiles, also in NHWC
-    (16, 5, 1, 66, 3),   // narrow; 32-channel tensor-core tiles, odd outputs
-    (32, 96, 2, 132, 1), // direct 64-channel tensor-core tiles, one tap
-    (32, 20, 1, 66, 3),  // staged 32-channel tensor-core tiles
-    (16, 64, 1, 66, 5),  // staged, 32-byte pixels (5x5)
-    (16, 64, 1, 66, 7),  // staged, one patch buffer (7x7)
-    (16, 64, 1, 184, 3), // Winograd
-    (256, 64, 1, 7, 3),  // split reduction (NCHW)
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 16] = [
+    (4, 4, 4, 6, 3),       // depthwise: the direct kernel
+    (8, 12, 1, 46, 3),     // 64 x 64 tiles
+    (48, 12, 1, 184, 1),   // wide (or tensor-core) tiles
+    (32, 96, 2, 66, 3),    // staged tensor-core tiles, two groups
+    (12, 3, 1, 5, 3),      // narrow, vector loads in NHWC
+    (6, 5, 1, 5, 3),       // narrow, channels one by one past 4
+    (3, 20, 1, 66, 3),     // 64 x 64 tiles over a short reduction (an RGB stem)
+    (33, 12, 1, 184, 1),   // wide tiles, also in NHWC
+    (16, 5, 1, 66, 3),     // narrow; 32-channel tensor-core tiles, odd outputs
+    (32, 96, 2, 132, 1),   // direct 64-channel tensor-core tiles, one tap
+    (32, 20, 1, 66, 3),    // staged 32-channel tensor-core tiles
+    (16, 64, 1, 66, 5),    // staged, 32-byte pixels (5x5)
+    (16, 64, 1, 66, 7),    // staged, one patch buffer (7x7)
+    (16, 64, 1, 184, 3),   // Winograd
+    (256, 64, 1, 7, 3),    // split reduction (NCHW)
+    (1024, 256, 1, 14, 1), // direct tensor-core kernel, its reduction split
 ];
 
 /// One conv2d graph of the zoo.
@@ -1430,6 +1433,10 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("64x64", "conv2d as an implicit GEMM, for convolutions"),
         ("wide along k", "const ALONG_K: bool = true;"),
         ("wide", "const ALONG_K: bool = false;"),
+        (
+            "tensor cores split",
+            "let e = split * params.total + mo * params.pixels",
+        ),
         ("tensor cores blocked x32", "fn a_at(&const BN: u32 = 2u;"),
         ("tensor cores blocked", "fn a_at("),
         (
@@ -1509,6 +1516,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "tensor cores",
             "tensor cores blocked",
             "tensor cores blocked x32",
+            "tensor cores split",
             "tensor cores staged",
             "tensor cores staged x16",
             "tensor cores staged x32",

@@ -127,6 +127,11 @@ pub(super) const TC_SMALL_TILE_BELOW: usize = 528;
 /// 30, and 3x3 40x40x64 -> 64 (36) 19-22 staged against 29.
 pub(super) const TC_MAX_STEPS_STAGED: usize = 80;
 pub(super) const TC_MAX_STEPS_DIRECT: usize = 40;
+/// Steps a split of the direct kernel's reduction walks at most, and the
+/// most splits: at 0.6-1.2 us a step, 12 steps cost about what the sums'
+/// second pass does (5-7 us on an H200). Not yet measured on its own.
+pub(super) const TC_SPLIT_STEPS: usize = 12;
+pub(super) const TC_MAX_SPLITS: usize = 32;
 /// Default-tile workgroups (two a multiprocessor of an H200) from which a
 /// convolution keeps the tensor cores whatever its reduction.
 pub(super) const TC_FULL_WORKGROUPS: usize = 2 * super::params::LARGE_GPU_MULTIPROCESSORS;
@@ -290,8 +295,10 @@ pub(super) enum ConvKernel {
     /// `conv2d_coop_tile.wgsl`: the input staged through workgroup memory.
     CoopStaged(Staged, CoopTile),
     /// `conv2d_coop_direct.wgsl`: A blocks read straight from x; `flat`:
-    /// a 1x1 over every image's pixels as one row ([`flat_pixels`]).
-    CoopDirect(CoopTile, bool),
+    /// a 1x1 over every image's pixels as one row ([`flat_pixels`]); its
+    /// input channels split over this many workgroups (1: not split), whose
+    /// partial sums `conv2d_gemm_sum.wgsl` adds up.
+    CoopDirect(CoopTile, bool, usize),
     /// `conv2d_int8.wgsl`: int8 products, `outputs` channels an invocation.
     Int8 { outputs: u32 },
 }
@@ -465,21 +472,41 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
     // 0.47 blocked with its copy), all on an H100.
     let blocked = blocked.filter(|_| s.has_residual || s.icg < TC_CHANNELS || staged.is_none());
-    // A long reduction over a map too small to fill the GPU leaves the
-    // tensor cores to the split-reduction GEMM.
+    // A long reduction over a map too small to fill the GPU: the direct
+    // kernel splits it over workgroups; the others leave it to the
+    // split-reduction GEMM.
     let steps = s.kh * s.kw * s.icg.div_ceil(TC_CHANNELS);
-    let max_steps = match (blocked, staged) {
-        (None, None) => TC_MAX_STEPS_DIRECT,
-        _ => TC_MAX_STEPS_STAGED,
-    };
-    if steps > max_steps && default_workgroups < TC_FULL_WORKGROUPS {
-        return None;
-    }
+    let small_map = default_workgroups < TC_FULL_WORKGROUPS;
     Some(match (blocked, staged) {
+        _ if small_map && steps > TC_MAX_STEPS_STAGED && (blocked, staged) != (None, None) => {
+            return None
+        }
         (Some(b), _) => ConvKernel::CoopBlocked(b, tile),
         (None, Some(st)) => ConvKernel::CoopStaged(st, tile),
-        (None, None) => ConvKernel::CoopDirect(tile, flat_pixels(s, tile)),
+        (None, None) => {
+            let splits = match small_map && steps > TC_MAX_STEPS_DIRECT {
+                true => direct_splits(s, t, steps)?,
+                false => 1,
+            };
+            ConvKernel::CoopDirect(tile, flat_pixels(s, tile), splits)
+        }
     })
+}
+
+/// Workgroups the direct tensor-core kernel splits a reduction of `steps`
+/// over: the fewest that divide the group's 16-channel blocks and leave
+/// each at most [`TC_SPLIT_STEPS`], up to [`TC_MAX_SPLITS`] (None where
+/// their partial sums pass what one binding holds).
+fn direct_splits(s: &ConvShape, t: &Target, steps: usize) -> Option<usize> {
+    let blocks = s.icg / TC_CHANNELS;
+    let divisors = (2..=TC_MAX_SPLITS.min(blocks)).filter(|d| blocks % d == 0);
+    let splits = divisors
+        .clone()
+        .find(|d| steps / d <= TC_SPLIT_STEPS)
+        .or_else(|| divisors.last())?;
+    let total = s.pixels() * s.oc;
+    t.can_bind(gemm_split::scratch_bytes(splits, total))
+        .then_some(splits)
 }
 
 /// Whether the direct tensor-core kernel runs a 1x1 stride-1 NHWC
@@ -646,7 +673,7 @@ mod tests {
     fn a_1x1_runs_its_pixels_as_one_row_where_that_pads_less_and_fills_the_gpu() {
         let batch = |s: ConvShape, images| ConvShape { images, ..s };
         let kernel = |s| chosen(f16(s), TC);
-        let flat = |s| matches!(kernel(s), ConvKernel::CoopDirect(_, true));
+        let flat = |s| matches!(kernel(s), ConvKernel::CoopDirect(_, true, _));
         // ResNet-50's 1x1 2048 -> 512 on 7x7 at batch 32: 7 of 32 pixels a
         // run as rows, 1568 end to end in 25 runs x 8 tiles = 200 workgroups.
         assert!(flat(batch(conv(2048, 512, 1, 7), 32)));
@@ -893,7 +920,7 @@ mod tests {
             strides: [2, 2],
             ..body
         };
-        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile, false));
+        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile, false, 1));
         // Not taken: an input scale, NCHW, no tensor cores, a filter that
         // is not a constant, or narrow groups of 8 input channels.
         let scaled = ConvShape {
@@ -1025,13 +1052,33 @@ mod tests {
             ConvKernel::SplitGemm { .. }
         ));
         // Its 1x1 1024 -> 256 on 14x14: 64 steps, past the direct kernel's
-        // TC_MAX_STEPS_DIRECT; 32 (512 -> 128 on 28x28) keep it.
-        assert!(!matches!(
+        // TC_MAX_STEPS_DIRECT, split over 8 workgroups of 8 steps (the
+        // fewest dividing its 64 channel blocks to TC_SPLIT_STEPS); 32
+        // steps (512 -> 128 on 28x28) stay whole.
+        assert!(matches!(
             chosen(f16(conv(1024, 256, 1, 14)), TC),
-            ConvKernel::CoopDirect(..)
+            ConvKernel::CoopDirect(_, _, 8)
         ));
         assert!(matches!(
             chosen(f16(conv(512, 128, 1, 28)), TC),
+            ConvKernel::CoopDirect(_, _, 1)
+        ));
+        // Its 3x3 stride-2 512 -> 512 onto 7x7: 288 steps, 32 splits of 9.
+        let strided = ConvShape {
+            strides: [2, 2],
+            ..f16(conv(512, 512, 3, 7))
+        };
+        assert!(matches!(
+            chosen(strided, TC),
+            ConvKernel::CoopDirect(_, false, 32)
+        ));
+        // ... unless the partial sums pass what a binding holds.
+        let small = Target {
+            max_binding: 1 << 16,
+            ..TC
+        };
+        assert!(!matches!(
+            chosen(strided, small),
             ConvKernel::CoopDirect(..)
         ));
         // 72 staged steps (3x3 128 -> 128 on 20x20) keep the staged

@@ -23,8 +23,14 @@
 // loaded is used by 4 products. The products and loads of blocks 2 and 3
 // sit behind `BN == 4u`, a constant, so the 32-channel kernel has neither
 // (nor their registers).
-// Params: conv2d_params.wgsl; TP, ICG, KH and KW (params' icg and
-// filter_size) from conv2d.rs. WG must be 32.
+// A long reduction over a small map is split over SPLITS workgroups (wid.z
+// folds the group and the split): each walks KC = ICG / SPLITS of the input
+// channels at every tap and writes its partial sums (`out_pair`, params.rs),
+// which conv2d_gemm_sum.wgsl adds up, with the bias, residual and
+// activations. The split comes from the workgroup id, so the channel loops
+// stay uniform with a constant length.
+// Params: conv2d_params.wgsl; TP, ICG, KH, KW (params' icg and
+// filter_size), SPLITS and KC from conv2d.rs. WG must be 32.
 
 @group(0) @binding(1) var<storage, read> x: array<f16>;
 
@@ -36,6 +42,8 @@
 var<workgroup> stage: array<f16, 256>;
 // The loop's tap, read back uniform.
 var<workgroup> tap_shared: vec4<u32>;
+// This workgroup's run of the split reduction (0 unsplit).
+var<private> split: u32;
 
 // How an A block (16 pixels of one output row at one tap) reads x: wholly
 // inside the input (direct), wholly outside it (zero: no product), or
@@ -71,7 +79,12 @@ fn fill(lid: u32, n: u32, iy: u32, ox0: u32, valid: u32, kx: u32, c: u32) {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = wid.z;
+    let g = wid.z / SPLITS;
+    split = wid.z % SPLITS;
+    // The first input channel of the split's run, from the workgroup id (a
+    // private variable reads as non-uniform, and cooperative operations
+    // depend on it).
+    let c_lo = (wid.z % SPLITS) * KC;
     let channel_tiles = params.channel_tiles;
     let m0 = (wid.y % channel_tiles) * (16u * BN);
     // Runs of TP pixels per output row; the run index folds over x and y.
@@ -147,11 +160,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let iy = i32(oy * params.stride.x + ky * params.dilation.x) - i32(params.padding.x);
         let row_in = (iy >= 0) & (iy < i32(params.h));
         let ix = i32(ox0 * params.stride.y + kx * params.dilation.y) - i32(params.padding.y);
-        let at_row = n * xs.x + u32(max(iy, 0)) * xs.z + c0;
+        let at_row = n * xs.x + u32(max(iy, 0)) * xs.z + c0 + c_lo;
         let ix0 = ix + i32(0u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at0 = at_row + u32(max(ix0, 0)) * xs.w;
-        let fits0 = (valid0 == 16u) | (at0 + 15u * a_stride + icg <= x_len);
+        let fits0 = (valid0 == 16u) | (at0 + 15u * a_stride + KC <= x_len);
         let kind0 = select(
             select(EDGE, DIRECT, fits0 & (ix0 >= 0) & (ix0 + span0 < w)),
             ZERO,
@@ -160,7 +173,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix1 = ix + i32(16u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at1 = at_row + u32(max(ix1, 0)) * xs.w;
-        let fits1 = (valid1 == 16u) | (at1 + 15u * a_stride + icg <= x_len);
+        let fits1 = (valid1 == 16u) | (at1 + 15u * a_stride + KC <= x_len);
         let kind1 = select(
             select(EDGE, DIRECT, fits1 & (ix1 >= 0) & (ix1 + span1 < w)),
             ZERO,
@@ -169,7 +182,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix2 = ix + i32(32u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at2 = at_row + u32(max(ix2, 0)) * xs.w;
-        let fits2 = (valid2 == 16u) | (at2 + 15u * a_stride + icg <= x_len);
+        let fits2 = (valid2 == 16u) | (at2 + 15u * a_stride + KC <= x_len);
         let kind2 = select(
             select(EDGE, DIRECT, fits2 & (ix2 >= 0) & (ix2 + span2 < w)),
             ZERO,
@@ -178,7 +191,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix3 = ix + i32(48u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at3 = at_row + u32(max(ix3, 0)) * xs.w;
-        let fits3 = (valid3 == 16u) | (at3 + 15u * a_stride + icg <= x_len);
+        let fits3 = (valid3 == 16u) | (at3 + 15u * a_stride + KC <= x_len);
         let kind3 = select(
             select(EDGE, DIRECT, fits3 & (ix3 >= 0) & (ix3 + span3 < w)),
             ZERO,
@@ -196,7 +209,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let inside = ((kind0 == DIRECT) | (valid0 == 0u)) & ((kind1 == DIRECT) | (valid1 == 0u))
             & ((kind2 == DIRECT) | (valid2 == 0u)) & ((kind3 == DIRECT) | (valid3 == 0u));
         if inside {
-            let wrow0 = (g * kh * kw + t) * icg * params.ocp + 16u * m0;
+            let wrow0 = ((g * kh * kw + t) * icg + c_lo) * params.ocp + 16u * m0;
             let la1 = select(at0, at1, valid1 > 0u);
             let la2 = select(at0, at2, valid2 > 0u);
             let la3 = select(at0, at3, valid3 > 0u);
@@ -216,7 +229,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 w2 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 512u], 16u);
                 w3 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 768u], 16u);
             }
-            for (var ci = 16u; ci < icg; ci += 16u) {
+            for (var ci = 16u; ci < KC; ci += 16u) {
                 let wrow = wrow0 + ci * params.ocp;
                 let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
                 let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1 + ci], a_stride);
@@ -297,8 +310,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             continue;
         }
-        for (var ci = 0u; ci < icg; ci += 16u) {
-            let wrow = ((g * kh * kw + t) * icg + ci) * params.ocp + 16u * m0;
+        for (var ci = 0u; ci < KC; ci += 16u) {
+            let wrow = ((g * kh * kw + t) * icg + c_lo + ci) * params.ocp + 16u * m0;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
             let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
             var w2 = w0;
@@ -320,7 +333,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind0 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + ci);
+                fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + c_lo + ci);
                 workgroupBarrier();
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c00 = coopMultiplyAdd(a, w0, c00);
@@ -340,7 +353,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind1 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + ci);
+                fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + c_lo + ci);
                 workgroupBarrier();
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c10 = coopMultiplyAdd(a, w0, c10);
@@ -360,7 +373,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind2 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + ci);
+                fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + c_lo + ci);
                 workgroupBarrier();
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c20 = coopMultiplyAdd(a, w0, c20);
@@ -380,7 +393,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind3 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + ci);
+                fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + c_lo + ci);
                 workgroupBarrier();
                 let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
                 c30 = coopMultiplyAdd(a, w0, c30);

@@ -43,8 +43,9 @@ fn load_residual(lid: u32, p0: u32, valid: u32, m0: u32, g: u32) -> array<vec2<T
 }
 
 // Writes one 16-pixel block's sums (pixels p0 .. + 15, `valid` of them)
-// with bias, residual `r` and activations: lane lid writes the tile's
-// channels 2 lid and 2 lid + 1 of each pixel, through `store_pair`
+// with bias, residual `r` and activations (or, in a split reduction's first
+// pass, its partial sums: `out_pair`, params.rs): lane lid writes the
+// tile's channels 2 lid and 2 lid + 1 of each pixel, through `store_pair`
 // (conv2d.rs: one vec2 store where the group's outputs come in pairs, so a
 // subgroup stores one 128-byte line of a 64-channel pixel at once; two
 // scalar stores otherwise). The output is NHWC, so the address steps by oc
@@ -69,8 +70,7 @@ fn write_block(lid: u32, p0: u32, valid: u32, m0: u32, g: u32, r: array<vec2<T>,
         if i < valid {
             let c = i * TCS + 2u * lid;
             let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b;
-            let ri = vec2<f32>(r[i]);
-            store_pair(at, vec2<f32>(finish(v.x, ri.x), finish(v.y, ri.y)), ok0, ok1);
+            out_pair(at, p0 + i, mo, v, vec2<f32>(r[i]), ok0, ok1);
         }
         at += params.oc;
     }

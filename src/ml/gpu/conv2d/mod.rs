@@ -90,8 +90,12 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         ConvKernel::CoopStaged(staged, tile) => {
             coop_tile::emit(l, &c, staged, coop_tiles(&c, tile))
         }
-        ConvKernel::CoopDirect(tile, false) => coop_direct::emit(l, &c, coop_tiles(&c, tile)),
-        ConvKernel::CoopDirect(tile, true) => coop_direct::emit(l, &c, flat_tiles(&c, tile)),
+        ConvKernel::CoopDirect(tile, false, splits) => {
+            coop_direct::emit(l, &c, coop_tiles(&c, tile), splits)
+        }
+        ConvKernel::CoopDirect(tile, true, splits) => {
+            coop_direct::emit(l, &c, flat_tiles(&c, tile), splits)
+        }
         ConvKernel::Int8 { .. } => Err(Error::invalid(format!(
             "conv2d of {}: the int8 kernel takes quantized convolutions only",
             l.ir.label(c.x)

@@ -165,6 +165,8 @@ pub(in crate::ml::gpu) fn tensor_core_bindings(
          \x20   if ok0 {\n        y[at] = T(v.x);\n    }\n\
          \x20   if ok1 {\n        y[at + 1u] = T(v.y);\n    }\n}\n"
     };
+    code += "fn out_pair(at: u32, p: u32, mo: u32, v: vec2<f32>, r: vec2<f32>, ok0: bool, ok1: bool) {\n\
+             \x20   store_pair(at, vec2<f32>(finish(v.x, r.x), finish(v.y, r.y)), ok0, ok1);\n}\n";
     if blocked_input {
         binding += 1;
         code += &format!("@group(0) @binding({binding}) var<storage, read> xb: array<f16>;\n");
@@ -173,6 +175,24 @@ pub(in crate::ml::gpu) fn tensor_core_bindings(
         "@group(0) @binding({}) var<storage, read> wt: array<f16>;",
         binding + 1
     ))
+}
+
+/// The bindings of a tensor-core kernel's split-reduction first pass (x
+/// at 1, the partial sums at 2, the filter table at 3), and `out_pair`
+/// writing a pixel's two channels' sums unfinished into its split's run of
+/// the partial sums, laid out as conv2d_gemm_sum.wgsl reads them
+/// ([split][channel][pixel]); `split` is the kernel's.
+pub(super) fn partial_bindings(spec: Specialization) -> Specialization {
+    spec.code(
+        "fn bias(m: u32) -> f32 { return 0.0; }\n\
+         fn residual_pair(at: u32, ok0: bool, ok1: bool) -> vec2<T> { return vec2<T>(0.0); }\n\
+         @group(0) @binding(2) var<storage, read_write> part: array<f32>;\n\
+         fn out_pair(at: u32, p: u32, mo: u32, v: vec2<f32>, r: vec2<f32>, ok0: bool, ok1: bool) {\n\
+         \x20   let e = split * params.total + mo * params.pixels + p;\n\
+         \x20   if ok0 {\n        part[e] = v.x;\n    }\n\
+         \x20   if ok1 {\n        part[e + params.pixels] = v.y;\n    }\n}\n\
+         @group(0) @binding(3) var<storage, read> wt: array<f16>;",
+    )
 }
 
 /// `fn finish(v, r)`, every conv2d kernel's last step on a sum `v` (bias
