@@ -220,10 +220,10 @@ mod tests {
         filter_input: bool,
         second_reader: bool,
     ) -> crate::error::Result<Vec<Operand>> {
-        let x = b.input("x", OperandDescriptor::new(dt, &[1, 4, 5, 2]))?;
+        let x = b.input("x", OperandDescriptor::new(dt, [1, 4, 5, 2]))?;
         let weights: Vec<f32> = (0..6).map(|k| (10 * (k / 3) + k % 3) as f32).collect();
         let f = if filter_input {
-            b.input("f", OperandDescriptor::new(dt, &[1, 1, 2, 3]))?
+            b.input("f", OperandDescriptor::new(dt, [1, 1, 2, 3]))?
         } else {
             constant(b, dt, &[1, 1, 2, 3], &weights)
         };
@@ -267,10 +267,10 @@ mod tests {
     /// Only float16 convs split; the parts must keep the tensor cores.
     #[test]
     fn split_pays_in_float16_alone() {
-        let y = |c| OperandDescriptor::new(F16, &[1, 40, 40, c]);
+        let y = |c| OperandDescriptor::new(F16, [1, 40, 40, c]);
         let nhwc = InputLayout::Nhwc;
         // A small map: neither the whole nor a part takes the tensor cores.
-        let small = OperandDescriptor::new(F16, &[1, 5, 7, 32]);
+        let small = OperandDescriptor::new(F16, [1, 5, 7, 32]);
         assert!(split_pays(F16, F16, &small, nhwc, &[16, 16]));
         for (input, filter) in [(F32, F32), (F16, F32), (F32, F16)] {
             assert!(!split_pays(input, filter, &small, nhwc, &[16, 16]));
@@ -292,7 +292,7 @@ mod tests {
             (
                 "parts without the tensor cores",
                 fused(|b| {
-                    let x = b.input("x", OperandDescriptor::new(F16, &[1, 40, 40, 128]))?;
+                    let x = b.input("x", OperandDescriptor::new(F16, [1, 40, 40, 128]))?;
                     let f = constant(b, F16, &[1, 1, 128, 128], &vec![0.0; 128 * 128]);
                     let o = Conv2dOptions {
                         input_layout: InputLayout::Nhwc,
