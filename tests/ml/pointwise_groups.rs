@@ -82,11 +82,11 @@ fn a_yolo_head_runs_its_element_wise_tail_as_one_kernel() {
 
 /// Two chains meeting in one node, with broadcasting, a residual and
 /// activations; one member also a graph output and one read by a later
-/// reduction: relu(x * b + c - sigmoid(x)) over [3, 5, 7], b [5, 1],
-/// c [7], then tanh of that plus x.
+/// reduction: relu(x * b + c + d - sigmoid(x)) over [3, 5, 7], b [5, 1],
+/// c [7], d [3, 5, 7] (the add of d a residual), then tanh of that plus x.
 fn chains(g: &GraphBuilder, x: &[Operand]) -> wgnn::Result<Vec<Operand>> {
-    let (v, b, c) = (&x[0], &x[1], &x[2]);
-    let left = g.add(&g.mul(v, b)?, c)?;
+    let (v, b, c, d) = (&x[0], &x[1], &x[2], &x[3]);
+    let left = g.add(&g.add(&g.mul(v, b)?, c)?, d)?;
     let right = g.sigmoid(v)?;
     let y = g.relu(&g.sub(&left, &right)?)?;
     let z = g.tanh(&g.add(&y, v)?)?;
@@ -102,9 +102,10 @@ fn chains_of_one_shape_run_as_one_kernel() {
             random(&mut r, dt, &[3, 5, 7], -2.0, 2.0),
             random(&mut r, dt, &[5, 1], -2.0, 2.0),
             random(&mut r, dt, &[7], -2.0, 2.0),
+            random(&mut r, dt, &[3, 5, 7], -2.0, 2.0),
         ];
-        // mul, add, sigmoid, sub + relu, add (a residual) + tanh: one
-        // kernel storing z, sigmoid(x) and mul + add for the reduction.
+        // mul, add + residual d, sigmoid, sub + relu, add + tanh: one
+        // kernel storing z, sigmoid(x) and the sum's operand.
         let want = ["pointwise", "reduceSum"];
         check(&format!("chains ({dt})"), &chains, &inputs, &want);
     }
