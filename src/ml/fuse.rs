@@ -4,7 +4,10 @@
 //! Mish, HardSwish, HardSigmoid) become that one activation
 //! (`fuse/activation_patterns.rs`); an
 //! activation whose input is used only by it is folded into the node that
-//! produces that input; an `add` of a conv2d's or a binary op's result (used
+//! produces that input, or, through the reshapes, transposes and concats
+//! gathering it, into the nodes writing their operands
+//! (`fuse/through_concat.rs`, which also splits a binary op of a concat into
+//! the op on each part); an `add` of a conv2d's or a binary op's result (used
 //! by nothing else) and a same-shaped tensor becomes that node's residual;
 //! a `mul` of a conv2d's input by a per-channel gate (squeeze-and-
 //! excitation) becomes its input scale; a depthwise conv2d read only by a
@@ -28,6 +31,7 @@ mod concat;
 mod conv_split;
 mod late_residual;
 mod resample_swap;
+mod through_concat;
 mod unread;
 mod upsample;
 
@@ -46,7 +50,8 @@ use super::shape::{conv_filter_ochw, nchw};
 /// activations first (those written long-hand, such as SiLU's sigmoid ->
 /// mul, made one node each by `fuse/activation_patterns.rs`; so an `add`
 /// brings its own along, and a squeeze-and-excitation layer its
-/// activation); adds of an activated
+/// activation), then moved through concats (`fuse/through_concat.rs`);
+/// adds of an activated
 /// depthwise conv after the adds that go before activations
 /// (`fuse/late_residual.rs`); concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
@@ -60,6 +65,8 @@ pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
     let ir = super::layout::to_nhwc(unread::drop_unread(ir), layout);
     let ir = resample_swap::swap_resample_pointwise(ir);
     let ir = fuse_activations(activation_patterns::fuse_activation_patterns(ir));
+    let ir =
+        through_concat::activations_into_writers(through_concat::split_binary_over_concats(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
     let ir = concat::split_concats(ir);
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));

@@ -6,7 +6,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wgnn::ml::{
-    BuildOptions, Context, DataType, Graph, GraphBuilder, Operand, OperandDescriptor,
+    BuildOptions, Context, DataType, Graph, GraphBuilder, Operand, OperandDescriptor, Tensor,
     TensorDescriptor,
 };
 
@@ -137,6 +137,65 @@ pub fn run(ctx: &Context, build: &Build<'_>, inputs: &[In]) -> wgnn::Result<Ran>
     run_with(ctx, build, inputs, BuildOptions::default())
 }
 
+/// A graph built on a context with its input tensors written and its
+/// output tensors made, named as [`run`] names them.
+struct Prepared {
+    graph: Graph,
+    names: Vec<String>,
+    inputs: Vec<(String, Tensor)>,
+    outputs: Vec<(String, Tensor)>,
+}
+
+impl Prepared {
+    fn new(
+        ctx: &Context,
+        build: &Build<'_>,
+        inputs: &[In],
+        options: BuildOptions,
+    ) -> wgnn::Result<Prepared> {
+        let b = GraphBuilder::new(ctx);
+        let operands = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                b.input(
+                    &format!("x{i}"),
+                    OperandDescriptor::new(x.dt, x.shape.clone()),
+                )
+            })
+            .collect::<wgnn::Result<Vec<_>>>()?;
+        let outs = build(&b, &operands)?;
+        let names: Vec<String> = (0..outs.len()).map(|i| format!("y{i}")).collect();
+        let named: Vec<(&str, &Operand)> = names.iter().map(|n| n.as_str()).zip(&outs).collect();
+        let graph: Graph = b.build_with(&named, options)?;
+        let mut in_tensors = Vec::new();
+        for (i, x) in inputs.iter().enumerate() {
+            let t = ctx.create_tensor(TensorDescriptor::new(x.dt, x.shape.clone()).writable())?;
+            ctx.write_tensor(&t, &x.bytes)?;
+            in_tensors.push((format!("x{i}"), t));
+        }
+        let out_tensors = graph
+            .outputs()
+            .into_iter()
+            .map(|(name, d)| {
+                let t =
+                    ctx.create_tensor(TensorDescriptor::new(d.data_type, d.shape).readable())?;
+                Ok((name, t))
+            })
+            .collect::<wgnn::Result<Vec<_>>>()?;
+        Ok(Prepared {
+            graph,
+            names,
+            inputs: in_tensors,
+            outputs: out_tensors,
+        })
+    }
+
+    fn bindings(list: &[(String, Tensor)]) -> Vec<(&str, &Tensor)> {
+        list.iter().map(|(n, t)| (n.as_str(), t)).collect()
+    }
+}
+
 /// [`run`], built with `options` (a precision).
 pub fn run_with(
     ctx: &Context,
@@ -144,42 +203,17 @@ pub fn run_with(
     inputs: &[In],
     options: BuildOptions,
 ) -> wgnn::Result<Ran> {
-    let b = GraphBuilder::new(ctx);
-    let operands = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            b.input(
-                &format!("x{i}"),
-                OperandDescriptor::new(x.dt, x.shape.clone()),
-            )
-        })
-        .collect::<wgnn::Result<Vec<_>>>()?;
-    let outs = build(&b, &operands)?;
-    let names: Vec<String> = (0..outs.len()).map(|i| format!("y{i}")).collect();
-    let named: Vec<(&str, &Operand)> = names.iter().map(|n| n.as_str()).zip(&outs).collect();
-    let graph: Graph = b.build_with(&named, options)?;
-    let mut in_tensors = Vec::new();
-    for (i, x) in inputs.iter().enumerate() {
-        let t = ctx.create_tensor(TensorDescriptor::new(x.dt, x.shape.clone()).writable())?;
-        ctx.write_tensor(&t, &x.bytes)?;
-        in_tensors.push((format!("x{i}"), t));
-    }
-    let out_tensors = graph
-        .outputs()
-        .into_iter()
-        .map(|(name, d)| {
-            let t = ctx.create_tensor(TensorDescriptor::new(d.data_type, d.shape).readable())?;
-            Ok((name, t))
-        })
-        .collect::<wgnn::Result<Vec<_>>>()?;
-    let ins: Vec<(&str, _)> = in_tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let outs: Vec<(&str, _)> = out_tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    ctx.dispatch(&graph, &ins, &outs)?;
-    let outputs = names
+    let p = Prepared::new(ctx, build, inputs, options)?;
+    let (ins, outs) = (
+        Prepared::bindings(&p.inputs),
+        Prepared::bindings(&p.outputs),
+    );
+    ctx.dispatch(&p.graph, &ins, &outs)?;
+    let outputs = p
+        .names
         .iter()
         .map(|n| {
-            let (_, t) = out_tensors.iter().find(|(m, _)| m == n).unwrap();
+            let (_, t) = p.outputs.iter().find(|(m, _)| m == n).unwrap();
             let bytes = ctx.read_tensor_blocking(t)?;
             Ok(Output {
                 dt: t.data_type(),
@@ -192,8 +226,24 @@ pub fn run_with(
     }
     Ok(Ran {
         outputs,
-        nodes: graph.node_count(),
+        nodes: p.graph.node_count(),
     })
+}
+
+/// The label of every kernel `build`'s graph runs on `ctx`, in order, from
+/// its profile.
+pub fn gpu_kernels(ctx: &Context, build: &Build<'_>, inputs: &[In]) -> Vec<String> {
+    let p = Prepared::new(ctx, build, inputs, BuildOptions::default()).unwrap();
+    let (ins, outs) = (
+        Prepared::bindings(&p.inputs),
+        Prepared::bindings(&p.outputs),
+    );
+    let profile = p.graph.profile(ctx, &ins, &outs).unwrap();
+    profile
+        .kernels
+        .into_iter()
+        .map(|(label, _)| label)
+        .collect()
 }
 
 /// How far the GPU may be from the CPU reference, relative to the value

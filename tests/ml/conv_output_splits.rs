@@ -87,8 +87,8 @@ fn check_split(case: Case, seed: u64) {
 }
 
 const NCHW_STRIDED: Case = Case {
-    name: "nchw oihw 7 -> 2 + 3, 3x3 stride 2, batch 2, relu",
-    dt: DataType::Float32,
+    name: "float16 nchw oihw 7 -> 2 + 3, 3x3 stride 2, batch 2, relu",
+    dt: DataType::Float16,
     layout: InputLayout::Nchw,
     filter: Conv2dFilterLayout::Oihw,
     size: [2, 9, 7],
@@ -100,21 +100,30 @@ const NCHW_STRIDED: Case = Case {
     nodes: (3, 3),
 };
 
+const NHWC_PARTS: Case = Case {
+    name: "float16 nhwc hwio 5 -> 3 + 4 + 1, 3x3, silu",
+    layout: InputLayout::Nhwc,
+    filter: Conv2dFilterLayout::Hwio,
+    size: [1, 6, 5],
+    in_channels: 5,
+    parts: &[3, 4, 1],
+    stride: 1,
+    silu: true,
+    nodes: (4, 3),
+    ..NCHW_STRIDED
+};
+
 #[test]
 fn a_channel_split_of_a_conv_becomes_a_conv_per_part() {
     let cases = [
         NCHW_STRIDED,
+        NHWC_PARTS,
+        // float32 keeps the split (`split_pays`): 3 nodes either way.
         Case {
-            name: "nhwc hwio 5 -> 3 + 4 + 1, 3x3, silu",
-            layout: InputLayout::Nhwc,
-            filter: Conv2dFilterLayout::Hwio,
-            size: [1, 6, 5],
-            in_channels: 5,
-            parts: &[3, 4, 1],
-            stride: 1,
-            silu: true,
-            nodes: (4, 3),
-            ..NCHW_STRIDED
+            name: "float32 nhwc hwio 5 -> 3 + 4 + 1, 3x3, silu, kept whole",
+            dt: DataType::Float32,
+            nodes: (3, 3),
+            ..NHWC_PARTS
         },
         Case {
             name: "float16 nhwc ohwi 16 -> 16 + 16, 1x1, silu (YOLOv8's C2f cv1)",

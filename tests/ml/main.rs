@@ -21,6 +21,7 @@ mod ops_elementwise;
 mod ops_reduce_gather;
 mod ops_spatial;
 mod ops_tensor;
+mod pointwise_groups;
 mod precision;
 mod quant_conv;
 mod rent;

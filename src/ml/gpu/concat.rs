@@ -1,6 +1,7 @@
 //! concat along any axis: one copy kernel per input, each writing its own
 //! disjoint slab of the output, so no kernel needs to know the others;
-//! none for an input its writer stored in place (`concat_writes.rs`).
+//! none for an input its writer stored in place (`concat_writes.rs`), and
+//! into a block of an outer concat's output where it is placed there.
 
 use super::lower::{grid, kernel_params, Kernel, Lowering};
 use super::slice::refuse_uint8;
@@ -28,7 +29,8 @@ pub(super) fn concat(l: &mut Lowering, node: &Node, axis: usize) -> Result<()> {
     let out = l.ir.desc(y).clone();
     let inner: usize = out.shape[axis + 1..].iter().product();
     let chunk_out = out.shape[axis] * inner;
-    let mut offset = 0;
+    // Stored as a block of an outer concat's output (`concat_writes.rs`).
+    let mut offset = l.placement.map_or(0, |p| p.offset as usize);
     for (k, &x) in node.inputs.iter().enumerate() {
         let d = l.ir.desc(x);
         let n = d.element_count();

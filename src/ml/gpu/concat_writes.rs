@@ -9,7 +9,12 @@
 //! The writer keeps its own output shape and indexing; only its store moves:
 //! seen as [outer, chunk_in] (chunk_in = its extent along the concat's axis
 //! times the inner size), row o lands at o * chunk_out + offset of the
-//! output, as concat.wgsl copies it.
+//! output, as concat.wgsl copies it. A concat read only by a concat of
+//! whose output it is one block (nothing but size-1 axes before the outer
+//! concat's axis, as at batch 1) is stored there too: its writers store at
+//! that block, their offsets moved by the block's, and it copies the rest
+//! of its operands there (none: it runs nothing). YOLOv8's class rows,
+//! gathered over the three levels, are rows 4.. of its output.
 
 use crate::ml::graph_ir::{GraphIr, OperandId};
 use crate::ml::ops::Op;
@@ -26,7 +31,9 @@ pub(crate) struct Placement {
 pub(crate) struct ConcatWrites {
     /// The concat output a node writes its result into, and where.
     pub into: Vec<Option<(OperandId, Placement)>>,
-    /// Reshapes between such a writer and its concat: nothing to run.
+    /// Reshapes between such a writer and its concat, and concats whose
+    /// operands are all in place in another concat's output: nothing to
+    /// run.
     pub skipped: Vec<bool>,
     /// Per concat node, which of its operands are already in place.
     pub written: Vec<Vec<bool>>,
@@ -60,6 +67,8 @@ pub(crate) fn plan(ir: &GraphIr) -> ConcatWrites {
         let chunk_out = out[axis] * inner;
         let mut offset = 0;
         plan.written[c] = vec![false; node.inputs.len()];
+        // Nothing before the axis: each operand is one block of the output.
+        let one_block = out[..axis].iter().product::<usize>() == 1;
         for (k, &x) in node.inputs.iter().enumerate() {
             let chunk_in = ir.desc(x).shape[axis] * inner;
             // Back through reshapes read by nothing else to the writer.
@@ -75,16 +84,49 @@ pub(crate) fn plan(ir: &GraphIr) -> ConcatWrites {
                         at = ir.nodes[p].inputs[0];
                     }
                     op if writes_in_place(op) && ir.nodes[p].outputs.len() == 1 => break Some(p),
+                    Op::Concat { .. } if one_block => break Some(p),
                     _ => break None,
                 }
             };
-            if let Some(p) = writer {
-                let place = Placement {
-                    chunk_in: chunk_in as u32,
-                    chunk_out: chunk_out as u32,
-                    offset: offset as u32,
-                };
-                plan.into[p] = Some((y, place));
+            match writer {
+                Some(p) if matches!(ir.nodes[p].op, Op::Concat { .. }) => {
+                    // A concat filling a block of this output: what its
+                    // writers store moves there, and so do its own copies
+                    // (it runs none where every operand is in place).
+                    let inner_y = ir.nodes[p].outputs[0];
+                    for at in plan.into.iter_mut().flatten() {
+                        if at.0 == inner_y {
+                            *at = (
+                                y,
+                                Placement {
+                                    offset: at.1.offset + offset as u32,
+                                    ..at.1
+                                },
+                            );
+                        }
+                    }
+                    if plan.written[p].iter().all(|&w| w) {
+                        reshapes.push(p);
+                    } else {
+                        let place = Placement {
+                            chunk_in: chunk_in as u32,
+                            chunk_out: chunk_in as u32,
+                            offset: offset as u32,
+                        };
+                        plan.into[p] = Some((y, place));
+                    }
+                }
+                Some(p) => {
+                    let place = Placement {
+                        chunk_in: chunk_in as u32,
+                        chunk_out: chunk_out as u32,
+                        offset: offset as u32,
+                    };
+                    plan.into[p] = Some((y, place));
+                }
+                None => {}
+            }
+            if writer.is_some() {
                 for r in reshapes {
                     plan.skipped[r] = true;
                 }

@@ -17,7 +17,7 @@ const WG: u32 = 256;
 /// at the edges C defines: x^0 = 1^y = 1 (NaN included), (-1)^±inf = 1, a
 /// negative finite base with an integral exponent gives the signed result
 /// and with any other NaN, and -0 or -inf to an odd integer keep the sign.
-const POW: &str = "\
+pub(super) const POW: &str = "\
 fn pow_f32(x: f32, y: f32) -> f32 {
     if y == 0.0 || x == 1.0 {
         return 1.0;
@@ -85,7 +85,7 @@ kernel_params! {
 }
 
 /// `op` of `x` and `y` as a WGSL expression, in i32 (`int`) or f32.
-fn binop_expr(op: BinaryOp, int: bool) -> &'static str {
+pub(super) fn binop_expr(op: BinaryOp, int: bool) -> &'static str {
     match (op, int) {
         (BinaryOp::Add, _) => "x + y",
         (BinaryOp::Sub, _) => "x - y",

@@ -1066,6 +1066,79 @@ fn models(ctx: &Context) -> Vec<(String, GraphIr)> {
     ]
 }
 
+/// A recorded kernel passes naga's validator and SPIR-V writer, and
+/// declares the params and bindings it is given.
+fn validate(what: &str, k: &Recorded) {
+    let caps =
+        naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::COOPERATIVE_MATRIX;
+    let module = naga::front::wgsl::parse_str(&k.source)
+        .unwrap_or_else(|e| panic!("{what}: {}\n{}", e.emit_to_string(&k.source), k.source));
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {e:?}\n{}", k.source));
+    naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    params_agree(k, &module);
+    bindings_agree(k, &module);
+}
+
+/// Element-wise groups' generated kernels (`pointwise.rs`), as the plan
+/// groups them: every activation as a member, every binary op with a
+/// residual (pow's and log's helpers together), and a box decoding's reads
+/// through slices and stores into a concat.
+#[test]
+fn pointwise_group_kernels_validate_and_match_their_params() {
+    use crate::ml::gpu::{concat_writes, pointwise, slice_reads};
+    let ctx = Context::cpu();
+    let mut graphs: Vec<(String, GraphIr)> = Vec::new();
+    for dt in FLOATS {
+        for (k, act) in ACTIVATIONS.iter().enumerate() {
+            let ir = graph(&ctx, |b| {
+                let x = b.input("x", desc(dt, &[3, 5]))?;
+                let y = b.input("y", desc(dt, &[5]))?;
+                b.sub(&b.mul(&act(b, &x)?, &y)?, &x)
+            });
+            graphs.push((format!("activation {k} ({dt})"), ir));
+        }
+        let ir = graph(&ctx, |b| {
+            let x = b.input("x", desc(dt, &[2, 3, 4]))?;
+            let y = b.input("y", desc(dt, &[4]))?;
+            let z = b.input("z", desc(dt, &[2, 3, 4]))?;
+            let t = b.add(&b.pow(&x, &y)?, &z)?;
+            let t = b.div(&b.min(&b.max(&t, &x)?, &z)?, &y)?;
+            b.log(&b.sub(&b.mul(&t, &z)?, &x)?)
+        });
+        graphs.push((format!("binary ops ({dt})"), ir));
+        let ir = graph(&ctx, |b| {
+            let d = b.input("d", desc(dt, &[1, 4, 7]))?;
+            let anchors = b.input("a", desc(dt, &[2, 7]))?;
+            let lt = b.slice(&d, &[0, 0, 0], &[1, 2, 7], None)?;
+            let rb = b.slice(&d, &[0, 2, 0], &[1, 2, 7], None)?;
+            let x1y1 = b.sub(&anchors, &lt)?;
+            let x2y2 = b.add(&anchors, &rb)?;
+            let c = b.add(&x1y1, &x2y2)?;
+            b.concat(&[&c, &b.sub(&x2y2, &x1y1)?], 1)
+        });
+        graphs.push((format!("box decoding ({dt})"), ir));
+    }
+    let mut kernels = 0;
+    for (what, ir) in &graphs {
+        let writes = concat_writes::plan(ir);
+        let reads = slice_reads::plan(ir);
+        let groups = pointwise::plan(ir, &writes, &reads);
+        assert_eq!(groups.groups.len(), 1, "{what}: groups");
+        let mut l = Lowering::record(ir, TARGETS[0]);
+        for members in &groups.groups {
+            pointwise::lower(&mut l, &writes, &reads, members).unwrap();
+        }
+        for k in &l.recorded {
+            validate(what, k);
+            kernels += 1;
+        }
+    }
+    assert_eq!(kernels, graphs.len());
+}
+
 /// The innermost scalar of a WGSL type: "u32", "i32" or "f32".
 fn scalar_name(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String {
     use naga::TypeInner as Ti;
@@ -1460,8 +1533,6 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
 #[test]
 fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
     let ctx = Context::cpu();
-    let caps =
-        naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::COOPERATIVE_MATRIX;
     let mut graphs = zoo(&ctx);
     graphs.extend(models(&ctx));
     let mut ops = [false; OP_KINDS];
@@ -1482,17 +1553,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
                 if !seen.insert((k.source.clone(), k.params.len())) {
                     continue;
                 }
-                let where_ = format!("{what}, {}", k.label);
-                let module = naga::front::wgsl::parse_str(&k.source).unwrap_or_else(|e| {
-                    panic!("{where_}: {}\n{}", e.emit_to_string(&k.source), k.source)
-                });
-                let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-                    .validate(&module)
-                    .unwrap_or_else(|e| panic!("{where_}: {e:?}\n{}", k.source));
-                naga::back::spv::write_vec(&module, &info, &Default::default(), None)
-                    .unwrap_or_else(|e| panic!("{where_}: {e}"));
-                params_agree(&k, &module);
-                bindings_agree(&k, &module);
+                validate(&format!("{what}, {}", k.label), &k);
             }
         }
     }

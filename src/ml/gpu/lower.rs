@@ -407,6 +407,21 @@ pub(crate) fn axes(
     strides: &[&[usize]],
 ) -> Result<(u32, [[u32; 4]; MAX_RANK])> {
     debug_assert!(strides.len() < 4);
+    let merged = fold_axes(shape, strides);
+    let rank = check_rank(what, shape.len(), merged.len())?;
+    let mut out = [[0u32; 4]; MAX_RANK];
+    for (slot, (extent, s)) in out.iter_mut().zip(&merged) {
+        slot[0] = *extent as u32;
+        for (lane, &v) in slot[1..].iter_mut().zip(s) {
+            *lane = v as u32;
+        }
+    }
+    Ok((rank, out))
+}
+
+/// `shape`'s axes as `(extent, stride in each operand)`, size-1 axes
+/// dropped and each run of axes contiguous in every operand merged.
+pub(crate) fn fold_axes(shape: &[usize], strides: &[&[usize]]) -> Vec<(usize, Vec<usize>)> {
     let mut merged: Vec<(usize, Vec<usize>)> = Vec::new();
     for (k, &extent) in shape.iter().enumerate() {
         if extent == 1 {
@@ -424,15 +439,7 @@ pub(crate) fn axes(
         }
         merged.push((extent, s));
     }
-    let rank = check_rank(what, shape.len(), merged.len())?;
-    let mut out = [[0u32; 4]; MAX_RANK];
-    for (slot, (extent, s)) in out.iter_mut().zip(&merged) {
-        slot[0] = *extent as u32;
-        for (lane, &v) in slot[1..].iter_mut().zip(s) {
-            *lane = v as u32;
-        }
-    }
-    Ok((rank, out))
+    merged
 }
 
 /// `rank` (of a tensor of `original` axes, once folded) as a `Params` field,

@@ -19,6 +19,7 @@ mod lower;
 mod matmul;
 mod normalization;
 mod pad;
+mod pointwise;
 mod pool2d;
 mod prelu;
 mod reduce;
@@ -120,10 +121,13 @@ impl GpuPlan {
         }
         let writes = concat_writes::plan(ir);
         let reads = slice_reads::plan(ir);
+        let groups = pointwise::plan(ir, &writes, &reads);
         let mut last_uses = ir.last_uses();
-        // A slice's input lives until the op reading through the slice runs.
+        // A slice's input lives until the op reading through the slice
+        // runs, an element-wise group's reads until its kernel runs.
         for index in 0..ir.nodes.len() {
-            for source in reads.sources(index) {
+            let sources = reads.sources(index);
+            for source in sources.chain(groups.leaves(ir, &reads, index)) {
                 last_uses[source] = last_uses[source].max(Some(index));
             }
         }
@@ -132,7 +136,23 @@ impl GpuPlan {
                 || ir.outputs.iter().any(|(_, o)| *o == id)
         };
         for (index, node) in ir.nodes.iter().enumerate() {
-            if writes.skipped[index] || reads.skipped[index] {
+            if writes.skipped[index] || reads.skipped[index] || groups.skipped[index] {
+                continue;
+            }
+            if let Some(g) = groups.runs[index] {
+                let members = &groups.groups[g];
+                for (o, into) in pointwise::stored(ir, &writes, members) {
+                    match into {
+                        Some(y) => l.alias(o, y)?,
+                        None => l.allocate(o)?,
+                    }
+                }
+                pointwise::lower(&mut l, &writes, &reads, members)?;
+                for i in groups.leaves(ir, &reads, index) {
+                    if last_uses[i] == Some(index) && !pinned(i) {
+                        l.release(i);
+                    }
+                }
                 continue;
             }
             let into = writes.into[index];
