@@ -927,10 +927,8 @@ impl Compositor {
         let gpu = self.gpu.clone();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode(&mut encoder, frame, mask, out)?;
-        gpu.scoped("composite submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })
-        .map(|_| ())
+        gpu.submit("composite submit", [encoder.finish()])
+            .map(|_| ())
     }
 }
 
