@@ -62,10 +62,10 @@ impl Stream {
     }
 }
 
-/// Submissions and error scopes per frame and stream of `chain` (after
+/// Submissions per frame and stream of `chain` (after
 /// `wgnnupload`, its model element sharing instance `id` at batch size
 /// [`STREAMS`]), over [`ROUNDS`] rounds of one frame per stream.
-fn per_frame(chain: &str, id: &str) -> (f64, f64) {
+fn per_frame(chain: &str, id: &str) -> f64 {
     init();
     let gpu = common::own_gpu();
     let id = format!("submits-{id}-{}", std::process::id());
@@ -101,7 +101,7 @@ fn per_frame(chain: &str, id: &str) -> (f64, f64) {
         counted.error_scopes as f64 / frames,
     );
     eprintln!("{chain}: {subs} submissions and {scopes} error scopes a frame and stream");
-    (subs, scopes)
+    subs
 }
 
 /// The most submissions a frame and stream: wgnnupload's, and the batch's
@@ -120,35 +120,32 @@ fn yolo() -> PathBuf {
     common::root().join("tests/data/detect/ultralytics/yolov8n_detect/model.onnx")
 }
 
+/// Asserts that `chain` submits at most `most` times a frame and stream.
+fn assert_at_most(chain: &str, id: &str, most: f64) {
+    let subs = per_frame(chain, id);
+    assert!(
+        subs <= most,
+        "{chain}: {subs} submissions a frame, over {most}"
+    );
+}
+
 #[test]
 fn segment_and_blur_submit_with_the_batch_alone() {
     let model = bundled("selfie/selfie_segmentation.tflite");
-    let (subs, _) = per_frame(
-        &format!("wgnnsegment device=gpu precision=f32 model={model} effect=blur BATCH"),
-        "segment",
-    );
-    assert!(
-        subs <= SEGMENT,
-        "{subs} submissions a frame, over {SEGMENT}"
-    );
+    let chain = format!("wgnnsegment device=gpu precision=f32 model={model} effect=blur BATCH");
+    assert_at_most(&chain, "segment", SEGMENT);
 }
 
 #[test]
 fn face_detect_submits_with_the_batch_and_the_overlay_once() {
     let model = bundled("mediapipe/face_detection_short_range.tflite");
-    let (subs, _) = per_frame(
-        &format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay"),
-        "face",
-    );
-    assert!(subs <= DETECT, "{subs} submissions a frame, over {DETECT}");
+    let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
+    assert_at_most(&chain, "face", DETECT);
 }
 
 #[test]
 fn yolo_detect_submits_with_the_batch_and_the_overlay_once() {
     let model = yolo().display().to_string();
-    let (subs, _) = per_frame(
-        &format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay"),
-        "yolo",
-    );
-    assert!(subs <= DETECT, "{subs} submissions a frame, over {DETECT}");
+    let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
+    assert_at_most(&chain, "yolo", DETECT);
 }
