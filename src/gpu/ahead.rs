@@ -165,6 +165,16 @@ impl Commands {
         }
     }
 
+    /// Commands that start with `buffers`, finished elsewhere (each item's
+    /// input a batch gathers), in their order.
+    pub fn after(gpu: &Gpu, buffers: Vec<wgpu::CommandBuffer>) -> Commands {
+        Commands {
+            gpu: gpu.clone(),
+            done: buffers,
+            encoder: None,
+        }
+    }
+
     /// The encoder for what comes next (opened where none is).
     pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
         self.encoder.get_or_insert_with(|| {
@@ -180,9 +190,20 @@ impl Commands {
     /// commands recorded before it in an error (wgpu 30 validates them as
     /// their encoder finishes).
     pub fn append(&mut self, what: &str, buffer: wgpu::CommandBuffer) -> Result<()> {
-        let gpu = self.gpu.clone();
-        gpu.scoped(what, || self.close())?;
-        self.done.push(buffer);
+        self.extend(what, [buffer])
+    }
+
+    /// [`Commands::append`] of several buffers, in their order.
+    pub fn extend(
+        &mut self,
+        what: &str,
+        buffers: impl IntoIterator<Item = wgpu::CommandBuffer>,
+    ) -> Result<()> {
+        if self.encoder.is_some() {
+            let gpu = self.gpu.clone();
+            gpu.scoped(what, || self.close())?;
+        }
+        self.done.extend(buffers);
         Ok(())
     }
 
@@ -197,7 +218,7 @@ impl Commands {
         let gpu = self.gpu.clone();
         gpu.scoped(what, || {
             self.close();
-            gpu.queue().submit(self.done)
+            gpu.submit_unscoped(self.done)
         })
     }
 
@@ -211,7 +232,7 @@ impl Commands {
         let gpu = self.gpu.clone();
         gpu.scoped(what, || {
             self.close();
-            gpu.queue().submit(std::iter::once(first).chain(self.done))
+            gpu.submit_unscoped(std::iter::once(first).chain(self.done))
         })
     }
 }
@@ -317,7 +338,7 @@ mod tests {
         };
         for _ in 0..3 {
             let taken = ahead.take(&gpu).unwrap();
-            gpu.queue().submit([taken]);
+            gpu.submit("ahead test", [taken]).unwrap();
         }
         ahead.clear();
         // Three used, and the fourth encoded ahead and dropped unsubmitted.

@@ -13,6 +13,7 @@ pub mod dmabuf;
 pub mod live;
 pub mod selector;
 pub mod shader;
+mod submits;
 pub mod transfer;
 pub mod upload_ring;
 mod upload_unpack;
@@ -23,7 +24,10 @@ pub use adapter::{list as list_adapters, AdapterChoice, GpuOptions};
 pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
 pub use selector::GpuSelector;
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
-pub use transfer::{upload_overlap, Download, TextureWrite, TransferStats, UPLOAD_OVERLAP_ENV};
+pub use submits::SubmitStats;
+pub use transfer::{
+    upload_overlap, Download, RecordedDownload, TextureWrite, TransferStats, UPLOAD_OVERLAP_ENV,
+};
 pub use upload_ring::{StagingStats, UploadRing, UPLOAD_RING_ENV};
 pub use upload_unpack::{QUIET_WGPU_LOGS, UPLOAD_UNPACK_ENV};
 
@@ -70,6 +74,7 @@ struct Inner {
     /// Plane formats uploads write by a compute pass (`upload_unpack`).
     unpack_formats: Vec<wgpu::TextureFormat>,
     transfers: transfer::Counters,
+    submits: submits::Counters,
     pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<Error>>>,
     live: Arc<live::Tally>,
@@ -178,6 +183,7 @@ impl Gpu {
                 tensor_cores_f16,
                 unpack_formats,
                 transfers: transfer::Counters::default(),
+                submits: submits::Counters::default(),
                 pipelines: shader::PipelineCache::default(),
                 fault,
                 live: Arc::default(),
@@ -209,8 +215,8 @@ impl Gpu {
         &self.inner.device
     }
 
-    /// The queue, for submitting command buffers. Data transfers go through
-    /// [`transfer`] instead, so that they are counted.
+    /// The queue. Submissions go through [`Gpu::submit`] and data
+    /// transfers through [`transfer`], so that they are counted.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
     }
@@ -359,6 +365,7 @@ impl Gpu {
     /// handler.
     pub fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
         self.check()?;
+        self.inner.submits.scope();
         let oom = self
             .device()
             .push_error_scope(wgpu::ErrorFilter::OutOfMemory);

@@ -480,7 +480,7 @@ impl Gpu {
             staged.encode(self, &lease.buffer)
         }?;
         lease.buffer.unmap();
-        self.scoped("texture upload", || self.queue().submit([commands]))?;
+        self.submit("texture upload", [commands])?;
         self.staged(ring, lease, writes, &staged);
         Ok(())
     }
@@ -548,9 +548,7 @@ impl Gpu {
         lease.buffer.unmap();
         let submitted = match recorded {
             Ok(r) => commands.submit_after(upload, what).map(|index| (r, index)),
-            Err(e) => self
-                .scoped("texture upload", || self.queue().submit([upload]))
-                .and(Err(e)),
+            Err(e) => self.submit("texture upload", [upload]).and(Err(e)),
         };
         self.staged(ring, lease, writes, &staged);
         submitted
@@ -710,6 +708,23 @@ impl Gpu {
         offset: u64,
         size: u64,
     ) -> Result<Download> {
+        let mut encoder = self.device().create_command_encoder(&Default::default());
+        let recorded = self.record_download(&mut encoder, buffer, offset, size)?;
+        let submission = self.submit("download", [encoder.finish()])?;
+        Ok(recorded.start(submission))
+    }
+
+    /// [`Gpu::download_buffer`]'s copy recorded into `encoder`, after the
+    /// commands that write `buffer`, so that both go in the caller's one
+    /// submission; [`RecordedDownload::start`] starts the read once it is
+    /// submitted. Counted now.
+    pub fn record_download(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<RecordedDownload> {
         self.check()?;
         if !buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
             return Err(Error::Transfer(
@@ -725,10 +740,14 @@ impl Gpu {
         let padded = align_up(size.max(ALIGN), ALIGN);
         let copy = padded.min(buffer.size() - offset);
         let staging = self.staging(padded)?;
-        let mut encoder = self.device().create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, copy);
         self.inner.transfers.download(size);
-        self.finish_download(encoder, staging, size as usize, None)
+        Ok(RecordedDownload {
+            gpu: self.clone(),
+            staging,
+            len: size as usize,
+            rows: None,
+        })
     }
 
     /// Starts reading a texture region back to the CPU as tightly packed rows.
@@ -768,7 +787,14 @@ impl Gpu {
         })?;
         let len = row as usize * rows as usize;
         self.inner.transfers.download(len as u64);
-        self.finish_download(encoder, staging, len, Some((padded_row, row, rows)))
+        let recorded = RecordedDownload {
+            gpu: self.clone(),
+            staging,
+            len,
+            rows: Some((padded_row, row, rows)),
+        };
+        let submission = self.submit("download", [encoder.finish()])?;
+        Ok(recorded.start(submission))
     }
 
     fn staging(&self, size: u64) -> Result<super::live::Buffer> {
@@ -779,40 +805,57 @@ impl Gpu {
             mapped_at_creation: false,
         })
     }
-
-    fn finish_download(
-        &self,
-        encoder: wgpu::CommandEncoder,
-        staging: super::live::Buffer,
-        len: usize,
-        rows: Option<(u32, u32, u32)>,
-    ) -> Result<Download> {
-        let submission = self.scoped("download", || self.queue().submit([encoder.finish()]))?;
-        let state: Arc<Mutex<MapState>> = Arc::default();
-        let sink = state.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |result| {
-            let mut s = sink.lock().unwrap();
-            s.result = Some(result.map_err(|e| e.to_string()));
-            if let Some(w) = s.waker.take() {
-                w.wake();
-            }
-        });
-        Ok(Download {
-            gpu: self.clone(),
-            staging,
-            len,
-            rows,
-            submission,
-            state,
-            poller: false,
-        })
-    }
 }
 
 #[derive(Default)]
 struct MapState {
     result: Option<Result<(), String>>,
     waker: Option<Waker>,
+}
+
+/// A read-back copy recorded into a caller's commands, not yet started:
+/// [`RecordedDownload::start`] it once they are submitted (mapping the
+/// buffer earlier would fail their submission).
+#[must_use = "a recorded download reads nothing until started"]
+pub struct RecordedDownload {
+    gpu: Gpu,
+    staging: super::live::Buffer,
+    len: usize,
+    rows: Option<(u32, u32, u32)>,
+}
+
+impl RecordedDownload {
+    /// Starts reading the bytes back; `submission` is the one that holds
+    /// the copy.
+    pub fn start(self, submission: wgpu::SubmissionIndex) -> Download {
+        let state: Arc<Mutex<MapState>> = Arc::default();
+        let sink = state.clone();
+        self.staging
+            .map_async(wgpu::MapMode::Read, .., move |result| {
+                let mut s = sink.lock().unwrap();
+                s.result = Some(result.map_err(|e| e.to_string()));
+                if let Some(w) = s.waker.take() {
+                    w.wake();
+                }
+            });
+        Download {
+            gpu: self.gpu,
+            staging: self.staging,
+            len: self.len,
+            rows: self.rows,
+            submission,
+            state,
+            poller: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for RecordedDownload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordedDownload")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A read-back in flight. Either block on it with [`Download::wait`] or

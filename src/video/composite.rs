@@ -753,7 +753,7 @@ impl Compositor {
                 })
             })?;
             let groups = (u64::from(m.width) * u64::from(m.height)).div_ceil(64) as u32;
-            gpu.scoped("mask smoothing pass", || {
+            {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("wgnn mask smoothing"),
                     timestamp_writes: None,
@@ -761,7 +761,7 @@ impl Compositor {
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(groups, 1, 1);
-            })?;
+            }
             s.primed = true;
             mask_src = (*s.state).clone();
         }
@@ -818,7 +818,7 @@ impl Compositor {
                 let view = output.create_view(&Default::default());
                 blur_target_bind_group(&gpu, pipe, &view, &blur_params)
             })?;
-            gpu.scoped("blur pass", || {
+            {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("wgnn blur"),
                     timestamp_writes: None,
@@ -827,7 +827,7 @@ impl Compositor {
                 pass.set_bind_group(0, input, &[]);
                 pass.set_bind_group(1, &target, &[]);
                 pass.dispatch_workgroups(gx, gy, 1);
-            })?;
+            }
         }
         Ok(done)
     }
@@ -905,7 +905,9 @@ impl Compositor {
             })
         })?;
         let (gx, gy) = groups_2d(w, h);
-        gpu.scoped("composite pass", || {
+        // The passes here take no error scope: wgpu 30 validates a pass as
+        // its encoder finishes, inside the submitter's scope.
+        {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("wgnn composite"),
                 timestamp_writes: None,
@@ -914,7 +916,8 @@ impl Compositor {
             pass.set_bind_group(0, &planes, &[]);
             pass.set_bind_group(1, &own, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
-        })
+        }
+        Ok(())
     }
 
     /// [`Compositor::encode`] and submit.
@@ -927,10 +930,8 @@ impl Compositor {
         let gpu = self.gpu.clone();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode(&mut encoder, frame, mask, out)?;
-        gpu.scoped("composite submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })
-        .map(|_| ())
+        gpu.submit("composite submit", [encoder.finish()])
+            .map(|_| ())
     }
 }
 

@@ -223,6 +223,6 @@ pub(crate) fn unpack(
         }
         planes.push(Plane::Pooled(texture));
     }
-    gpu.scoped("DMA-BUF unpack", || gpu.queue().submit([encoder.finish()]))?;
+    gpu.submit("DMA-BUF unpack", [encoder.finish()])?;
     Ok(Ok(planes))
 }

@@ -256,10 +256,8 @@ impl ImageWriter {
         let gpu = &self.gpu;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode(&mut encoder, src, out)?;
-        gpu.scoped("image out submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })
-        .map(|_| ())
+        gpu.submit("image out submit", [encoder.finish()])
+            .map(|_| ())
     }
 }
 

@@ -344,7 +344,7 @@ fn an_image_writer_for_another_size_compiles_no_new_pipeline() {
     second
         .encode_region(&mut encoder, src, &wide, region)
         .unwrap();
-    gpu.queue().submit([encoder.finish()]);
+    gpu.submit("kernel test", [encoder.finish()]).unwrap();
     assert_eq!(
         gpu.pipelines_compiled(),
         compiled,

@@ -709,16 +709,17 @@ impl Tensorizer {
             })
         })?;
         let (gx, gy) = groups_2d(self.options.width, self.options.height);
-        gpu.scoped("tensorize pass", || {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("wgnn tensorize"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &planes, &[]);
-            pass.set_bind_group(1, &out, &[]);
-            pass.dispatch_workgroups(gx, gy, 1);
-        })
+        // No error scope: wgpu 30 validates a pass as its encoder finishes,
+        // and the finishing caller's scope names the error.
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgnn tensorize"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &planes, &[]);
+        pass.set_bind_group(1, &out, &[]);
+        pass.dispatch_workgroups(gx, gy, 1);
+        Ok(())
     }
 
     /// [`Tensorizer::encode`] and submit.
@@ -777,9 +778,7 @@ impl Tensorizer {
 
     fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<()> {
         self.gpu
-            .scoped("tensorize submit", || {
-                self.gpu.queue().submit([encoder.finish()])
-            })
+            .submit("tensorize submit", [encoder.finish()])
             .map(|_| ())
     }
 }

@@ -490,10 +490,11 @@ fn streams_segment_prints_a_row_per_stream_count() {
     for (row, n) in rows.iter().zip([1u32, 2]) {
         // Words: streams, batch, sustained (count, yes/no), min fps, mean
         // fps, drops, latency mean/max, mean batch, GPU ms per batch and per
-        // frame, GPU busy %, CPU % per stream, objects per frame,
-        // precision used, host ms per frame in tensorize, gather, submit,
-        // result, post and the whole element, RSS MiB, GPU MiB.
-        assert_eq!(row.len(), 23, "{row:?}");
+        // frame, GPU busy %, CPU % per stream, submissions per frame,
+        // objects per frame, precision used, host ms per frame in
+        // tensorize, gather, submit, result, post and the whole element,
+        // RSS MiB, GPU MiB.
+        assert_eq!(row.len(), 24, "{row:?}");
         assert_eq!(row[0], n.to_string(), "{row:?}");
         assert_eq!(row[1], n.to_string(), "batch = streams: {row:?}");
         let sustained: u32 = row[2].parse().unwrap();
@@ -563,7 +564,13 @@ fn streams_detect_json() {
         num(r, "sustained_streams") == 2.0,
         "{r}"
     );
-    for key in ["mean_batch", "gpu_ms_per_batch", "gpu_ms_per_frame"] {
+    for key in [
+        "mean_batch",
+        "gpu_ms_per_batch",
+        "gpu_ms_per_frame",
+        "submissions_per_frame",
+        "error_scopes_per_frame",
+    ] {
         assert!(
             r[key].is_null() || r[key].as_f64().unwrap() > 0.0,
             "{key}: {r}"

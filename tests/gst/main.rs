@@ -36,6 +36,7 @@ mod segment;
 mod segment_cpu;
 mod sink;
 mod soak;
+mod submits;
 mod superres;
 mod track;
 mod upload_download;

@@ -280,9 +280,7 @@ impl<'a> Rig<'a> {
     }
 
     fn submit(&self, encoder: wgpu::CommandEncoder) -> wgnn::Result<wgpu::SubmissionIndex> {
-        self.gpu.scoped("queue-overlap submit", || {
-            self.gpu.queue().submit([encoder.finish()])
-        })
+        self.gpu.submit("queue-overlap submit", [encoder.finish()])
     }
 
     fn encoder(&self) -> wgpu::CommandEncoder {

@@ -90,9 +90,7 @@ impl Stamps {
         })?;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         encoder.resolve_query_set(&self.set, 0..self.pairs * 2, &buffer, 0);
-        gpu.scoped("timestamp resolve", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
+        gpu.submit("timestamp resolve", [encoder.finish()])?;
         let bytes = gpu.download_buffer(&buffer, 0, buffer.size())?.wait()?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         let period = f64::from(gpu.queue().get_timestamp_period());
@@ -107,7 +105,7 @@ impl Stamps {
 
 /// Submits an encoder, turning validation errors into `Err`.
 pub fn submit(gpu: &Gpu, encoder: wgpu::CommandEncoder) -> wgnn::Result<wgpu::SubmissionIndex> {
-    gpu.scoped("submit", || gpu.queue().submit([encoder.finish()]))
+    gpu.submit("submit", [encoder.finish()])
 }
 
 pub fn encoder(gpu: &Gpu) -> wgpu::CommandEncoder {

@@ -167,7 +167,7 @@ impl Presenter {
                 pass.set_viewport(rect.x, rect.y, rect.w, rect.h, 0.0, 1.0);
                 pass.draw(0..3, 0..1);
             }
-            gpu.queue().submit([encoder.finish()]);
+            gpu.submit_unscoped([encoder.finish()]);
         })
     }
 }

@@ -1781,7 +1781,7 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
             let [gx, gy, gz] = kernel.workgroups;
             pass.dispatch_workgroups(gx, gy, gz);
         }
-        gpu.queue().submit([encoder.finish()]);
+        gpu.submit("kernel test", [encoder.finish()]).unwrap();
         let got = gpu
             .download_buffer(&xb, 0, bytes as u64)
             .unwrap()

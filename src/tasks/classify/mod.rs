@@ -212,7 +212,7 @@ impl Classifier {
         }
         // Queued behind the regions' model runs and before any later run,
         // so the output sets can be reused once these copies are queued.
-        gpu.scoped("classify gather", || gpu.queue().submit([encoder.finish()]))?;
+        gpu.submit("classify gather", [encoder.finish()])?;
         drop(lent);
         let bytes = gpu.download_buffer(gathered, 0, needed)?.wait()?;
         let moved = TransferStats {

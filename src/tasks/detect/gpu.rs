@@ -5,7 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::gpu::{Checks, Download, Gpu, Specialization, TransferStats};
+use crate::gpu::bind_cache::{BindCache, Bound};
+use crate::gpu::{Checks, Download, Gpu, RecordedDownload, Specialization, TransferStats};
 use crate::ml::DataType;
 use crate::video::TensorBuffer;
 
@@ -17,6 +18,10 @@ const HEADER: u64 = 16;
 /// The first read-back holds the header and as many records as fit in
 /// this; a second read fetches the rest only when more passed.
 const FIRST_READ: u64 = 4096;
+
+/// Bind groups kept: a stream with frames in flight cycles through a few
+/// output sets and candidate buffers, one pair per frame in flight.
+const BINDINGS: usize = 16;
 
 /// `Params` of decode.wgsl, field for field.
 #[repr(C)]
@@ -179,6 +184,9 @@ pub(crate) struct GpuDecoder {
     /// keeps it until its records are read, so that a frame whose result
     /// is still awaited is not overwritten by the next one's pass.
     free: Arc<Mutex<Vec<crate::gpu::live::Buffer>>>,
+    /// The pass's bind groups, by the outputs and candidate buffer bound
+    /// (a stream cycles through a few of each).
+    binds: BindCache,
     out_size: u64,
     n: u32,
     record_bytes: u64,
@@ -249,6 +257,7 @@ impl GpuDecoder {
             anchors,
             no_labels,
             free: Arc::default(),
+            binds: BindCache::new(BINDINGS),
             out_size: HEADER + MAX_CANDIDATES as u64 * record_bytes,
             n: spec.n as u32,
             record_bytes,
@@ -289,7 +298,9 @@ impl GpuDecoder {
     /// and types: submits the pass and starts reading its records back,
     /// without waiting. The records, in no particular order, and what was
     /// moved (including the uploads made when this decoder was built, the
-    /// first time) come from [`PendingRecords::finish`].
+    /// first time) come from [`PendingRecords::finish`]. The elements
+    /// [`GpuDecoder::record`] the pass into the model's submission instead.
+    #[cfg(test)]
     pub fn submit(
         &mut self,
         spec: &Spec,
@@ -297,6 +308,24 @@ impl GpuDecoder {
         scores: TensorBuffer<'_>,
         labels: Option<TensorBuffer<'_>>,
     ) -> Result<PendingRecords> {
+        let gpu = self.gpu.clone();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let recorded = self.record(spec, boxes, scores, labels, &mut encoder)?;
+        let submission = gpu.submit("detect decode submit", [encoder.finish()])?;
+        Ok(recorded.start(submission))
+    }
+
+    /// [`GpuDecoder::submit`] recorded into `encoder`, the pass and the
+    /// copy of its first records for reading back, for the caller to submit
+    /// with its own work (a batch's model run) and then start.
+    pub fn record(
+        &mut self,
+        spec: &Spec,
+        boxes: TensorBuffer<'_>,
+        scores: TensorBuffer<'_>,
+        labels: Option<TensorBuffer<'_>>,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<RecordedRecords> {
         boxes.expect(
             &format!("detect: output '{}'", spec.boxes.name),
             spec.boxes.data_type,
@@ -318,24 +347,31 @@ impl GpuDecoder {
         let out = self.take_out()?;
         let out_buffer = out.buffer();
         let gpu = &self.gpu;
-        let bind = gpu.scoped("detect decode binding", || {
-            gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("wgnn detect decode"),
-                layout: &self.pipeline.get_bind_group_layout(0),
-                entries: &[
-                    bind_entry(0, boxes.buffer()),
-                    bind_entry(1, scores.buffer()),
-                    bind_entry(2, &self.anchors),
-                    bind_entry(3, out_buffer),
-                    bind_entry(4, &self.params),
-                    bind_entry(5, labels),
-                ],
+        let key = vec![
+            Bound::buffer(boxes.buffer()),
+            Bound::buffer(scores.buffer()),
+            Bound::buffer(out_buffer),
+            Bound::buffer(labels),
+        ];
+        let bind = self.binds.get_or_make(key, || {
+            gpu.scoped("detect decode binding", || {
+                gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("wgnn detect decode"),
+                    layout: &self.pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        bind_entry(0, boxes.buffer()),
+                        bind_entry(1, scores.buffer()),
+                        bind_entry(2, &self.anchors),
+                        bind_entry(3, out_buffer),
+                        bind_entry(4, &self.params),
+                        bind_entry(5, labels),
+                    ],
+                })
             })
         })?;
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        gpu.scoped("detect decode pass", || {
-            // Zero the counter on the GPU: no upload per frame.
-            encoder.clear_buffer(out_buffer, 0, Some(HEADER));
+        // Zero the counter on the GPU: no upload per frame.
+        encoder.clear_buffer(out_buffer, 0, Some(HEADER));
+        {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("wgnn detect decode"),
                 timestamp_writes: None,
@@ -343,17 +379,15 @@ impl GpuDecoder {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(self.n.div_ceil(64), 1, 1);
-        })?;
-        gpu.scoped("detect decode submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
-
+        }
+        // No error scope: wgpu 30 validates the pass as the encoder
+        // finishes, inside the submitter's scope.
         let mut stats = std::mem::take(&mut self.pending);
         let first = HEADER + self.first_block * self.record_bytes;
-        let download = gpu.download_buffer(out_buffer, 0, first)?;
+        let download = gpu.record_download(encoder, out_buffer, 0, first)?;
         stats.downloads += 1;
         stats.download_bytes += first;
-        Ok(PendingRecords {
+        Ok(RecordedRecords {
             gpu: gpu.clone(),
             download,
             out,
@@ -361,6 +395,31 @@ impl GpuDecoder {
             record_bytes: self.record_bytes,
             stats,
         })
+    }
+}
+
+/// One frame's decode recorded into commands not yet submitted.
+pub(crate) struct RecordedRecords {
+    gpu: Gpu,
+    download: RecordedDownload,
+    out: PooledOut,
+    first_block: u64,
+    record_bytes: u64,
+    stats: TransferStats,
+}
+
+impl RecordedRecords {
+    /// Starts reading the records back once `submission`, which holds the
+    /// recorded commands, is submitted.
+    pub fn start(self, submission: wgpu::SubmissionIndex) -> PendingRecords {
+        PendingRecords {
+            gpu: self.gpu,
+            download: self.download.start(submission),
+            out: self.out,
+            first_block: self.first_block,
+            record_bytes: self.record_bytes,
+            stats: self.stats,
+        }
     }
 }
 

@@ -264,9 +264,7 @@ impl GpuMasks {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups.max(1), jobs.len() as u32, 1);
         })?;
-        gpu.scoped("detect masks submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
+        gpu.submit("detect masks submit", [encoder.finish()])?;
         let bytes = gpu.download_buffer(&out, 0, out_bytes)?.wait()?;
         stats.downloads += 1;
         stats.download_bytes += out_bytes;

@@ -33,6 +33,7 @@ mod spec;
 mod tests;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, TransferStats};
@@ -289,7 +290,6 @@ impl Detector {
         let frame_size = (frame.width(), frame.height());
         let size = self.inference.input().size_for(frame_size);
         self.prepare(size)?;
-        let outputs = self.inference.run_gpu(frame)?;
         let Some(p) = self.prepared.as_mut() else {
             unreachable!("prepared just now");
         };
@@ -297,24 +297,29 @@ impl Detector {
             unreachable!("a GPU detector prepares a GPU decoder");
         };
         let spec = &p.spec;
-        let ctx = outputs.context();
+        // The decode pass and the copy of its records for reading back go
+        // in the model's submission (the batch's, where it batches).
+        let mut result = Duration::ZERO;
+        let mut recorded = None;
+        let outputs = self
+            .inference
+            .run_gpu_then(frame, &mut |outputs, encoder| {
+                let r = timed(&mut result, || {
+                    record_decode(decoder, spec, outputs, encoder)
+                })?;
+                recorded = Some(r);
+                Ok(())
+            })?;
         let mut stages = self.inference.last_batch().stages;
-        let boxes = ctx.export_to_gpu(output(&outputs, &spec.boxes.name)?)?;
-        let labels = match &spec.scheme {
-            Scheme::Listed { labels, .. } => {
-                Some(ctx.export_to_gpu(output(&outputs, &labels.name)?)?)
-            }
-            _ => None,
+        stages.result += result;
+        let (Some(recorded), Some(submission)) = (recorded, self.inference.last_batch().submission)
+        else {
+            return Err(Error::invalid(
+                "detect: the model ran without its decode pass",
+            ));
         };
-        let labels = labels.as_ref().map(Into::into);
-        let records = timed(&mut stages.result, || {
-            if spec.scores.name == spec.boxes.name {
-                decoder.submit(spec, (&boxes).into(), (&boxes).into(), labels)
-            } else {
-                let scores = ctx.export_to_gpu(output(&outputs, &spec.scores.name)?)?;
-                decoder.submit(spec, (&boxes).into(), (&scores).into(), labels)
-            }
-        })?;
+        let records = recorded.start(submission);
+        let ctx = outputs.context();
         let awaited = AwaitedRecords {
             records,
             spec: spec.clone(),
@@ -404,6 +409,28 @@ fn with_masks(
             d
         })
         .collect()
+}
+
+/// Records `decoder`'s pass over `outputs` and the copy of its records
+/// into `encoder`; the outputs' rentals are back when it returns.
+fn record_decode(
+    decoder: &mut GpuDecoder,
+    spec: &Spec,
+    outputs: &InferenceOutputs,
+    encoder: &mut wgpu::CommandEncoder,
+) -> Result<gpu::RecordedRecords> {
+    let ctx = outputs.context();
+    let boxes = ctx.export_to_gpu(output(outputs, &spec.boxes.name)?)?;
+    let labels = match &spec.scheme {
+        Scheme::Listed { labels, .. } => Some(ctx.export_to_gpu(output(outputs, &labels.name)?)?),
+        _ => None,
+    };
+    let labels = labels.as_ref().map(Into::into);
+    if spec.scores.name == spec.boxes.name {
+        return decoder.record(spec, (&boxes).into(), (&boxes).into(), labels, encoder);
+    }
+    let scores = ctx.export_to_gpu(output(outputs, &spec.scores.name)?)?;
+    decoder.record(spec, (&boxes).into(), (&scores).into(), labels, encoder)
 }
 
 fn output<'a>(outputs: &'a InferenceOutputs, name: &str) -> Result<&'a crate::ml::Tensor> {

@@ -179,12 +179,14 @@ impl Runner {
 
     /// Runs the model on `regions` of `frame` (`None`: the whole frame)
     /// through the instance, which batches them with its other tasks'
-    /// frames; one free output set each.
+    /// frames; one free output set each. `then` (one region only) records
+    /// what reads the outputs, submitted with the model.
     fn run_gpu(
         &mut self,
         frame: &GpuFrame,
         regions: &[Option<[f32; 4]>],
         timing: ModelTiming,
+        mut then: Option<Then<'_>>,
     ) -> Result<(Vec<Arc<InferenceOutputs>>, BatchRun)> {
         let gpu = self
             .instance
@@ -198,11 +200,12 @@ impl Runner {
             // Held until the run is done, so the next region takes another.
             sets.push(set);
         }
-        let items: Vec<ItemRequest> = sets
+        let mut items: Vec<ItemRequest> = sets
             .iter()
             .map(|o| ItemRequest {
                 outputs: o.tensors().iter().map(|(_, t)| t.clone()).collect(),
                 timing,
+                after: None,
             })
             .collect();
         let Fill::Gpu(tensorizer) = &self.fill else {
@@ -225,25 +228,37 @@ impl Runner {
                 },
             )?;
             if let Some(mut run) = recorded {
-                commands.submit("inference submit")?;
+                // `then`'s time is its caller's to count.
+                let mut after = Duration::ZERO;
+                if let Some(then) = then.take() {
+                    timed(&mut after, || then(&sets[0], commands.encoder()))?;
+                }
+                run.submission = Some(commands.submit("inference submit")?);
                 run.stages.tensorize = tensorize;
-                run.stages.submit = began.elapsed().saturating_sub(tensorize);
+                run.stages.submit = began.elapsed().saturating_sub(tensorize + after);
                 return Ok((sets, run));
             }
+        }
+        if let (Some(then), [item]) = (then, items.as_mut_slice()) {
+            let mut encoder = gpu.device().create_command_encoder(&Default::default());
+            then(&sets[0], &mut encoder)?;
+            item.after = Some(gpu.scoped("recording after the model", || encoder.finish())?);
         }
         let run = self
             .instance
             .run_gpu(self.key.0, self.key.1, items, |i, dst, slot| {
                 let mut encoder = gpu.device().create_command_encoder(&Default::default());
                 tensorizer.encode_slot(&mut encoder, frame, regions[i], dst, slot)?;
-                gpu.scoped("tensorize submit", || {
-                    gpu.queue().submit([encoder.finish()])
-                })?;
-                Ok(())
+                gpu.scoped("tensorize", || encoder.finish())
             })?;
         Ok((sets, run))
     }
 }
+
+/// Records commands reading a run's outputs (see
+/// [`ImageInference::run_gpu_then`]).
+pub(crate) type Then<'a> =
+    &'a mut dyn FnMut(&InferenceOutputs, &mut wgpu::CommandEncoder) -> Result<()>;
 
 /// The (width, height) a runner was built for: the model input's own.
 fn input_size(shape: &[usize], frame: (u32, u32)) -> (u32, u32) {
@@ -307,7 +322,7 @@ impl ImageInference {
     /// What the last GPU run's batches were: their size and how long the
     /// run waited for them.
     pub fn last_batch(&self) -> BatchRun {
-        self.last_batch
+        self.last_batch.clone()
     }
 
     /// The model's input as frames fill it with `options`.
@@ -353,6 +368,18 @@ impl ImageInference {
         self.gpu_on(frame, None)
     }
 
+    /// [`ImageInference::run_gpu`], with `then` recording what reads the
+    /// outputs into the model's own submission (a batch's, where the
+    /// instance batches); [`ImageInference::last_batch`] says which it was.
+    pub(crate) fn run_gpu_then(
+        &mut self,
+        frame: &GpuFrame,
+        then: Then<'_>,
+    ) -> Result<Arc<InferenceOutputs>> {
+        let mut sets = self.gpu_on_all(frame, &[None], "run_gpu", Some(then))?;
+        Ok(sets.remove(0))
+    }
+
     /// Runs the model on the part `region` (x, y, w, h in frame pixels) of
     /// `frame`, which the tensorizer crops and fits to the model input as it
     /// fits a whole frame (no CPU work, nothing read back); the outputs are
@@ -376,7 +403,7 @@ impl ImageInference {
         regions: &[[f32; 4]],
     ) -> Result<Vec<Arc<InferenceOutputs>>> {
         let regions: Vec<Option<[f32; 4]>> = regions.iter().copied().map(Some).collect();
-        self.gpu_on_all(frame, &regions, "run_gpu_regions")
+        self.gpu_on_all(frame, &regions, "run_gpu_regions", None)
     }
 
     fn gpu_on(
@@ -389,7 +416,7 @@ impl ImageInference {
         } else {
             "run_gpu"
         };
-        let mut sets = self.gpu_on_all(frame, &[region], call)?;
+        let mut sets = self.gpu_on_all(frame, &[region], call, None)?;
         Ok(sets.remove(0))
     }
 
@@ -398,17 +425,18 @@ impl ImageInference {
         frame: &GpuFrame,
         regions: &[Option<[f32; 4]>],
         call: &str,
+        then: Option<Then<'_>>,
     ) -> Result<Vec<Arc<InferenceOutputs>>> {
         if self.is_cpu() {
             return Err(wrong_device("inference", call, true));
         }
         let timing = std::mem::take(&mut self.timing);
         let r = self.runner((frame.width(), frame.height()))?;
-        let (sets, run) = r.run_gpu(frame, regions, timing)?;
-        self.last_batch = run;
+        let (sets, run) = r.run_gpu(frame, regions, timing, then)?;
         if run.model_ms.is_some() {
             self.model_ms = run.model_ms;
         }
+        self.last_batch = run;
         Ok(sets)
     }
 

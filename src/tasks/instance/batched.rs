@@ -266,19 +266,24 @@ impl Batched {
             .collect()
     }
 
-    /// Dispatches the graph on `input` and hands each filled slot its
-    /// outputs: for batch size 1 the dispatch writes them, otherwise one
-    /// buffer copy per output and item, queued behind the dispatch. A
-    /// partial batch runs a smaller graph where there is one
-    /// ([`tier_for`]). The model's GPU ms when timed, and the items the
-    /// graph that ran computes.
+    /// Dispatches the graph on `input`, after `fills` (the commands
+    /// writing it), and hands each filled slot its outputs: for batch size
+    /// 1 the dispatch writes them, otherwise one buffer copy per output and
+    /// item, queued behind the dispatch; `afters` (the items' commands
+    /// reading their outputs) follow. A partial batch runs a smaller graph
+    /// where there is one ([`tier_for`]). Untimed, all of it is one
+    /// submission; timed, the fills and the rest go in submissions of
+    /// their own around the timed dispatch. The model's GPU ms when timed,
+    /// the items the graph that ran computes, and the last submission.
     pub fn execute(
         &self,
         ctx: &Context,
         n: usize,
         input: &Tensor,
         slots: &[Option<(Vec<Tensor>, ModelTiming)>],
-    ) -> Result<(Option<f64>, usize)> {
+        fills: Vec<wgpu::CommandBuffer>,
+        afters: Vec<wgpu::CommandBuffer>,
+    ) -> Result<(Option<f64>, usize, Option<wgpu::SubmissionIndex>)> {
         let timing = slots
             .iter()
             .flatten()
@@ -289,19 +294,11 @@ impl Batched {
                 ModelTiming::PerKernel => 2,
             })
             .unwrap_or_default();
-        if n == 1 {
-            let Some(Some((outputs, _))) = slots.first() else {
-                return Ok((None, 1));
-            };
-            let inputs = [(self.input_name.as_str(), input)];
-            let named = self.item_outputs(outputs);
-            let ms = timing::dispatch(ctx, &self.graph, &inputs, &named, timing)?;
-            return Ok((ms, 1));
-        }
         let gpu = ctx
             .gpu_handle()
-            .ok_or_else(|| Error::invalid("a batch above 1 runs on the GPU"))?;
-        let size = tier_for(n, slots.len());
+            .ok_or_else(|| Error::invalid("a batch runs on the GPU"))?;
+        let mut commands = Commands::after(gpu, fills);
+        let size = if n == 1 { 1 } else { tier_for(n, slots.len()) };
         let tier = (size < n).then(|| self.tier(size)).transpose()?;
         let (graph, input, outputs) = match &tier {
             Some(t) => {
@@ -311,24 +308,54 @@ impl Batched {
                     * self.input_shape.iter().skip(1).product::<usize>() as u64
                     * size as u64;
                 let (src, dst) = (ctx.export_to_gpu(input)?, ctx.export_to_gpu(&t.input)?);
-                let mut encoder = gpu.device().create_command_encoder(&Default::default());
-                encoder.copy_buffer_to_buffer(src.buffer(), 0, dst.buffer(), 0, bytes);
-                gpu.scoped("batch tier submit", || {
-                    gpu.queue().submit([encoder.finish()])
-                })?;
-                (&t.graph, &t.input, &t.outputs)
+                commands
+                    .encoder()
+                    .copy_buffer_to_buffer(src.buffer(), 0, dst.buffer(), 0, bytes);
+                (&t.graph, &t.input, t.outputs.as_slice())
             }
-            None => (&self.graph, input, &self.outputs),
+            None => (&self.graph, input, self.outputs.as_slice()),
         };
         let inputs = [(self.input_name.as_str(), input)];
-        let named: Vec<(&str, &Tensor)> = outputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let ms = timing::dispatch(ctx, graph, &inputs, &named, timing)?;
+        // Batch size 1 dispatches into the item's own tensors.
+        let one = slots.first().and_then(Option::as_ref).filter(|_| n == 1);
+        let named: Vec<(&str, &Tensor)> = match one {
+            Some((outputs, _)) => self.item_outputs(outputs),
+            // Its one slot failed: nothing to run.
+            None if n == 1 => return Ok((None, 1, None)),
+            None => outputs.iter().map(|(n, t)| (n.as_str(), t)).collect(),
+        };
+        let ms = match timing {
+            ModelTiming::Off => {
+                graph.dispatch_into(ctx, &mut commands, &inputs, &named)?;
+                None
+            }
+            timed => {
+                commands.submit("batch submit")?;
+                commands = Commands::new(gpu);
+                timing::dispatch(ctx, graph, &inputs, &named, timed)?
+            }
+        };
+        if n > 1 {
+            self.record_split(ctx, &mut commands, outputs, slots)?;
+        }
+        commands.extend("batch copies", afters)?;
+        let submission = commands.submit("batch submit")?;
+        Ok((ms, size, Some(submission)))
+    }
+
+    /// Records the copies of each filled slot's part of the batched
+    /// `outputs` into its own tensors.
+    fn record_split(
+        &self,
+        ctx: &Context,
+        commands: &mut Commands,
+        outputs: &[(String, Tensor)],
+        slots: &[Option<(Vec<Tensor>, ModelTiming)>],
+    ) -> Result<()> {
         let sources = outputs
             .iter()
             .map(|(_, t)| ctx.export_to_gpu(t))
             .collect::<Result<Vec<_>>>()?;
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let mut lent = Vec::new();
         for (slot, (outputs, _)) in slots
             .iter()
             .enumerate()
@@ -337,20 +364,16 @@ impl Batched {
             for ((src, (_, item)), dst) in sources.iter().zip(&self.items).zip(outputs) {
                 let bytes = item.operand().byte_length() as u64;
                 let dst = ctx.export_to_gpu(dst)?;
-                encoder.copy_buffer_to_buffer(
+                commands.encoder().copy_buffer_to_buffer(
                     src.buffer(),
                     slot as u64 * bytes,
                     dst.buffer(),
                     0,
                     bytes,
                 );
-                lent.push(dst);
             }
         }
-        gpu.scoped("batch split submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
-        Ok((ms, size))
+        Ok(())
     }
 
     pub fn destroy(&self) {

@@ -47,21 +47,26 @@ struct Batch {
 }
 
 /// What a slot's owner learns of its batch.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Done {
     model_ms: Option<f64>,
     items: usize,
     waited: Duration,
     /// The host time the batch's dispatch took (on whichever thread ran it).
     submit: Duration,
+    submission: Option<wgpu::SubmissionIndex>,
 }
 
 struct Slot {
     outputs: Vec<Tensor>,
     timing: ModelTiming,
     reserved: Instant,
-    /// `None` until the owner has written the input.
+    /// `None` until the owner has recorded the input.
     filled: Option<Result<(), String>>,
+    /// The owner's commands writing the input, submitted with the batch.
+    commands: Option<wgpu::CommandBuffer>,
+    /// The owner's commands reading the outputs, submitted after them.
+    after: Option<wgpu::CommandBuffer>,
     /// The owner returned an error before waiting: nobody takes a result.
     abandoned: bool,
 }
@@ -78,7 +83,7 @@ pub(super) fn run(
     batched: &Arc<Batched>,
     key: Key,
     items: Vec<ItemRequest>,
-    mut fill: impl FnMut(usize, TensorBuffer<'_>, usize) -> Result<()>,
+    mut fill: impl FnMut(usize, TensorBuffer<'_>, usize) -> Result<wgpu::CommandBuffer>,
 ) -> Result<BatchRun> {
     let size = instance.batch.size;
     let latency = instance.batch.max_latency;
@@ -97,8 +102,7 @@ pub(super) fn run(
                     // failed) so their batches can run.
                     for &(id, slot, _) in &mine {
                         set_filled(&mut g, id, slot, Err(e.to_string()));
-                        if let Some(s) = g.batches.get_mut(&id).and_then(|b| b.slots.get_mut(slot))
-                        {
+                        if let Some(s) = slot_mut(&mut g, id, slot) {
                             s.abandoned = true;
                         }
                     }
@@ -116,6 +120,8 @@ pub(super) fn run(
             timing: item.timing,
             reserved: Instant::now(),
             filled: None,
+            commands: None,
+            after: item.after,
             abandoned: false,
         });
         let buffer = b.buffer.clone();
@@ -128,11 +134,12 @@ pub(super) fn run(
     drop(g);
     instance.changed.notify_all();
 
-    // Write the inputs on this thread, outside the lock.
+    // Record the inputs on this thread, outside the lock; the batch
+    // submits them with its dispatch.
     let shape = batched.input_shape();
     let data_type = batched.input_type();
     let filling = Instant::now();
-    let filled: Vec<Result<(), String>> = mine
+    let filled: Vec<Result<wgpu::CommandBuffer, String>> = mine
         .iter()
         .enumerate()
         .map(|(i, (_, slot, buffer))| {
@@ -143,7 +150,15 @@ pub(super) fn run(
 
     let mut g = instance.gather.lock().unwrap();
     for (&(id, slot, _), r) in mine.iter().zip(filled) {
-        set_filled(&mut g, id, slot, r);
+        match r {
+            Ok(commands) => {
+                if let Some(s) = slot_mut(&mut g, id, slot) {
+                    s.commands = Some(commands);
+                }
+                set_filled(&mut g, id, slot, Ok(()));
+            }
+            Err(e) => set_filled(&mut g, id, slot, Err(e)),
+        }
     }
     instance.changed.notify_all();
     loop {
@@ -197,6 +212,7 @@ pub(super) fn run(
                 run.batch = run.batch.max(done.items);
                 run.waited = run.waited.max(done.waited);
                 run.stages.submit = run.stages.submit.max(done.submit);
+                run.submission = done.submission.or(run.submission);
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -240,8 +256,12 @@ fn open_batch(g: &mut Gather, batched: &Arc<Batched>, key: Key) -> Result<u64> {
     Ok(id)
 }
 
+fn slot_mut(g: &mut Gather, id: u64, slot: usize) -> Option<&mut Slot> {
+    g.batches.get_mut(&id).and_then(|b| b.slots.get_mut(slot))
+}
+
 fn set_filled(g: &mut Gather, id: u64, slot: usize, r: Result<(), String>) {
-    if let Some(s) = g.batches.get_mut(&id).and_then(|b| b.slots.get_mut(slot)) {
+    if let Some(s) = slot_mut(g, id, slot) {
         s.filled = Some(r);
     }
 }
@@ -267,8 +287,20 @@ fn run_batch<'g>(
             _ => None,
         })
         .collect();
+    let fills: Vec<wgpu::CommandBuffer> = b
+        .slots
+        .iter_mut()
+        .filter_map(|s| s.commands.take())
+        .collect();
+    // A slot whose input failed reads nothing.
+    let afters: Vec<wgpu::CommandBuffer> = b
+        .slots
+        .iter_mut()
+        .filter(|s| matches!(s.filled, Some(Ok(()))))
+        .filter_map(|s| s.after.take())
+        .collect();
     drop(g);
-    let result = instance.execute(&batched, &input, &slots);
+    let result = instance.execute(&batched, &input, &slots, fills, afters);
     let submit = started.elapsed();
     let mut g = instance.gather.lock().unwrap();
     let b = g.batches.remove(&id).expect("running batches stay");
@@ -280,11 +312,12 @@ fn run_batch<'g>(
         let r = match (s.filled, &result) {
             (Some(Err(e)), _) => Err(e),
             (_, Err(e)) => Err(e.to_string()),
-            (_, Ok(ms)) => Ok(Done {
+            (_, Ok((ms, submission))) => Ok(Done {
                 model_ms: *ms,
                 items: n,
                 waited: started.saturating_duration_since(s.reserved),
                 submit,
+                submission: submission.clone(),
             }),
         };
         g.results.insert((id, i), r);

@@ -88,10 +88,14 @@ pub struct ItemRequest {
     /// to the GPU.
     pub outputs: Vec<Tensor>,
     pub timing: ModelTiming,
+    /// Commands that read the outputs (the item's post-processing),
+    /// recorded ahead: the batch submits them after its copies out, in its
+    /// one submission.
+    pub after: Option<wgpu::CommandBuffer>,
 }
 
 /// What [`ModelInstance::run_gpu`] did with a task's items.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct BatchRun {
     /// The model's GPU ms for the (last) batch the items went in, when an
     /// item of it asked for timing.
@@ -104,6 +108,10 @@ pub struct BatchRun {
     /// The calling thread's host time in tensorize, gather and submit (the
     /// others stay zero).
     pub stages: HostStages,
+    /// The submission of the (last) batch the items went in, with their
+    /// `after` commands: what reads those back waits for it. `None` where
+    /// the caller submits ([`ModelInstance::record_gpu`]).
+    pub submission: Option<wgpu::SubmissionIndex>,
 }
 
 /// What an instance has dispatched.
@@ -305,8 +313,9 @@ impl ModelInstance {
 
     /// Runs the model on `items` (one per frame or region), gathered with
     /// other users' items of the same input size and precision into
-    /// batches: `fill(i, dst, slot)` writes item `i`'s input into `slot` of
-    /// the batched input `dst` (and submits it), on this thread; then this
+    /// batches: `fill(i, dst, slot)` records item `i`'s input into `slot` of
+    /// the batched input `dst`, on this thread, and returns the commands
+    /// (the batch submits them with its dispatch, one submission); then this
     /// call waits until every item's batch has run and its outputs were
     /// copied into `items[i].outputs`. No item waits longer than the batch
     /// latency for others (plus the batches ahead of it).
@@ -315,7 +324,7 @@ impl ModelInstance {
         input_hw: Option<(usize, usize)>,
         precision: Precision,
         items: Vec<ItemRequest>,
-        fill: impl FnMut(usize, TensorBuffer<'_>, usize) -> Result<()>,
+        fill: impl FnMut(usize, TensorBuffer<'_>, usize) -> Result<wgpu::CommandBuffer>,
     ) -> Result<BatchRun> {
         if self.device.is_cpu() {
             return Err(Error::invalid(
@@ -374,6 +383,7 @@ impl ModelInstance {
             batch: 1,
             waited: Duration::ZERO,
             stages: HostStages::default(),
+            submission: None,
         }))
     }
 
@@ -390,20 +400,25 @@ impl ModelInstance {
     }
 
     /// Dispatches one batch of `slots` (its items' outputs and timings,
-    /// `None` for a slot whose input failed) from `input`, and copies each
-    /// item's outputs into its tensors.
+    /// `None` for a slot whose input failed) from `input`, between `fills`
+    /// (the commands writing the input) and `afters` (those reading the
+    /// outputs), and copies each item's outputs into its tensors. The
+    /// model's ms when timed, and the batch's (last) submission.
     fn execute(
         &self,
         batched: &Batched,
         input: &Tensor,
         slots: &[Option<(Vec<Tensor>, ModelTiming)>],
-    ) -> Result<Option<f64>> {
+        fills: Vec<wgpu::CommandBuffer>,
+        afters: Vec<wgpu::CommandBuffer>,
+    ) -> Result<(Option<f64>, Option<wgpu::SubmissionIndex>)> {
         let _one_at_a_time = self.exec.lock().unwrap();
-        let (ms, size) = batched.execute(&self.ctx, self.batch.size, input, slots)?;
+        let n = self.batch.size;
+        let (ms, size, submission) = batched.execute(&self.ctx, n, input, slots, fills, afters)?;
         let filled = slots.iter().flatten().count() as u64;
         self.count_batch(filled, size as u64);
         self.in_flight_until_done();
-        Ok(ms)
+        Ok((ms, submission))
     }
 
     /// Counts the batch just submitted in flight until the GPU is seen to

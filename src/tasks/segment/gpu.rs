@@ -153,7 +153,7 @@ impl GpuSegmenter {
     /// model runs alone and untimed (each submission costs the host tens of
     /// microseconds, a frame's budget is well under a millisecond); where
     /// the instance batches other users' frames or the model is timed, the
-    /// tensorize pass is submitted for the batch and the composite after it.
+    /// tensorize pass and the composite go in the batch's submission.
     pub fn run_into(
         &mut self,
         frame: &GpuFrame,
@@ -162,12 +162,15 @@ impl GpuSegmenter {
         marks: Option<&mut dyn StageMarks>,
     ) -> Result<GpuRun> {
         let mut commands = Commands::new(&self.gpu);
-        let (model_ms, rented) = self.record_into(frame, out, timing, marks, &mut commands)?;
-        let submission = commands.submit("segment submit")?;
-        drop(rented);
+        let recorded = self.record_into(frame, out, timing, marks, &mut commands)?;
+        let submission = match recorded.submitted {
+            Some(batch) => batch,
+            None => commands.submit("segment submit")?,
+        };
+        drop(recorded.rented);
         Ok(GpuRun {
             submission,
-            model_ms,
+            model_ms: recorded.model_ms,
         })
     }
 
@@ -178,10 +181,9 @@ impl GpuSegmenter {
     }
 
     /// The frame's work recorded into `commands`, or, where the model is
-    /// batched or timed ([`GpuSegmenter::records`] is false), its tensorize
-    /// pass and model submitted here and the composite recorded. The mask's
-    /// rental comes back with the model's ms, to be dropped once
-    /// `commands` are submitted.
+    /// batched or timed ([`GpuSegmenter::records`] is false), its
+    /// tensorize pass, model and composite submitted here, in the batch's
+    /// submission.
     fn record_into(
         &mut self,
         frame: &GpuFrame,
@@ -189,13 +191,13 @@ impl GpuSegmenter {
         timing: ModelTiming,
         mut marks: Option<&mut dyn StageMarks>,
         commands: &mut Commands,
-    ) -> Result<(Option<f64>, RentedBuffer)> {
+    ) -> Result<Recorded> {
         let gpu = self.gpu.clone();
-        let mut model_ms = None;
         if self.runs_model {
-            let item = ItemRequest {
+            let mut item = ItemRequest {
                 outputs: vec![self.mask.clone()],
                 timing,
+                after: None,
             };
             let tensorizer = &self.tensorizer;
             let recorded =
@@ -206,6 +208,11 @@ impl GpuSegmenter {
                         })
                     })?;
             if recorded.is_none() {
+                let mut encoder = gpu.device().create_command_encoder(&Default::default());
+                // Back before the batch writes the mask.
+                drop(self.record_output(&mut encoder, frame, out, &mut marks)?);
+                item.after = Some(gpu.scoped("segment composite", || encoder.finish())?);
+                let tensorizer = &self.tensorizer;
                 let run = self
                     .instance
                     .run_gpu(None, self.asked, vec![item], |_, dst, slot| {
@@ -213,20 +220,39 @@ impl GpuSegmenter {
                         marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
                             tensorizer.encode_slot(e, frame, None, dst, slot)
                         })?;
-                        gpu.scoped("tensorize submit", || {
-                            gpu.queue().submit([encoder.finish()])
-                        })?;
-                        Ok(())
+                        gpu.scoped("tensorize", || encoder.finish())
                     })?;
-                model_ms = run.model_ms;
+                return Ok(Recorded {
+                    model_ms: run.model_ms,
+                    rented: None,
+                    submitted: run.submission,
+                });
             }
         }
+        let rented = self.record_output(commands.encoder(), frame, out, &mut marks)?;
+        Ok(Recorded {
+            model_ms: None,
+            rented: Some(rented),
+            submitted: None,
+        })
+    }
+
+    /// Records the composite of `frame` and the mask into `out`; the
+    /// mask's rental comes back, to be dropped before the model writes the
+    /// mask again.
+    fn record_output(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        frame: &GpuFrame,
+        out: &wgpu::Texture,
+        marks: &mut Option<&mut dyn StageMarks>,
+    ) -> Result<RentedBuffer> {
         let rented = self.instance.context().export_to_gpu(&self.mask)?;
         let compositor = &mut self.compositor;
-        marked(&mut marks, commands.encoder(), Stage::Output, |e| {
+        marked(marks, encoder, Stage::Output, |e| {
             compositor.encode(e, frame, &rented, out)
         })?;
-        Ok((model_ms, rented))
+        Ok(rented)
     }
 
     /// Uploads a frame laid out as `layout` from `bytes` and segments it
@@ -249,7 +275,7 @@ impl GpuSegmenter {
             let run = self.run_into(&frame, out, timing, marks)?;
             return Ok((frame, run));
         }
-        let (frame, (model_ms, rented), submission) = upload_frame_then(
+        let (frame, recorded, submission) = upload_frame_then(
             &gpu,
             pool,
             layout,
@@ -257,12 +283,12 @@ impl GpuSegmenter {
             "segment submit",
             |frame, commands| self.record_into(frame, out, timing, marks, commands),
         )?;
-        drop(rented);
+        drop(recorded.rented);
         Ok((
             frame,
             GpuRun {
                 submission,
-                model_ms,
+                model_ms: recorded.model_ms,
             },
         ))
     }
@@ -278,6 +304,16 @@ impl GpuSegmenter {
     pub fn reset_temporal(&mut self) {
         self.compositor.reset_temporal();
     }
+}
+
+/// What [`GpuSegmenter::record_into`] leaves its caller.
+struct Recorded {
+    model_ms: Option<f64>,
+    /// The mask's rental, to be dropped once the commands are submitted.
+    rented: Option<RentedBuffer>,
+    /// The batch's submission, where it took the frame's work (nothing
+    /// was recorded into the caller's commands then).
+    submitted: Option<wgpu::SubmissionIndex>,
 }
 
 /// The stages of a GPU [`Segmenter`](super::Segmenter), one at a time.

@@ -150,9 +150,7 @@ impl GpuUpscaler {
         marked(&mut marks, &mut encoder, Stage::Tensorize, |e| {
             sized.tensorizer.encode(e, frame, &rented)
         })?;
-        gpu.scoped("tensorize submit", || {
-            gpu.queue().submit([encoder.finish()])
-        })?;
+        gpu.submit("tensorize submit", [encoder.finish()])?;
         drop(rented);
         let model_ms = timing::dispatch(
             &ctx,
@@ -171,8 +169,7 @@ impl GpuUpscaler {
             }
             writer.encode_region(e, &rented, out, options.model_region(w, h))
         })?;
-        let submission =
-            gpu.scoped("superres submit", || gpu.queue().submit([encoder.finish()]))?;
+        let submission = gpu.submit("superres submit", [encoder.finish()])?;
         drop(rented);
         Ok(GpuRun {
             submission,

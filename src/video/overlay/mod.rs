@@ -328,24 +328,24 @@ impl Overlay {
             })
         })?;
         let (gx, gy) = (w.div_ceil(TILE), h.div_ceil(TILE));
-        gpu.scoped("overlay pass", || {
-            let mut encoder =
-                gpu.device()
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("wgnn overlay"),
-                    });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("wgnn overlay"),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &planes, &[]);
-                pass.set_bind_group(1, &own, &[]);
-                pass.dispatch_workgroups(gx, gy, 1);
-            }
-            gpu.queue().submit([encoder.finish()]);
-        })?;
+        let mut encoder = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgnn overlay"),
+            });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wgnn overlay"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &planes, &[]);
+            pass.set_bind_group(1, &own, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        // wgpu 30 validates the pass as the encoder finishes: one scope
+        // holds both.
+        gpu.submit("overlay pass", [encoder.finish()])?;
         Ok(out)
     }
 }

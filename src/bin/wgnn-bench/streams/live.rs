@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use gst::prelude::*;
 use serde_json::json;
-use wgnn::gpu::{live, Gpu};
+use wgnn::gpu::{live, Gpu, SubmitStats};
 use wgnn::gst::MAX_FRAMES_IN_FLIGHT;
 use wgnn::ml::Precision;
 use wgnn::tasks::instance::MAX_BATCH_SIZE;
@@ -263,6 +263,11 @@ pub struct RunReport {
     /// only: uploads and overlays are not timed.
     pub gpu_busy_percent: Option<f64>,
     pub cpu_percent_per_stream: Option<f64>,
+    /// Queue submissions and error-scope pairs (`Gpu::submits`) per frame
+    /// the sinks rendered in the window, all streams' work on all GPUs:
+    /// each submission is serialized on its device's queue. None where no
+    /// frame was rendered.
+    pub submits_per_frame: Option<(f64, f64)>,
     /// Regions of interest per frame leaving the model element, warm-up
     /// included (every frame is the same photo): what the detector found,
     /// which the tracker's cost grows with.
@@ -331,6 +336,8 @@ impl RunReport {
             "gpu_ms_per_frame": self.gpu_ms_frame(),
             "gpu_busy_percent": self.gpu_busy_percent,
             "cpu_percent_per_stream": self.cpu_percent_per_stream,
+            "submissions_per_frame": self.submits_per_frame.map(|s| s.0),
+            "error_scopes_per_frame": self.submits_per_frame.map(|s| s.1),
             "objects_per_frame": self.objects_per_frame,
             "precision_used": self.precision_used,
             "stage_ms_per_frame": self.stage_ms.map(StageMs::to_json),
@@ -348,7 +355,7 @@ impl RunReport {
 
     pub fn header() -> String {
         format!(
-            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8}",
+            "{:>7} {:>5} {:>9} {:>7} {:>8} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>6} {:>5} {} {:>8} {:>8}",
             "streams",
             "batch",
             "sustained",
@@ -361,6 +368,7 @@ impl RunReport {
             "GPU ms/f",
             "busy %",
             "CPU %/strm",
+            "subs/f",
             "obj/f",
             "prec",
             StageMs::header(),
@@ -374,7 +382,7 @@ impl RunReport {
             v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
         };
         format!(
-            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>5} {} {:>8} {:>8.1}",
+            "{:>7} {:>5} {:>9} {:>7.1} {:>8.1} {:>6} {:>13} {:>6} {:>8} {:>8} {:>6} {:>10} {:>6} {:>6} {:>5} {} {:>8} {:>8.1}",
             self.streams,
             self.batch_size,
             format!(
@@ -391,6 +399,7 @@ impl RunReport {
             opt(self.gpu_ms_frame(), 3),
             opt(self.gpu_busy_percent, 1),
             opt(self.cpu_percent_per_stream, 1),
+            opt(self.submits_per_frame.map(|s| s.0), 2),
             opt(self.objects_per_frame, 1),
             self.precision_short(),
             StageMs::row(self.stage_ms.as_ref()),
@@ -398,6 +407,15 @@ impl RunReport {
             mib(self.gpu_live_bytes.max(0) as u64),
         )
     }
+}
+
+/// Submissions and error scopes so far on all of `gpus`.
+fn submits(gpus: &[Gpu]) -> SubmitStats {
+    let mut sum = SubmitStats::default();
+    for g in gpus {
+        sum += g.submits();
+    }
+    sum
 }
 
 fn live_json(c: &live::Counts) -> serde_json::Value {
@@ -809,12 +827,14 @@ fn measure(
     let models = || streams.iter().map(|s| &s.model);
     let stages0 = Totals::read(models());
     let cpu0 = cpu_seconds();
+    let submits0 = submits(gpus);
     let t0 = Instant::now();
     measuring.store(true, Ordering::Release);
     watch(streams, Duration::from_secs(u64::from(options.seconds)))?;
     measuring.store(false, Ordering::Release);
     let window = t0.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds();
+    let submitted = submits(gpus).since(&submits0);
     let stage_ms = stages0
         .zip(Totals::read(models()))
         .and_then(|(before, after)| after.per_frame_since(&before));
@@ -887,6 +907,10 @@ fn measure(
         cpu_percent_per_stream: cpu0
             .zip(cpu1)
             .map(|(a, b)| (b - a) / window / f64::from(n) * 100.0),
+        submits_per_frame: (frames_all > 0).then(|| {
+            let per = |count: u64| count as f64 / frames_all as f64;
+            (per(submitted.submissions), per(submitted.error_scopes))
+        }),
         objects_per_frame: (modelled > 0).then(|| objects as f64 / modelled as f64),
         precision_used: first
             .find_property("precision-used")

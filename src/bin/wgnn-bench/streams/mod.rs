@@ -71,8 +71,9 @@ mod track;
 /// latency, the instance's mean batch and GPU ms per batch (profile on one
 /// element) and per frame, the model's GPU busy % (batches times GPU ms
 /// per batch over the window), host CPU per stream (user and system, % of
-/// one core), objects (regions of interest) per frame out of the model
-/// element, the precision the model computed in (precision-used), a
+/// one core), queue submissions per frame (all the streams' GPU work; the
+/// JSON also error scopes), objects (regions of interest) per frame out of
+/// the model element, the precision the model computed in (precision-used), a
 /// frame's mean host ms in each stage of the model elements (stage-ms:
 /// tensorize, batch gather, model submit, waiting for the GPU's result,
 /// decode/NMS, and the element's whole transform), RSS and wgnn's live GPU
