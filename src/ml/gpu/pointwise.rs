@@ -366,32 +366,10 @@ pub(crate) fn lower(
     for (r, read) in group_reads.iter().enumerate() {
         params.bases[r / 4][r % 4] = read.base as u32;
     }
-    // Bindings: each distinct source once, then each distinct store buffer.
-    let mut inputs: Vec<OperandId> = Vec::new();
-    for r in &group_reads {
-        if !inputs.contains(&r.source) {
-            inputs.push(r.source);
-        }
-    }
-    let mut outputs: Vec<OperandId> = Vec::new();
-    for s in &stores {
-        if !outputs.contains(&s.buffer) {
-            outputs.push(s.buffer);
-        }
-    }
-    let mut code = String::new();
-    for (k, _) in inputs.iter().enumerate() {
-        code += &format!(
-            "@group(0) @binding({}) var<storage, read> in{k}: array<T>;\n",
-            k + 1
-        );
-    }
-    for (k, _) in outputs.iter().enumerate() {
-        code += &format!(
-            "@group(0) @binding({}) var<storage, read_write> out{k}: array<T>;\n",
-            inputs.len() + k + 1
-        );
-    }
+    let (inputs, outputs, code) = bindings(
+        group_reads.iter().map(|r| r.source),
+        stores.iter().map(|s| s.buffer),
+    );
     let mut body = String::new();
     for r in 0..group_reads.len() {
         body += &format!("    var j{r} = params.bases[{}u][{}u];\n", r / 4, r % 4);
@@ -487,6 +465,40 @@ pub(crate) fn lower(
         workgroups: grid(n, WG),
         workgroup_size: WG,
     })
+}
+
+/// `ids` in order, each once.
+fn distinct(ids: impl Iterator<Item = OperandId>) -> Vec<OperandId> {
+    let mut out: Vec<OperandId> = Vec::new();
+    for id in ids {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
+/// A group kernel's bindings: each distinct source once (`in0`, ...), then
+/// each distinct store buffer (`out0`, ...), and their declarations.
+fn bindings(
+    sources: impl Iterator<Item = OperandId>,
+    buffers: impl Iterator<Item = OperandId>,
+) -> (Vec<OperandId>, Vec<OperandId>, String) {
+    let (inputs, outputs) = (distinct(sources), distinct(buffers));
+    let mut code = String::new();
+    for k in 0..inputs.len() {
+        code += &format!(
+            "@group(0) @binding({}) var<storage, read> in{k}: array<T>;\n",
+            k + 1
+        );
+    }
+    for k in 0..outputs.len() {
+        code += &format!(
+            "@group(0) @binding({}) var<storage, read_write> out{k}: array<T>;\n",
+            inputs.len() + k + 1
+        );
+    }
+    (inputs, outputs, code)
 }
 
 fn dims(shape: &[usize]) -> String {

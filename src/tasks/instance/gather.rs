@@ -203,22 +203,8 @@ pub(super) fn run(
         };
     }
     g.waiting -= 1;
-    let mut run = BatchRun::default();
-    let mut first_error = None;
-    for (id, slot, _) in &mine {
-        match g.results.remove(&(*id, *slot)).expect("checked above") {
-            Ok(done) => {
-                run.model_ms = done.model_ms.or(run.model_ms);
-                run.batch = run.batch.max(done.items);
-                run.waited = run.waited.max(done.waited);
-                run.stages.submit = run.stages.submit.max(done.submit);
-                run.submission = done.submission.or(run.submission);
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
+    let (mut run, first_error) =
+        take_results(&mut g, mine.iter().map(|(id, slot, _)| (*id, *slot)));
     drop(g);
     instance.changed.notify_all();
     // The rest of the call went to waiting for the batches: to fill, to
@@ -232,6 +218,31 @@ pub(super) fn run(
         Some(e) => Err(Error::invalid(e)),
         None => Ok(run),
     }
+}
+
+/// The results of this call's `slots` (all there), taken out of `g`:
+/// what their batches share, and the first error among them.
+fn take_results(
+    g: &mut Gather,
+    slots: impl Iterator<Item = (u64, usize)>,
+) -> (BatchRun, Option<String>) {
+    let mut run = BatchRun::default();
+    let mut first_error = None;
+    for key in slots {
+        match g.results.remove(&key).expect("checked above") {
+            Ok(done) => {
+                run.model_ms = done.model_ms.or(run.model_ms);
+                run.batch = run.batch.max(done.items);
+                run.waited = run.waited.max(done.waited);
+                run.stages.submit = run.stages.submit.max(done.submit);
+                run.submission = done.submission.or(run.submission);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    (run, first_error)
 }
 
 /// Opens a batch for `key` with a free input tensor lent to its fillers.
