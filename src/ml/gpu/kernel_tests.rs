@@ -189,10 +189,12 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
 /// 64 x 64 GEMM splits in NCHW; last a 1x1 1024 -> 256 on a 14x14 map,
 /// whose 64 reduction steps the direct tensor-core kernel splits over 8
-/// workgroups. The other tensor-core ones are 66 rows of
+/// workgroups, and a 3x3 64 -> 4096 on a 14x14 map, whose 14-pixel rows
+/// take the im2col copy (enough channel tiles to fill the GPU from one
+/// image). The other tensor-core ones are 66 rows of
 /// two 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an
 /// image, in its small tile.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 16] = [
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 17] = [
     (4, 4, 4, 6, 3),       // depthwise: the direct kernel
     (8, 12, 1, 46, 3),     // 64 x 64 tiles
     (48, 12, 1, 184, 1),   // wide (or tensor-core) tiles
@@ -209,6 +211,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 16] = [
     (16, 64, 1, 184, 3),   // Winograd
     (256, 64, 1, 7, 3),    // split reduction (NCHW)
     (1024, 256, 1, 14, 1), // direct tensor-core kernel, its reduction split
+    (64, 4096, 1, 14, 3),  // im2col copy, then the direct tensor-core kernel
 ];
 
 /// One conv2d graph of the zoo.
@@ -1537,6 +1540,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
     graphs.extend(models(&ctx));
     let mut ops = [false; OP_KINDS];
     let mut conv_kernels = BTreeSet::new();
+    let mut labels = BTreeSet::new();
     let mut seen = HashSet::new();
     let mut kernels = 0;
     for (what, ir) in &graphs {
@@ -1547,6 +1551,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             let recorded = record(ir, target).unwrap_or_else(|e| panic!("{what}: {e}"));
             for k in recorded {
                 kernels += 1;
+                labels.insert(k.label.clone());
                 if k.label == "conv2d" {
                     conv_kernels.insert(conv_kernel(&k.source).unwrap());
                 }
@@ -1556,6 +1561,9 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
                 validate(&format!("{what}, {}", k.label), &k);
             }
         }
+    }
+    for copy in ["conv2d blocks", "conv2d im2col", "conv2d sum"] {
+        assert!(labels.contains(copy), "no {copy} kernel in {labels:?}");
     }
     let missing: Vec<usize> = (0..OP_KINDS).filter(|&i| !ops[i]).collect();
     assert!(
@@ -1679,12 +1687,95 @@ fn a_new_input_size_or_context_compiles_no_new_pipeline() {
 /// input out as conv2d_coop_block.wgsl says, padding written as zeros over
 /// whatever the recycled scratch held, for channels one by one (3 a group),
 /// in runs of 4 (12) and of 8 (24), two groups.
+/// A float16 copy kernel of conv2d (`source`, `spec`) over `invocations`
+/// in workgroups of `wg`, as `run_copy` runs it.
+fn copy_kernel<'a>(
+    source: &'a str,
+    spec: crate::gpu::Specialization,
+    params: &super::super::conv2d::Params,
+    invocations: usize,
+    wg: u32,
+) -> super::Kernel<'a> {
+    use super::{grid, Kernel};
+    Kernel {
+        label: "conv2d copy".into(),
+        source,
+        spec,
+        output_type: DataType::Float16,
+        input_type: DataType::Float16,
+        activations: &[],
+        params: Kernel::params(params),
+        table: None,
+        inputs: vec![],
+        outputs: vec![],
+        workgroups: grid(invocations, wg),
+        workgroup_size: wg,
+    }
+}
+
+/// Runs a copy kernel (`kernel`: x at binding 1, the copy at 2) over `x`
+/// into a scratch of `bytes` every byte of which was set (so unwritten
+/// padding shows), and reads the copy back.
+fn run_copy(
+    gpu: &crate::gpu::Gpu,
+    kernel: &super::Kernel<'_>,
+    x: &[half::f16],
+    bytes: usize,
+) -> Vec<half::f16> {
+    use super::kernel_source;
+    use crate::gpu::Checks;
+    let pipeline = gpu
+        .compute_pipeline(&kernel.label, &kernel_source(kernel), Checks::Trusted)
+        .unwrap();
+    let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+    let uniform = gpu
+        .create_buffer_with_data("params", &kernel.params.bytes, wgpu::BufferUsages::UNIFORM)
+        .unwrap();
+    let xbuf = gpu
+        .create_buffer_with_data("x", bytemuck::cast_slice(x), storage)
+        .unwrap();
+    let xb = gpu
+        .create_buffer_with_data("xb", &vec![0xff; bytes], storage)
+        .unwrap();
+    let group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: uniform.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: xbuf.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: xb.as_entire_binding(),
+            },
+        ],
+    });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        let [gx, gy, gz] = kernel.workgroups;
+        pass.dispatch_workgroups(gx, gy, gz);
+    }
+    gpu.submit("kernel test", [encoder.finish()]).unwrap();
+    let got = gpu
+        .download_buffer(&xb, 0, bytes as u64)
+        .unwrap()
+        .wait()
+        .unwrap();
+    bytemuck::cast_slice(&got).to_vec()
+}
+
 #[test]
 fn the_blocked_copy_pads_and_blocks_the_input() {
     use super::super::conv2d::Blocked;
     use super::super::conv2d::Params;
-    use super::{grid, kernel_source, Kernel};
-    use crate::gpu::Checks;
     let gpu = crate::gpu::Gpu::new().unwrap();
     if !gpu.has(wgpu::Features::SHADER_F16) {
         panic!("the blocked copy test needs SHADER_F16 (lavapipe has it)");
@@ -1723,71 +1814,15 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
             ocp: 32,
             upsample: [1, 1],
         };
-        let kernel = Kernel {
-            label: "conv2d blocks".into(),
-            source: &Blocked::copy_source(),
-            spec: blocked.copy_spec(icg),
-            output_type: DataType::Float16,
-            input_type: DataType::Float16,
-            activations: &[],
-            params: Kernel::params(&params),
-            table: None,
-            inputs: vec![],
-            outputs: vec![],
-            workgroups: grid(
-                blocked.copy_invocations(n, icg),
-                Blocked::copy_workgroup_size(),
-            ),
-            workgroup_size: Blocked::copy_workgroup_size(),
-        };
-        let pipeline = gpu
-            .compute_pipeline("conv2d blocks", &kernel_source(&kernel), Checks::Trusted)
-            .unwrap();
-        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let uniform = gpu
-            .create_buffer_with_data("params", &kernel.params.bytes, wgpu::BufferUsages::UNIFORM)
-            .unwrap();
-        let xbuf = gpu
-            .create_buffer_with_data("x", bytemuck::cast_slice(&x), storage)
-            .unwrap();
-        // A recycled scratch: every byte set, so unwritten padding shows.
-        let bytes = blocked.bytes(n) as usize;
-        let xb = gpu
-            .create_buffer_with_data("xb", &vec![0xff; bytes], storage)
-            .unwrap();
-        let group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: uniform.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: xbuf.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: xb.as_entire_binding(),
-                },
-            ],
-        });
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            let [gx, gy, gz] = kernel.workgroups;
-            pass.dispatch_workgroups(gx, gy, gz);
-        }
-        gpu.submit("kernel test", [encoder.finish()]).unwrap();
-        let got = gpu
-            .download_buffer(&xb, 0, bytes as u64)
-            .unwrap()
-            .wait()
-            .unwrap();
-        let got: &[half::f16] = bytemuck::cast_slice(&got);
+        let source = Blocked::copy_source();
+        let kernel = copy_kernel(
+            &source,
+            blocked.copy_spec(icg),
+            &params,
+            blocked.copy_invocations(n, icg),
+            Blocked::copy_workgroup_size(),
+        );
+        let got = run_copy(&gpu, &kernel, &x, blocked.bytes(n) as usize);
         let (rows, columns, icb) = (blocked.rows, blocked.columns, icg.div_ceil(16));
         assert_eq!(blocked.channel_blocks, groups * icb);
         for (at, value) in got.iter().enumerate() {
@@ -1811,6 +1846,83 @@ fn the_blocked_copy_pads_and_blocks_the_input() {
             );
         }
     }
+}
+
+/// The im2col copy (`conv2d_coop_im2col.wgsl`) on lavapipe: every output
+/// pixel's patch, tap by tap, zero outside the image, for strides, padding,
+/// dilations and a 1x1 at stride 2 (its tensor-core second pass runs only
+/// where the adapter has cooperative matrices).
+#[test]
+fn the_im2col_copy_gathers_each_pixels_patch() {
+    use super::super::conv2d::{im2col_copy, Params};
+    let gpu = crate::gpu::Gpu::new().unwrap();
+    assert!(
+        gpu.has(wgpu::Features::SHADER_F16),
+        "lavapipe has SHADER_F16"
+    );
+    let (n, h, w) = (2usize, 9usize, 7usize);
+    let mut cases = 0;
+    // (channels, filter size, stride, padding, dilation)
+    for (c, k, s, pad, d) in [
+        (16usize, 3usize, 2usize, 1usize, 1usize),
+        (32, 3, 1, 2, 2),
+        (16, 1, 2, 0, 1),
+    ] {
+        let (oh, ow) = (
+            (h + 2 * pad - d * (k - 1) - 1) / s + 1,
+            (w + 2 * pad - d * (k - 1) - 1) / s + 1,
+        );
+        let x: Vec<half::f16> = (0..n * h * w * c)
+            .map(|i| half::f16::from_f32((i % 997 + 1) as f32))
+            .collect();
+        let (pixels, kk) = (n * oh * ow, k * k * c);
+        let params = Params {
+            x_strides: [(h * w * c) as u32, 1, (w * c) as u32, c as u32],
+            f_strides: [0; 4],
+            stride: [s as u32; 2],
+            dilation: [d as u32; 2],
+            padding: [pad as u32; 2],
+            filter_size: [k as u32; 2],
+            total: (pixels * 64) as u32,
+            pixels: pixels as u32,
+            oc: 64,
+            ocg: 64,
+            oh: oh as u32,
+            ow: ow as u32,
+            ohw: (oh * ow) as u32,
+            nhwc: 1,
+            h: h as u32,
+            w: w as u32,
+            icg: c as u32,
+            kdim: kk as u32,
+            channel_tiles: 1,
+            ocp: 64,
+            upsample: [1, 1],
+        };
+        let source = im2col_copy::source();
+        let spec = crate::gpu::Specialization::new();
+        let kernel = copy_kernel(&source, spec, &params, pixels * kk / 8, im2col_copy::WG);
+        let got = run_copy(&gpu, &kernel, &x, im2col_copy::bytes(pixels, kk) as usize);
+        assert_eq!(got.len(), pixels * kk);
+        for (at, value) in got.iter().enumerate() {
+            let (p, t, ch) = (at / kk, at % kk / c, at % c);
+            let (img, oy, ox) = (p / (oh * ow), p / ow % oh, p % ow);
+            let iy = (oy * s + t / k * d) as isize - pad as isize;
+            let ix = (ox * s + t % k * d) as isize - pad as isize;
+            let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+            let want = match inside {
+                true => x[((img * h + iy as usize) * w + ix as usize) * c + ch],
+                false => half::f16::ZERO,
+            };
+            assert_eq!(
+                value.to_bits(),
+                want.to_bits(),
+                "{k}x{k} s{s}: pixel {p} tap {t} channel {ch}"
+            );
+        }
+        cases += 1;
+    }
+    assert_eq!(cases, 3);
 }
 
 /// An ONNX model as PyTorch exports it (NCHW, squeezenet 1.1) runs its

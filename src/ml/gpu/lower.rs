@@ -158,6 +158,15 @@ impl Kernel<'_> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScratchId(usize);
 
+/// Where a kernel's scratch buffer is bound.
+#[derive(Clone, Copy, Debug)]
+enum ScratchAt {
+    /// Binding 1, before the inputs.
+    First,
+    /// After the outputs, before any table.
+    AfterOutputs,
+}
+
 /// What the device offers that the lowering's choices depend on.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Target {
@@ -650,14 +659,25 @@ impl<'a> Lowering<'a> {
     /// [`Lowering::kernel`] with a scratch buffer bound after the outputs
     /// (before any table).
     pub fn kernel_with_scratch(&mut self, k: Kernel<'_>, scratch: ScratchId) -> Result<()> {
-        self.kernel_bound(k, Some(scratch))
+        self.kernel_bound(k, Some((scratch, ScratchAt::AfterOutputs)))
+    }
+
+    /// [`Lowering::kernel`] with a scratch buffer bound first (binding 1,
+    /// before the inputs): a kernel that reads, as its `x`, what the node's
+    /// kernel before it wrote there.
+    pub fn kernel_reading_scratch(&mut self, k: Kernel<'_>, scratch: ScratchId) -> Result<()> {
+        self.kernel_bound(k, Some((scratch, ScratchAt::First)))
     }
 
     pub fn kernel(&mut self, k: Kernel<'_>) -> Result<()> {
         self.kernel_bound(k, None)
     }
 
-    fn kernel_bound(&mut self, k: Kernel<'_>, scratch: Option<ScratchId>) -> Result<()> {
+    fn kernel_bound(
+        &mut self,
+        k: Kernel<'_>,
+        scratch: Option<(ScratchId, ScratchAt)>,
+    ) -> Result<()> {
         let uses_f16 = k.output_type == DataType::Float16 || k.input_type == DataType::Float16;
         if uses_f16 && !self.target.shader_f16 {
             return Err(Error::invalid(format!(
@@ -695,9 +715,13 @@ impl<'a> Lowering<'a> {
             .chain(&k.outputs)
             .map(|&id| self.slot(id).clone())
             .collect();
-        if let Some(id) = scratch {
+        if let Some((id, at)) = scratch {
             let slot = self.scratches[id.0].clone();
-            slots.push(slot.expect("a scratch buffer is used before its release"));
+            let slot = slot.expect("a scratch buffer is used before its release");
+            match at {
+                ScratchAt::First => slots.insert(0, slot),
+                ScratchAt::AfterOutputs => slots.push(slot),
+            }
         }
         if let Some(table) = &k.table {
             let buffer = gpu.create_buffer_with_data(

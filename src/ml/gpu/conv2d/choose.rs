@@ -142,6 +142,21 @@ pub(super) const TC_MAX_SPLITS: usize = 32;
 /// Default-tile workgroups (two a multiprocessor of an H200) from which a
 /// convolution keeps the tensor cores whatever its reduction.
 pub(super) const TC_FULL_WORKGROUPS: usize = 2 * super::params::LARGE_GPU_MULTIPROCESSORS;
+/// The most of a padded output row's run (as a fraction) that the im2col
+/// kernel takes rows filling whatever their reduction, and the most it
+/// takes them filling over at most [`IM2COL_HALF_FILL_MAX_STEPS`] steps.
+/// One H200 call (2026-11-30 00:33 UTC), ResNet-50 float16 at batch 32, in
+/// runs of 32 pixels of one output row against over the copy's rows (copy
+/// included): 7-pixel rows (7 of 32) 3x3 stride-2 14x14x512 -> 7x7x512
+/// 511 -> 134 us, 3x3 7x7x512 -> 512 272 -> 135, 1x1 stride-2
+/// 14x14x1024 -> 7x7x2048 424 -> 106; 14-pixel rows (14 of 32) 1x1
+/// stride-2 28x28x512 -> 14x14x1024 (32 steps) 220 -> 152, but 3x3
+/// 14x14x256 -> 256 (144 steps) 146-150 staged -> 282-287 and 3x3
+/// stride-2 28x28x256 -> 14x14x256 283 -> 287: 392 one-subgroup
+/// workgroups walked 144 steps each.
+pub(super) const IM2COL_ROW_FILL: (usize, usize) = (1, 4);
+pub(super) const IM2COL_HALF_FILL: (usize, usize) = (1, 2);
+pub(super) const IM2COL_HALF_FILL_MAX_STEPS: usize = 64;
 /// Output channels of the small tile (2 blocks of 16).
 const SMALL_TILE_CHANNELS: usize = 32;
 
@@ -306,6 +321,9 @@ pub(super) enum ConvKernel {
     /// input channels split over this many workgroups (1: not split), whose
     /// partial sums `conv2d_gemm_sum.wgsl` adds up.
     CoopDirect(CoopTile, bool, usize),
+    /// `conv2d_coop_im2col.wgsl` (each output pixel's patch copied into a
+    /// row) then `conv2d_coop_direct.wgsl` over those rows as a 1x1.
+    CoopIm2col(CoopTile),
     /// `conv2d_int8.wgsl`: int8 products, `outputs` channels an invocation.
     Int8 { outputs: u32 },
 }
@@ -472,18 +490,29 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     if !s.constant_filter || !(padded || s.icg % TC_CHANNELS == 0) {
         return None;
     }
-    // Blocked where a residual is fused (ESRGAN-slim's GFF_2, 3x3
-    // 64 -> 64 at 960x540: 0.52 ms with the copy, 0.71-0.78 staged)
-    // or a group has fewer than 16 input channels (its RGB head:
-    // 0.16 against 0.19-0.21), and where the staged patch does not
-    // fit; staged otherwise (the plain 3x3 64 -> 64: 0.43 against
-    // 0.47 blocked with its copy), all on an H100.
-    let blocked = blocked.filter(|_| s.has_residual || s.icg < TC_CHANNELS || staged.is_none());
+    // Blocked where a residual is fused on a map that takes the default
+    // tile (ESRGAN-slim's GFF_2, 3x3 64 -> 64 at 960x540: 0.52 ms with
+    // the copy, 0.71-0.78 staged) or a group has fewer than 16 input
+    // channels (its RGB head: 0.16 against 0.19-0.21), and where the
+    // staged patch does not fit; staged otherwise (the plain 3x3 64 -> 64:
+    // 0.43 against 0.47 blocked with its copy), all on an H100. On a map
+    // small enough for the small tile, a residual stays staged: the copy
+    // is a kernel of its own (5-6 us) and the blocked kernel in runs of 32
+    // was slower than staged (YOLOv8n's bottleneck 3x3 16 -> 16 at
+    // 160x160 with its residual 19.4 us + 6.3 for the copy, the same conv
+    // without 12.7). H200, 2026-11-29 23:56 UTC, float16 batch 1:
+    // YOLOv8n 1.541 -> 1.507 ms (130 -> 125 kernels), YOLO11n 1.917 ->
+    // 1.921, ResNet-50 and the bundled models unchanged.
+    let residual_blocked = s.has_residual && !short;
+    let blocked = blocked.filter(|_| residual_blocked || s.icg < TC_CHANNELS || staged.is_none());
     // A long reduction over a map too small to fill the GPU: the direct
     // kernel splits it over workgroups; the others leave it to the
     // split-reduction GEMM.
     let steps = s.kh * s.kw * s.icg.div_ceil(TC_CHANNELS);
     let small_map = default_workgroups < TC_FULL_WORKGROUPS;
+    if !few_staged && im2col_pays(s, t, tile) {
+        return Some(ConvKernel::CoopIm2col(tile));
+    }
     Some(match (blocked, staged) {
         _ if small_map && steps > TC_MAX_STEPS_STAGED && (blocked, staged) != (None, None) => {
             return None
@@ -498,6 +527,32 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
             ConvKernel::CoopDirect(tile, flat_pixels(s, tile), splits)
         }
     })
+}
+
+/// Whether a convolution runs on the tensor cores over an im2col copy of
+/// its input (`coop_im2col.rs`): where its output rows fill at most
+/// [`IM2COL_ROW_FILL`] of the runs the other kernels pad them to (or
+/// [`IM2COL_HALF_FILL`] over a short reduction), while its
+/// pixels as one row still fill [`TC_FULL_WORKGROUPS`] in `tile`, and the
+/// copy fits a binding. One group whose channels come in runs of 16; a
+/// 1x1 at stride 1 already runs its pixels as one row (`flat_pixels`).
+fn im2col_pays(s: &ConvShape, t: &Target, tile: CoopTile) -> bool {
+    let one_by_one = (s.kh, s.kw) == (1, 1) && s.strides == [1, 1] && s.padding == [0; 4];
+    if one_by_one || s.groups != 1 || s.icg % TC_CHANNELS != 0 || !s.constant_filter {
+        return false;
+    }
+    let run = tile.run(s.ow);
+    let slots = s.ow.div_ceil(run) * run;
+    let fills = |(num, den): (usize, usize)| s.ow * den <= slots * num;
+    let steps = s.kh * s.kw * s.icg / TC_CHANNELS;
+    let short = fills(IM2COL_HALF_FILL) && steps <= IM2COL_HALF_FILL_MAX_STEPS;
+    if !(fills(IM2COL_ROW_FILL) || short) {
+        return false;
+    }
+    let pixels = s.pixels();
+    let workgroups = pixels.div_ceil(tile.run(pixels)) * s.ocg.div_ceil(16 * tile.blocks as usize);
+    let k = s.kh * s.kw * s.icg;
+    workgroups >= TC_FULL_WORKGROUPS && t.can_bind(super::coop_im2col::bytes(pixels, k))
 }
 
 /// Workgroups the direct tensor-core kernel splits a reduction of `steps`
@@ -908,6 +963,16 @@ mod tests {
             ..body
         };
         assert!(matches!(chosen(residual, TC), ConvKernel::CoopBlocked(_, t) if t == tile));
+        // ... but staged on a map in the small tile (its copy costs a
+        // kernel there).
+        let small_residual = ConvShape {
+            has_residual: true,
+            ..f16(conv(64, 64, 3, 32))
+        };
+        assert!(matches!(
+            chosen(small_residual, TC),
+            ConvKernel::CoopStaged(_, t) if t == short
+        ));
         // ... unless its copy passes what a binding holds.
         let small = Target {
             max_binding: 1 << 18,
@@ -1100,5 +1165,43 @@ mod tests {
             chosen(f16(conv(512, 512, 3, 128)), TC),
             ConvKernel::CoopStaged(_, CoopTile { short: false, .. })
         ));
+    }
+
+    #[test]
+    fn short_rows_over_a_batch_that_fills_the_gpu_take_an_im2col_copy() {
+        let batch = |s: ConvShape, images| ConvShape { images, ..s };
+        let strided = |s: ConvShape| ConvShape {
+            strides: [2, 2],
+            ..s
+        };
+        // ResNet-50 at batch 32: 3x3 stride 2 onto 7x7 and 3x3 on 7x7 (7
+        // of a run's 32 pixels), the 1x1 stride-2 shortcuts onto 7x7 and
+        // onto 14x14 (14 of 32, over 32 steps), but not its 3x3 on 14x14
+        // (14 of 32 over 144 steps).
+        let im2col = |s| matches!(chosen(s, TC), ConvKernel::CoopIm2col(_));
+        assert!(im2col(batch(strided(f16(conv(512, 512, 3, 7))), 32)));
+        assert!(im2col(batch(f16(conv(512, 512, 3, 7)), 32)));
+        let shortcut = |icg, ocg, size| ConvShape {
+            padding: [0; 4],
+            ..batch(strided(f16(conv(icg, ocg, 1, size))), 32)
+        };
+        assert!(im2col(shortcut(1024, 2048, 7)));
+        assert!(im2col(shortcut(512, 1024, 14)));
+        assert!(!im2col(batch(f16(conv(256, 256, 3, 14)), 32)));
+        // Rows of 20 fill 20 of 32, past IM2COL_ROW_FILL (YOLO's 20x20).
+        assert!(!im2col(batch(f16(conv(128, 128, 3, 20)), 32)));
+        // One image's 7x7: its pixels as one row fill too few workgroups.
+        assert!(!im2col(strided(f16(conv(512, 512, 3, 7)))));
+        // A 1x1 at stride 1 runs its pixels as one row already.
+        assert!(!im2col(batch(f16(conv(1024, 256, 1, 7)), 32)));
+        // Not without tensor cores, nor over groups, nor past a binding.
+        let resnet = batch(f16(conv(512, 512, 3, 7)), 32);
+        assert!(!matches!(chosen(resnet, NO_TC), ConvKernel::CoopIm2col(_)));
+        assert!(!im2col(grouped(resnet, 2)));
+        let small = Target {
+            max_binding: 1568 * 4608 * 2 - 1,
+            ..TC
+        };
+        assert!(!matches!(chosen(resnet, small), ConvKernel::CoopIm2col(_)));
     }
 }

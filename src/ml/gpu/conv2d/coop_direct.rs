@@ -7,41 +7,82 @@
 //! takes 0.36. It takes strides, dilations and 1x1 filters, input channels
 //! in runs of 16.
 
-use super::super::lower::{Kernel, Lowering};
+use super::super::lower::{Kernel, Lowering, ScratchId};
 use super::gemm_split::{scratch_bytes, sum_pass};
 use super::params::{partial_bindings, table_inputs, tensor_core_bindings, Conv, CoopTiles};
 use crate::error::Result;
 use crate::gpu::Specialization;
 
-/// The kernel for `c` on `tiles`, its input channels split over `splits`
-/// workgroups (1: not split) whose partial sums a second pass adds up.
-pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) -> Result<()> {
+/// The direct kernel's WGSL.
+fn source() -> String {
     // Its own epilogue (the output may be bound as pairs); no input scale
     // (A is not touched between memory and the tensor cores).
-    let source = format!(
+    format!(
         "enable wgpu_cooperative_matrix;\n{}{}{}",
         include_str!("conv2d_params.wgsl"),
         include_str!("conv2d_coop_epilogue.wgsl"),
         include_str!("conv2d_coop_direct.wgsl")
+    )
+}
+
+/// The kernel's constants: the tile's blocks and run, a reduction of `icg`
+/// channels at each tap of a `kh` x `kw` filter, split over `splits`
+/// workgroups.
+fn constants(
+    spec: Specialization,
+    (blocks, run): (u32, usize),
+    (icg, kh, kw): (usize, usize, usize),
+    splits: usize,
+) -> Specialization {
+    spec.u32("BN", blocks)
+        .u32("TP", run as u32)
+        .u32("ICG", icg as u32)
+        .u32("KH", kh as u32)
+        .u32("KW", kw as u32)
+        .u32("SPLITS", splits as u32)
+        .u32("KC", (icg / splits) as u32)
+}
+
+/// The unsplit kernel's bindings after x: bias, residual, output, table.
+fn unsplit_bindings(c: &Conv, tiles: &CoopTiles) -> Specialization {
+    let (bias, residual) = (c.has_bias, c.has_residual);
+    tensor_core_bindings(Specialization::new(), bias, residual, tiles.pairs, false)
+}
+
+/// The unsplit kernel over A in the scratch buffer `a` (bound as its x)
+/// rather than x, as a 1x1 convolution of `icg` input channels that
+/// `tiles.params` describe: the im2col kernel's second pass
+/// (`coop_im2col.rs`).
+pub(super) fn emit_over(
+    l: &mut Lowering,
+    c: &Conv,
+    tiles: CoopTiles,
+    a: ScratchId,
+    icg: usize,
+) -> Result<()> {
+    let source = source();
+    let spec = unsplit_bindings(c, &tiles);
+    let inputs = table_inputs(c.node)[1..].to_vec();
+    let kernel = c.kernel(
+        &source,
+        constants(spec, (tiles.blocks, tiles.run), (icg, 1, 1), 1),
+        &tiles.params,
+        Some(tiles.table),
+        inputs,
+        (tiles.run_grid, 32),
     );
-    let constants = |spec: Specialization| {
-        spec.u32("BN", tiles.blocks)
-            .u32("TP", tiles.run as u32)
-            .u32("ICG", c.icg as u32)
-            .u32("KH", c.kh as u32)
-            .u32("KW", c.kw as u32)
-            .u32("SPLITS", splits as u32)
-            .u32("KC", (c.icg / splits) as u32)
-    };
+    l.kernel_reading_scratch(kernel, a)
+}
+
+/// The kernel for `c` on `tiles`, its input channels split over `splits`
+/// workgroups (1: not split) whose partial sums a second pass adds up.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) -> Result<()> {
+    let source = source();
+    let tile = (tiles.blocks, tiles.run);
+    let constants = |spec| constants(spec, tile, (c.icg, c.kh, c.kw), splits);
     let [x, y, groups] = tiles.run_grid;
     if splits == 1 {
-        let spec = tensor_core_bindings(
-            Specialization::new(),
-            c.has_bias,
-            c.has_residual,
-            tiles.pairs,
-            false,
-        );
+        let spec = unsplit_bindings(c, &tiles);
         return l.kernel(c.kernel(
             &source,
             constants(spec),

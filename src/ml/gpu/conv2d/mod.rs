@@ -2,7 +2,7 @@
 //! convolution's numbers, and [`conv2d`] emits it. An implicit-GEMM tiled
 //! kernel when each group has several output channels (on tensor cores in
 //! float16 where the adapter has them: `coop_direct.rs`, `coop_tile.rs`,
-//! `coop_blocked.rs`; else `winograd.rs`, `gemm_split.rs`, `gemm_vec.rs`,
+//! `coop_blocked.rs`, `coop_im2col.rs`; else `winograd.rs`, `gemm_split.rs`, `gemm_vec.rs`,
 //! `gemm.rs`), each pixel's input channels split over lanes when a single
 //! group has up to 16 over a long NHWC reduction (`split.rs`), one
 //! invocation per output vec4 for a 1x1 over up to 16 NHWC input channels
@@ -18,11 +18,13 @@
 //! and of the filter (in O, I, H, W order), so every input/filter layout
 //! pair shares one pipeline. `params.rs` and `tables.rs` hold what the
 //! kernels share; no kernel file imports another (but `dwpw.rs`, the fused
-//! depthwise + pointwise op, shares `gemm_split.rs`'s second pass).
+//! depthwise + pointwise op, shares `gemm_split.rs`'s second pass, and
+//! `coop_im2col.rs` runs `coop_direct.rs`'s kernel over its copy).
 
 mod choose;
 mod coop_blocked;
 mod coop_direct;
+pub(super) mod coop_im2col;
 mod coop_tile;
 mod direct;
 pub(super) mod dwpw;
@@ -42,6 +44,8 @@ pub(crate) use choose::tensor_cores_fill;
 
 #[cfg(test)]
 pub(super) use coop_blocked::Blocked;
+#[cfg(test)]
+pub(super) use coop_im2col as im2col_copy;
 #[cfg(test)]
 pub(super) use params::Params;
 pub(super) use params::{activation_strides, bias_and_output, shape4, u32s};
@@ -95,6 +99,9 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         }
         ConvKernel::CoopDirect(tile, true, splits) => {
             coop_direct::emit(l, &c, flat_tiles(&c, tile), splits)
+        }
+        ConvKernel::CoopIm2col(tile) => {
+            coop_im2col::emit(l, &c, coop_tiles(&c, tile), tile.run(c.pixels))
         }
         ConvKernel::Int8 { .. } => Err(Error::invalid(format!(
             "conv2d of {}: the int8 kernel takes quantized convolutions only",
