@@ -682,10 +682,10 @@ fn gemm_matches_cpu() {
     let p = Pair::new();
     let mut r = rng(12);
     // Past one 32x32 output tile in M, past half of one in N (matmul.wgsl);
-    // then one and three rows over a long K (matvec.wgsl: a classifier's
-    // row, K split over a workgroup), columns past a multiple of its 4
-    // and 64.
-    for (m, k, n) in [(35, 21, 18), (1, 300, 70), (3, 129, 66)] {
+    // then one, three and 13 rows over a long K (matvec.wgsl: a
+    // classifier's row, or a batch of them on few tiles, K split over a
+    // workgroup), columns past a multiple of its 4 and 64.
+    for (m, k, n) in [(35, 21, 18), (1, 300, 70), (3, 129, 66), (13, 129, 70)] {
         gemm_cases(&p, &mut r, m, k, n);
     }
 }

@@ -1,6 +1,7 @@
 //! matmul (batched, batch dimensions broadcast) and the kernels it shares
 //! with gemm: tiled (matmul.wgsl), or for up to 4 rows (a classifier's
-//! single row) K split over a workgroup (matvec.wgsl);
+//! single row), or up to 32 whose tiles would not fill a large GPU (a
+//! batch of classifier rows), K split over a workgroup (matvec.wgsl);
 //! [`ProductKernel::choose`] picks. A tensor-core kernel that staged A and B
 //! through workgroup memory for one subgroup a 64 x 64 tile was measured
 //! and not kept: on an H200 it took 0.039 ms for YOLO11's attention
@@ -17,6 +18,14 @@ use crate::ml::types::strides;
 const TILE: usize = 32;
 /// Rows up to which a product takes matvec.wgsl (4 a workgroup).
 const MATVEC_ROWS: usize = 4;
+/// Rows up to which a product takes matvec.wgsl where the tiled kernel
+/// would fill fewer than [`TILED_MIN_WORKGROUPS`] workgroups (reading B
+/// once per 4 rows, 8 times at most): ResNet-50's classifier at batch 32
+/// (gemm 32x2048 -> 32x1000, 32 tiles each walking K = 2048) took 175 us
+/// in float16 on an H200 (2026-11-30 00:33 call) to read 4 MB.
+const MATVEC_MAX_ROWS: usize = 32;
+/// Half a workgroup a multiprocessor of a large GPU.
+const TILED_MIN_WORKGROUPS: usize = 66;
 
 /// Which kernel computes a product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,10 +38,14 @@ pub(super) enum ProductKernel {
 }
 
 impl ProductKernel {
-    /// The kernel for a product of `m` rows whose B has strides
-    /// `b_strides` (row, column).
-    pub(super) fn choose(m: usize, b_strides: (usize, usize)) -> ProductKernel {
-        if m <= MATVEC_ROWS {
+    /// The kernel for `batches` products of `m` rows by `n` columns whose
+    /// B has strides `b_strides` (row, column).
+    pub(super) fn choose(
+        (batches, m, n): (usize, usize, usize),
+        b_strides: (usize, usize),
+    ) -> ProductKernel {
+        let tiles = batches * m.div_ceil(TILE) * n.div_ceil(TILE);
+        if m <= MATVEC_ROWS || (m <= MATVEC_MAX_ROWS && tiles < TILED_MIN_WORKGROUPS) {
             return ProductKernel::Matvec {
                 along_k: b_strides.0 == 1 && b_strides.1 != 1,
             };
@@ -111,7 +124,7 @@ pub(super) fn product(l: &mut Lowering, p: Product<'_>) -> Result<()> {
     };
     let batches: usize = shape.iter().product();
     let params_wgsl = include_str!("matmul_params.wgsl");
-    let kernel = ProductKernel::choose(p.m, (p.b.1, p.b.2));
+    let kernel = ProductKernel::choose((batches, p.m, p.n), (p.b.1, p.b.2));
     let spec = Specialization::new();
     let (source, spec, workgroups) = match kernel {
         ProductKernel::Matvec { along_k } => (
@@ -213,14 +226,23 @@ mod tests {
         // A classifier's row: B along K (a linear layer's [N][K] weight) or
         // not.
         assert_eq!(
-            ProductKernel::choose(1, (1, 2048)),
+            ProductKernel::choose((1, 1, 1000), (1, 2048)),
             Matvec { along_k: true }
         );
         assert_eq!(
-            ProductKernel::choose(MATVEC_ROWS, (1000, 1)),
+            ProductKernel::choose((1, MATVEC_ROWS, 1000), (1000, 1)),
             Matvec { along_k: false }
         );
-        assert_eq!(ProductKernel::choose(MATVEC_ROWS + 1, (1, 2048)), Tiled);
-        assert_eq!(ProductKernel::choose(400, (400, 1)), Tiled);
+        // A batch of 32 rows over 32 tiles (ResNet-50's classifier at batch
+        // 32), but not where the tiles fill the GPU or past 32 rows.
+        assert_eq!(
+            ProductKernel::choose((1, 32, 1000), (1, 2048)),
+            Matvec { along_k: true }
+        );
+        assert_eq!(ProductKernel::choose((1, 32, 4096), (1, 2048)), Tiled);
+        assert_eq!(ProductKernel::choose((1, 33, 64), (1, 2048)), Tiled);
+        assert_eq!(ProductKernel::choose((1, 400, 400), (400, 1)), Tiled);
+        // Batches count: YOLO11's attention heads (2 x 400x64 by 64x400).
+        assert_eq!(ProductKernel::choose((2, 400, 400), (400, 1)), Tiled);
     }
 }
