@@ -15,10 +15,12 @@
 //! gate's own chain (global average pool, then one or two 1x1 convolutions
 //! with their activations) becomes one `Op::SqueezeExcite` node; a
 //! nearest-neighbour upsample by integer factors read only by a conv2d
-//! becomes that conv's input upsample (`fuse/upsample.rs`); and a channel
-//! concat read only by a conv2d becomes a chain of convolutions, one per
-//! concatenated operand (`fuse/concat.rs`); a channel split of a conv2d's
-//! result becomes one conv per part (`fuse/conv_split.rs`); and a cast
+//! becomes that conv's input upsample (`fuse/upsample.rs`); a concat of
+//! every part of a split, in order, reads the split's input instead
+//! (`fuse/whole_split.rs`); and a channel concat read only by a conv2d
+//! becomes a chain of convolutions, one per concatenated operand, where
+//! that saves kernels or bytes (`fuse/concat.rs`); a channel split of a
+//! conv2d's result becomes one conv per part (`fuse/conv_split.rs`); and a cast
 //! between float types of a conv2d's result becomes that conv's output type
 //! (`fuse/cast.rs`).
 //! float16 graphs fuse the same way: the fused kernels keep intermediate values in
@@ -34,6 +36,7 @@ mod resample_swap;
 mod through_concat;
 mod unread;
 mod upsample;
+mod whole_split;
 
 pub(crate) use upsample::{pixel_by_pixel, NARROW_MAX_OUTPUTS};
 
@@ -53,7 +56,9 @@ use super::shape::{conv_filter_ochw, nchw};
 /// activation), then moved through concats (`fuse/through_concat.rs`);
 /// adds of an activated
 /// depthwise conv after the adds that go before activations
-/// (`fuse/late_residual.rs`); concats split into
+/// (`fuse/late_residual.rs`); concats of whole splits read the split's
+/// input (`fuse/whole_split.rs`), so that fewer operands decide the chain;
+/// concats split into
 /// chains of convolutions once residual adds are fused (a conv's residual
 /// goes on the chain's first conv, as the chain's last takes the chain);
 /// upsamples into the conv2d nodes that are left; channel splits of a
@@ -68,7 +73,7 @@ pub(crate) fn fuse(ir: GraphIr, layout: super::layout::Policy) -> GraphIr {
     let ir =
         through_concat::activations_into_writers(through_concat::split_binary_over_concats(ir));
     let ir = late_residual::fuse_late_residuals(fuse_residual_adds(ir));
-    let ir = concat::split_concats(ir);
+    let ir = concat::split_concats(whole_split::concat_whole_splits(ir));
     let ir = fuse_squeeze_excite(fuse_depthwise_pointwise(fuse_input_scales(ir)));
     let ir = conv_split::split_conv_outputs(upsample::fuse_upsamples(ir));
     cast::fuse_output_casts(ir)

@@ -473,11 +473,11 @@ fn a_channel_concat_read_by_a_conv_becomes_a_chain_of_convs() {
             ..ESRGAN_BLOCK
         },
         Cat {
-            name: "nchw oihw, three operands, 3x3 stride 2, batch 2, relu",
+            name: "nchw oihw, three operands (16 + 3 + 5: a piece of 16 channels), 3x3 stride 2, batch 2, relu",
             layout: InputLayout::Nchw,
             filter: Conv2dFilterLayout::Oihw,
             size: [2, 7, 5],
-            parts: &[2, 3, 5],
+            parts: &[16, 3, 5],
             out_channels: 6,
             kernel: 3,
             stride: 2,

@@ -242,27 +242,38 @@ fn cast_known_values() {
 fn concat_matches_cpu() {
     let p = Pair::new();
     let mut r = rng(4);
+    // One kernel copies up to 8 operands: 9 take two.
     for dt in DATA_TYPES {
         for axis in 0..3 {
-            let shapes: Vec<Vec<usize>> = [1usize, 4, 3]
-                .iter()
-                .map(|&s| {
-                    let mut shape = vec![3, 5, 7];
-                    shape[axis] = s;
-                    shape
-                })
-                .collect();
-            let inputs: Vec<In> = shapes
-                .iter()
-                .map(|s| random(&mut r, dt, s, -100.0, 100.0))
-                .collect();
-            p.check(
-                &format!("concat axis {axis}"),
-                &move |g, x| Ok(vec![g.concat(&x.iter().collect::<Vec<_>>(), axis)?]),
-                &inputs,
-            );
+            for count in [2, 3, 5, 9] {
+                let inputs: Vec<In> = (0..count)
+                    .map(|k| {
+                        let mut shape = vec![3, 5, 7];
+                        shape[axis] = [1, 4, 3][k % 3];
+                        random(&mut r, dt, &shape, -100.0, 100.0)
+                    })
+                    .collect();
+                p.check(
+                    &format!("concat of {count} along axis {axis}"),
+                    &move |g, x| Ok(vec![g.concat(&x.iter().collect::<Vec<_>>(), axis)?]),
+                    &inputs,
+                );
+            }
         }
     }
+    // A concat of a whole split reads the split's input; the split copies
+    // only the part the relu reads (`ml::fuse::whole_split`).
+    let x = random(&mut r, DataType::Float16, &[2, 6, 3], -100.0, 100.0);
+    let z = random(&mut r, DataType::Float16, &[2, 1, 3], -100.0, 100.0);
+    p.check(
+        "concat of a whole split and another operand",
+        &|g, x| {
+            let parts = g.split_sizes(&x[0], &[2, 1, 3], 1)?;
+            let cat = g.concat(&[&x[1], &parts[0], &parts[1], &parts[2], &x[1]], 1)?;
+            Ok(vec![cat, g.relu(&parts[1])?])
+        },
+        &[x, z],
+    );
     // A single input, and a single element each.
     let one = random(&mut r, DataType::Float32, &[1], -1.0, 1.0);
     p.check(

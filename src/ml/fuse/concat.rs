@@ -11,12 +11,40 @@
 //! channels did not. The conv's residual (an `add` fused before this pass
 //! runs) and bias go on the first conv of the chain, its activations on the
 //! last. The pieces' filters are sliced from the constant filter at build.
+//!
+//! The chain costs a conv per operand, though, and a tensor-core conv costs
+//! about 10 us on an H200 whatever its size: YOLOv8n's C2f concats (3-4
+//! operands of 16-128 channels on 20x20..160x160 maps) ran 3-4 such convs
+//! where one concat copy (one kernel, `ml/gpu/concat.rs`) and one conv
+//! would do. So a concat becomes a chain only where [`chain_pays`].
 
 use std::sync::Arc;
 
 use super::rewrite_pairs;
+use crate::ml::gpu::TC_CHANNELS;
 use crate::ml::graph_ir::{GraphIr, Node, OperandId, OperandInfo, OperandKind};
 use crate::ml::ops::{Conv2dFilterLayout, InputLayout, Op};
+
+/// Bytes per image of a concat's output from which it stays a chain of
+/// convolutions whatever its operands: ESRGAN-slim's 960x540 concats
+/// (68-132 channels, 70-280 MB an image) took 0.5-0.6 ms of an H100 written
+/// out; YOLOv8n's at 640 (at most 160x160x48, 4.9 MB in float32) cost a
+/// conv each as chains. Between the two: to be measured on the H200.
+const CHAIN_MIN_IMAGE_BYTES: usize = 16 << 20;
+
+/// Whether a channel concat of operands of `channels` (an image of its
+/// output `image_bytes` long) read by a conv is better run as a chain of
+/// convs than as the concat's copy and one conv.
+fn chain_pays(channels: &[usize], image_bytes: usize) -> bool {
+    let total: usize = channels.iter().sum();
+    // Two convs against a copy and a conv: no more kernels.
+    channels.len() <= 2
+        // The merged conv would lose the float16 tensor cores that a part
+        // keeps (ESRGAN-slim's 64 + 64 + 4 channels).
+        || (total % TC_CHANNELS != 0 && channels.iter().any(|c| c % TC_CHANNELS == 0))
+        // Writing the concat costs more than the convs' launches.
+        || image_bytes >= CHAIN_MIN_IMAGE_BYTES
+}
 
 /// The rewritten graph: each concat that qualifies is gone, and the conv
 /// reading it is a chain of as many convs as the concat had operands, at
@@ -59,7 +87,14 @@ fn splittable(ir: &GraphIr, uses: &[usize], producer: &[Option<usize>], i: usize
         && fd.rank() == 4
         && fd.data_type.is_float()
         && ir.constant(f).is_some();
-    ok.then_some(p)
+    let d = ir.desc(x);
+    let channels: Vec<usize> = concat
+        .inputs
+        .iter()
+        .map(|&c| ir.desc(c).shape[channel_axis])
+        .collect();
+    let image_bytes = d.byte_length() / d.shape[0].max(1);
+    (ok && chain_pays(&channels, image_bytes)).then_some(p)
 }
 
 /// The convolutions replacing `conv` (node `at`), one per operand of
@@ -292,6 +327,21 @@ pub(super) mod tests {
             ("height axis", fused(|b| esrgan_block(b, 1, 1, false))),
             ("filter input", fused(|b| esrgan_block(b, 1, 3, true))),
             (
+                "three operands of 16 channels on a small map",
+                fused(|b| {
+                    let parts = ["a", "c", "d"].map(|n| b.input(n, f32_desc(&[1, 4, 5, 16])));
+                    let [a, c, d] = parts;
+                    let cat = b.concat(&[&a?, &c?, &d?], 3)?;
+                    let f = b.constant(f32_desc(&[1, 1, 48, 8]), &[0; 48 * 8 * 4])?;
+                    let o = Conv2dOptions {
+                        input_layout: InputLayout::Nhwc,
+                        filter_layout: Conv2dFilterLayout::Hwio,
+                        ..Conv2dOptions::new()
+                    };
+                    b.conv2d(&cat, &f, None, o)
+                }),
+            ),
+            (
                 "two readers",
                 fused(|b| {
                     let a = b.input("a", f32_desc(&[1, 2, 3, 3]))?;
@@ -309,5 +359,25 @@ pub(super) mod tests {
                 ops(&ir)
             );
         }
+    }
+
+    #[test]
+    fn a_chain_only_where_it_pays() {
+        use super::{chain_pays, CHAIN_MIN_IMAGE_BYTES};
+        let small = 1 << 20;
+        // Two operands: two convs, no more kernels than a copy and a conv.
+        assert!(chain_pays(&[64, 64], small));
+        assert!(chain_pays(&[5, 4], small));
+        // YOLOv8n's C2f and SPPF concats: one copy and one conv.
+        assert!(!chain_pays(&[16, 16, 16], small));
+        assert!(!chain_pays(&[128; 4], small));
+        // No tensor cores to keep where no part has them.
+        assert!(!chain_pays(&[2, 3, 5], small));
+        // ESRGAN-slim's 64 + 64 + 4: the parts of 64 keep the tensor cores
+        // that 132 channels lose.
+        assert!(chain_pays(&[64, 64, 4], small));
+        // A large map: the concat's bytes cost more than the convs.
+        assert!(chain_pays(&[16, 16, 16], CHAIN_MIN_IMAGE_BYTES));
+        assert!(!chain_pays(&[16, 16, 16], CHAIN_MIN_IMAGE_BYTES - 1));
     }
 }

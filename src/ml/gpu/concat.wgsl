@@ -1,18 +1,17 @@
-// Copies one concat input into its slab of the output. Seen as
+// Copies a concat's operands (PARTS of them, bound as x0, x1, ... by the
+// generated `copy`) into their slabs of the output in one dispatch. The
+// parts' elements are numbered one after another; part k, seen as
 // [outer, chunk_in] (chunk_in = its extent along the axis times the inner
-// size), row o of the input lands at o * chunk_out + offset in the output.
+// size), has its row o land at o * chunk_out + offset in the output.
 
 // Mirrored by `Params` in concat.rs.
 struct Params {
-    // Input elements.
+    // Elements of all the parts together.
     n: u32,
-    chunk_in: u32,
     chunk_out: u32,
-    offset: u32,
+    // Per part: its first element among the n, its chunk_in, its offset.
+    parts: array<vec4<u32>, 8>,
 }
-
-@group(0) @binding(1) var<storage, read> x: array<TI>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -20,6 +19,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if e >= params.n {
         return;
     }
-    let chunk_in = params.chunk_in;
-    y[(e / chunk_in) * params.chunk_out + params.offset + e % chunk_in] = x[e];
+    var k = 0u;
+    while k + 1u < PARTS && e >= params.parts[k + 1u].x {
+        k++;
+    }
+    let p = params.parts[k];
+    let i = e - p.x;
+    copy(k, i, (i / p.y) * params.chunk_out + p.z + i % p.y);
 }

@@ -749,6 +749,8 @@ fn zoo(ctx: &Context) -> Vec<(String, GraphIr)> {
                 let y = b.input("y", desc(dt, &[4, 2]))?;
                 let mut outs = vec![
                     b.concat(&[&x, &y], 1)?,
+                    // Past one kernel's storage bindings: two kernels.
+                    b.concat(&[&y, &x, &y, &x, &y, &x, &y, &x, &y], 1)?,
                     b.transpose(&x, None)?,
                     b.slice(&x, &[1, 0], &[2, 3], Some(&[1, 2]))?,
                     b.reshape(&x, &[2, 12])?,

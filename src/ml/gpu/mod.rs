@@ -34,7 +34,7 @@ mod transpose;
 use std::sync::{Arc, Mutex};
 
 pub(crate) use backend::GpuBackend;
-pub(crate) use conv2d::tensor_cores_fill;
+pub(crate) use conv2d::{tensor_cores_fill, TC_CHANNELS};
 use lower::{Lowering, Slot, Step};
 
 use crate::error::{Error, Result};

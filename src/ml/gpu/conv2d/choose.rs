@@ -50,7 +50,7 @@ pub(super) const TC_X32_MAX_OUTPUTS: usize = 32;
 /// for depthwise or narrow groups, which would fill 1 of 16 rows and
 /// columns; the blocked kernel takes them (ESRGAN-slim's RGB head at
 /// 960x540 on an H100: 0.16 ms against 0.19-0.21 staged).
-pub(super) const TC_CHANNELS: usize = 16;
+pub(crate) const TC_CHANNELS: usize = 16;
 /// The fewest workgroups an image's convolution must fill for the tensor
 /// cores: each of their workgroups is one subgroup walking the whole
 /// reduction for its 64 pixels, so with fewer than one per multiprocessor

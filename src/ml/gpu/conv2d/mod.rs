@@ -40,7 +40,7 @@ mod tables;
 mod upsampled;
 mod winograd;
 
-pub(crate) use choose::tensor_cores_fill;
+pub(crate) use choose::{tensor_cores_fill, TC_CHANNELS};
 
 #[cfg(test)]
 pub(super) use coop_blocked::Blocked;
