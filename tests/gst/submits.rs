@@ -140,14 +140,14 @@ fn segment_and_blur_submit_with_the_batch_alone() {
 }
 
 #[test]
-fn face_detect_submits_with_the_batch_and_the_overlay_once() {
+fn face_detect_and_its_overlay_submit_with_the_batch_alone() {
     let model = bundled("mediapipe/face_detection_short_range.tflite");
     let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
     assert_at_most(&chain, "face", DETECT);
 }
 
 #[test]
-fn yolo_detect_submits_with_the_batch_and_the_overlay_once() {
+fn yolo_detect_and_its_overlay_submit_with_the_batch_alone() {
     let model = yolo().display().to_string();
     let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
     assert_at_most(&chain, "yolo", DETECT);
