@@ -10,21 +10,7 @@ fn gpu() -> Gpu {
 }
 
 fn texture(gpu: &Gpu) -> crate::gpu::live::Texture {
-    gpu.create_texture(&wgpu::TextureDescriptor {
-        label: Some("deferred test"),
-        size: wgpu::Extent3d {
-            width: 8,
-            height: 4,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    })
-    .unwrap()
+    crate::gpu::upload_ring::tests::texture(gpu, 8, 4)
 }
 
 /// Uploads `bytes` into `t` through `ring`: deferred, not submitted.

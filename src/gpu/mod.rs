@@ -220,7 +220,9 @@ impl Gpu {
     }
 
     /// The queue. Submissions go through [`Gpu::submit`] and data
-    /// transfers through [`transfer`], so that they are counted.
+    /// transfers through [`transfer`], so that they are counted and carry
+    /// the work deferred on the device ([`Gpu::defer`]): a raw
+    /// `queue.submit` would run before a frame upload still deferred.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
     }

@@ -508,8 +508,8 @@ impl Gpu {
     /// own beside its upload, which is bound by the bus to the GPU, not by
     /// the cores (docs/BENCHMARKS.md). The upload is deferred before the
     /// work is submitted, so a submission `during` made would carry it
-    /// first too. Where `during` fails, the upload stays deferred (for the
-    /// device's next submission) and its error is returned.
+    /// first too. Where `during` fails, the upload is still submitted,
+    /// alone, and its error returned.
     ///
     /// Set `WGNN_UPLOAD_OVERLAP=0` to upload first and record after, as
     /// [`Gpu::upload_textures`] and then `during` did (to compare the two
@@ -563,11 +563,14 @@ impl Gpu {
         let upload = upload?;
         lease.buffer.unmap();
         // Deferred, the upload goes first in the submission of `during`'s
-        // commands (or, where `during` failed, in the device's next).
+        // commands; where `during` failed, it is submitted alone at once,
+        // so that its ring buffer comes back as before.
         self.defer("texture upload", upload, Some(lease.remap_after()))?;
         self.staged(ring, writes, &staged);
-        let r = recorded?;
-        Ok((r, commands.submit(what)?))
+        match recorded {
+            Ok(r) => Ok((r, commands.submit(what)?)),
+            Err(e) => self.flush().and(Err(e)),
+        }
     }
 
     /// A ring buffer for `plan`; where none is free, None once `writes`

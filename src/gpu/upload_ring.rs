@@ -327,7 +327,7 @@ impl Drop for Lease<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::gpu::transfer::{TextureRegion, TextureWrite};
 
@@ -335,7 +335,8 @@ mod tests {
         Gpu::new().unwrap_or_else(|e| panic!("the upload ring tests need a GPU adapter: {e}"))
     }
 
-    fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
+    /// An RGBA texture to upload into and copy or read back from.
+    pub(in crate::gpu) fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
         gpu.create_texture(&wgpu::TextureDescriptor {
             label: Some("upload ring test"),
             size: wgpu::Extent3d {
