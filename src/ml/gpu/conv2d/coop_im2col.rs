@@ -15,7 +15,7 @@
 
 use super::super::lower::{grid, Kernel, Lowering};
 use super::coop_direct;
-use super::params::{folded, u32s, Conv, CoopTiles};
+use super::params::{u32s, Conv, CoopTiles};
 use crate::error::Result;
 use crate::gpu::Specialization;
 
@@ -37,8 +37,9 @@ pub(in crate::ml::gpu) fn source() -> String {
 }
 
 /// The copy, then the direct kernel over it, for `c` on `tiles` (the
-/// convolution's own, as `coop_tiles` makes them) in runs of `run` pixels.
-pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, run: usize) -> Result<()> {
+/// convolution's own with its pixels run as one row, as mod.rs's
+/// `flat_tiles` makes them).
+pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles) -> Result<()> {
     let k = c.kh * c.kw * c.icg;
     let scratch = l.scratch(bytes(c.pixels, k))?;
     let source = source();
@@ -60,19 +61,19 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, run: usize) -> 
         scratch,
     );
     let main = copy.and_then(|()| {
-        let tiles = over_rows(c, tiles, k, run);
+        let tiles = over_rows(c, tiles, k);
         coop_direct::emit_over(l, c, tiles, scratch, k)
     });
     l.release_scratch(scratch);
     main
 }
 
-/// `tiles` for the 1x1 over the copy: one image of one row of all the
-/// pixels, each `k` channels, read one after another (its row and image
-/// strides are never used: both indices are always 0).
-fn over_rows(c: &Conv, tiles: CoopTiles, k: usize, run: usize) -> CoopTiles {
+/// `tiles` (the convolution's own, its pixels run as one row: mod.rs's
+/// `flat_tiles`) for the 1x1 over the copy: each pixel `k` channels, read
+/// one after another (its row and image strides are never used: both
+/// indices are always 0).
+fn over_rows(c: &Conv, tiles: CoopTiles, k: usize) -> CoopTiles {
     let pixels = c.pixels;
-    let channel_tiles = tiles.params.channel_tiles as usize;
     CoopTiles {
         params: super::params::Params {
             x_strides: u32s([pixels * k, 1, pixels * k, k]),
@@ -80,18 +81,11 @@ fn over_rows(c: &Conv, tiles: CoopTiles, k: usize, run: usize) -> CoopTiles {
             dilation: [1, 1],
             padding: [0, 0],
             filter_size: [1, 1],
-            oh: 1,
-            ow: pixels as u32,
-            ohw: pixels as u32,
-            h: 1,
-            w: pixels as u32,
             icg: k as u32,
             kdim: k as u32,
             upsample: [1, 1],
             ..tiles.params
         },
-        run,
-        run_grid: folded(pixels.div_ceil(run), channel_tiles, 1),
         ..tiles
     }
 }

@@ -100,9 +100,7 @@ pub(super) fn conv2d(l: &mut Lowering, node: &Node, o: &Conv2dOptions) -> Result
         ConvKernel::CoopDirect(tile, true, splits) => {
             coop_direct::emit(l, &c, flat_tiles(&c, tile), splits)
         }
-        ConvKernel::CoopIm2col(tile) => {
-            coop_im2col::emit(l, &c, coop_tiles(&c, tile), tile.run(c.pixels))
-        }
+        ConvKernel::CoopIm2col(tile) => coop_im2col::emit(l, &c, flat_tiles(&c, tile)),
         ConvKernel::Int8 { .. } => Err(Error::invalid(format!(
             "conv2d of {}: the int8 kernel takes quantized convolutions only",
             l.ir.label(c.x)
@@ -203,7 +201,8 @@ fn target(l: &Lowering) -> Target {
 }
 
 /// [`coop_tiles`] for a 1x1 stride-1 NHWC convolution run over all its
-/// images' pixels as one output row (`choose.rs`'s `flat_pixels`): one
+/// images' pixels as one output row (`choose.rs`'s `flat_pixels`; and the
+/// 1x1 over an im2col copy, `coop_im2col.rs`): one
 /// image of 1 x pixels, whose pixel k is x's pixel k (x's strides stay: row
 /// and image are always 0).
 fn flat_tiles(c: &Conv, tile: CoopTile) -> CoopTiles {
