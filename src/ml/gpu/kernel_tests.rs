@@ -191,10 +191,12 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// whose 64 reduction steps the direct tensor-core kernel splits over 8
 /// workgroups, and a 3x3 64 -> 4096 on a 14x14 map, whose 14-pixel rows
 /// take the im2col copy (enough channel tiles to fill the GPU from one
-/// image). The other tensor-core ones are 66 rows of
+/// image), and a 3x3 128 -> 128 on a 20x20 map (YOLOv8n's last stage),
+/// whose one-row staged workgroups split each row's 8 steps of 16
+/// channels over 8 subgroups. The other tensor-core ones are 66 rows of
 /// two 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an
 /// image, in its small tile.
-const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 17] = [
+const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 18] = [
     (4, 4, 4, 6, 3),       // depthwise: the direct kernel
     (8, 12, 1, 46, 3),     // 64 x 64 tiles
     (48, 12, 1, 184, 1),   // wide (or tensor-core) tiles
@@ -212,6 +214,7 @@ const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 17] = [
     (256, 64, 1, 7, 3),    // split reduction (NCHW)
     (1024, 256, 1, 14, 1), // direct tensor-core kernel, its reduction split
     (64, 4096, 1, 14, 3),  // im2col copy, then the direct tensor-core kernel
+    (128, 128, 1, 20, 3),  // staged, one-row workgroups split over subgroups
 ];
 
 /// One conv2d graph of the zoo.
@@ -1258,7 +1261,8 @@ fn bindings_agree(k: &Recorded, module: &naga::Module) {
 /// 20 input channels: up to 16, conv2d_pointwise.wgsl takes them); then
 /// two for that kernel, channels in runs of 4 (vector loads) and not;
 /// last, a 32 -> 12 on a map large enough for the staged tensor-core
-/// kernel's 16-channel tile in float16 (the split kernel with a residual).
+/// kernel's 16-channel tile in float16, unsplit (the split kernel with a
+/// residual).
 const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
     (64, 4, 1, 5, 3),
     (32, 12, 1, 5, 3),
@@ -1270,7 +1274,7 @@ const FEW_OUTPUT_PROBLEMS: [(usize, usize, usize, usize, usize); 11] = [
     (20, 72, 1, 184, 1),
     (4, 64, 1, 9, 1),
     (6, 12, 1, 5, 1),
-    (32, 12, 1, 128, 3),
+    (32, 12, 1, 144, 3),
 ];
 
 /// [`FEW_OUTPUT_PROBLEMS`] in both float types and layouts, with every
@@ -1518,6 +1522,10 @@ fn conv_kernel(source: &str) -> Option<&'static str> {
         ("tensor cores blocked x32", "fn a_at(&const BN: u32 = 2u;"),
         ("tensor cores blocked", "fn a_at("),
         (
+            "tensor cores staged split",
+            "var<workgroup> staged&const R: u32 = 1u;",
+        ),
+        (
             "tensor cores staged x16",
             "var<workgroup> staged&const BN: u32 = 1u;",
         ),
@@ -1589,6 +1597,7 @@ fn every_kernel_variant_validates_translates_to_spirv_and_matches_its_params() {
             "tensor cores blocked x32",
             "tensor cores split",
             "tensor cores staged",
+            "tensor cores staged split",
             "tensor cores staged x16",
             "tensor cores staged x32",
             "tensor cores x32",
@@ -2129,6 +2138,15 @@ fn choices() -> Vec<Choice> {
         Choice {
             stride: 2,
             ..c(32, 64, 1, 64, 3)
+        },
+        c(128, 128, 1, 20, 3),
+        Choice {
+            stride: 2,
+            ..c(128, 128, 1, 40, 3)
+        },
+        Choice {
+            residual: true,
+            ..c(64, 64, 1, 40, 3)
         },
         Choice {
             stride: 2,

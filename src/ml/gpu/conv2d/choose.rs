@@ -139,6 +139,21 @@ pub(super) const TC_MAX_STEPS_DIRECT: usize = 40;
 /// sums stored a channel apart) now bounds it, not the reduction.
 pub(super) const TC_SPLIT_STEPS: usize = 12;
 pub(super) const TC_MAX_SPLITS: usize = 32;
+/// Subgroups (four a multiprocessor of an H200) that a convolution whose
+/// one-row staged workgroups are fewer takes by splitting each row's
+/// reduction over 2, 4 or 8 subgroups of a workgroup
+/// ([`Staged::split`], the fewest that reach this): each step of the
+/// reduction costs a subgroup 0.3-0.4 us staged whatever the map
+/// ([`TC_MAX_STEPS_STAGED`]), so YOLOv8n's 3x3 20x20x128 -> 128 at batch
+/// 1, 20 workgroups of 4 rows walking 72 steps each, took 30 us (H200,
+/// 2026-11-30 03:00 UTC). One H200 call (03:28 UTC), float16, split
+/// against unsplit: batch 1 YOLOv8n 1.380 -> 1.199 ms, YOLO11n 1.825 ->
+/// 1.746, ResNet-50 1.346 -> 1.087 (78 -> 68 kernels: its 3x3s on 7x7 and
+/// 14x14 no longer take the split GEMM); with the threshold at 264, 528,
+/// 1056 and 2112 subgroups, YOLOv8n 1.262, 1.199, 1.192 and 1.194 ms at
+/// batch 1 but 3.478, 3.375, 3.536 and 3.537 at batch 8 (YOLO11n and
+/// ResNet-50 alike: 1056 gained up to 2% at batch 1 and lost 3-5% at 8).
+pub(super) const TC_SPLIT_SUBGROUPS: usize = 4 * super::params::LARGE_GPU_MULTIPROCESSORS;
 /// Default-tile workgroups (two a multiprocessor of an H200) from which a
 /// convolution keeps the tensor cores whatever its reduction.
 pub(super) const TC_FULL_WORKGROUPS: usize = 2 * super::params::LARGE_GPU_MULTIPROCESSORS;
@@ -513,6 +528,9 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
     if !few_staged && im2col_pays(s, t, tile) {
         return Some(ConvKernel::CoopIm2col(tile));
     }
+    if let Some(split) = split_staged(s, tile) {
+        return Some(ConvKernel::CoopStaged(split, tile));
+    }
     Some(match (blocked, staged) {
         _ if small_map && steps > TC_MAX_STEPS_STAGED && (blocked, staged) != (None, None) => {
             return None
@@ -553,6 +571,32 @@ fn im2col_pays(s: &ConvShape, t: &Target, tile: CoopTile) -> bool {
     let workgroups = pixels.div_ceil(tile.run(pixels)) * s.ocg.div_ceil(16 * tile.blocks as usize);
     let k = s.kh * s.kw * s.icg;
     workgroups >= TC_FULL_WORKGROUPS && t.can_bind(super::coop_im2col::bytes(pixels, k))
+}
+
+/// The staged kernel in one-row workgroups with each row's reduction split
+/// over subgroups, where those workgroups unsplit number fewer than
+/// [`TC_SPLIT_SUBGROUPS`]: the fewest splits (2, 4 or 8) that reach it,
+/// else the most the group's 16-channel blocks and workgroup memory allow;
+/// None where no split of 2 or more does.
+fn split_staged(s: &ConvShape, tile: CoopTile) -> Option<Staged> {
+    let run = tile.run(s.ow);
+    let rows = s.images * s.oh * s.ow.div_ceil(run);
+    let workgroups = rows * s.ocg.div_ceil(16 * tile.blocks as usize) * s.groups;
+    if workgroups >= TC_SPLIT_SUBGROUPS || s.icg % TC_CHANNELS != 0 {
+        return None;
+    }
+    let blocks = s.icg / TC_CHANNELS;
+    let mut chosen = None;
+    for splits in [2, 4, 8].into_iter().filter(|n| blocks % n == 0) {
+        let Some(kernel) = Staged::split((s.kh, s.kw), s.strides, s.dilations, run, splits) else {
+            break;
+        };
+        chosen = Some(kernel);
+        if workgroups * splits >= TC_SPLIT_SUBGROUPS {
+            break;
+        }
+    }
+    chosen
 }
 
 /// Workgroups the direct tensor-core kernel splits a reduction of `steps`
@@ -1116,11 +1160,52 @@ mod tests {
     }
 
     #[test]
+    fn small_maps_split_each_rows_reduction_over_the_staged_kernels_subgroups() {
+        let splits = |s| match chosen(s, TC) {
+            ConvKernel::CoopStaged(staged, _) => staged.splits(),
+            other => panic!("{other:?}"),
+        };
+        let strided = |s: ConvShape| ConvShape {
+            strides: [2, 2],
+            ..s
+        };
+        // YOLOv8n at batch 1: 3x3 128 -> 128 on 20x20, 80 one-row
+        // workgroups of 32 channels: 8 splits (640 subgroups, past
+        // TC_SPLIT_SUBGROUPS); 64 -> 64 on 40x40 (160): 4; 32 -> 32 on
+        // 80x80 (240): 2, all its 16-channel blocks; its 3x3 stride-2
+        // 128 -> 256 onto 20x20 (160): 4.
+        assert_eq!(splits(f16(conv(128, 128, 3, 20))), 8);
+        assert_eq!(splits(f16(conv(64, 64, 3, 40))), 4);
+        assert_eq!(splits(f16(conv(32, 32, 3, 80))), 2);
+        assert_eq!(splits(strided(f16(conv(128, 256, 3, 20)))), 4);
+        // ResNet-50's 3x3 512 -> 512 on 7x7: 112 workgroups, 8 splits;
+        // at stride 2 the patches of 65 columns hold 4 in workgroup memory.
+        assert_eq!(splits(f16(conv(512, 512, 3, 7))), 8);
+        assert_eq!(splits(strided(f16(conv(512, 512, 3, 7)))), 4);
+        // Enough one-row workgroups (80x80 64 -> 80, 720), or a batch:
+        // not split.
+        assert_eq!(splits(f16(conv(64, 80, 3, 80))), 1);
+        let batch = ConvShape {
+            images: 8,
+            ..f16(conv(128, 128, 3, 20))
+        };
+        assert_eq!(splits(batch), 1);
+        // 16-channel blocks that 2 does not divide (48 channels: 3), and
+        // dilations, are not split.
+        assert_eq!(splits(f16(conv(48, 64, 3, 40))), 1);
+        let dilated = ConvShape {
+            dilations: [2, 2],
+            ..f16(conv(64, 64, 3, 40))
+        };
+        assert!(!matches!(chosen(dilated, TC), ConvKernel::CoopStaged(..)));
+    }
+
+    #[test]
     fn tensor_cores_leave_long_reductions_on_small_maps_to_the_split_gemm() {
-        // ResNet-50's 3x3 512 -> 512 on 7x7: 288 steps over 56 default
-        // workgroups, the split GEMM.
+        // A 3x3 144 -> 512 on 7x7: 81 steps over 56 default workgroups,
+        // in 9 blocks of 16 channels that no split divides: the split GEMM.
         assert!(matches!(
-            chosen(f16(conv(512, 512, 3, 7)), TC),
+            chosen(f16(conv(144, 512, 3, 7)), TC),
             ConvKernel::SplitGemm { .. }
         ));
         // Its 1x1 1024 -> 256 on 14x14: 64 steps, past the direct kernel's
@@ -1135,9 +1220,10 @@ mod tests {
             chosen(f16(conv(512, 128, 1, 28)), TC),
             ConvKernel::CoopDirect(_, _, 1)
         ));
-        // Its 3x3 stride-2 512 -> 512 onto 7x7: 288 steps, 32 splits of 9.
+        // A dilated 3x3 512 -> 512 on 7x7 (which the staged kernel does
+        // not take, split or not): 288 steps, 32 splits of 9.
         let strided = ConvShape {
-            strides: [2, 2],
+            dilations: [2, 2],
             ..f16(conv(512, 512, 3, 7))
         };
         assert!(matches!(

@@ -1,6 +1,6 @@
 // conv2d on cooperative matrices (tensor cores) with the input staged
-// through workgroup memory, for float16 NHWC stride-1 convolutions of more
-// than one tap (any number of group channels: it pads them to runs of 16
+// through workgroup memory, for float16 NHWC convolutions of more than one
+// tap at stride 1 (or 2, split: below) (any number of group channels: it pads them to runs of 16
 // as it stages them, and the table's rows to match). The workgroup owns
 // R output rows (one 32-wide subgroup each) of a run of TP pixels (64, or
 // 32 where that pads a row less: blocks 2 and 3 are then not computed) and
@@ -30,38 +30,59 @@
 // icp the group's input channels padded to 16.
 // Every subgroup reads the same B blocks, from cache.
 //
+// Split (SK > 1, for maps too small to fill the GPU in R-row tiles: R
+// is then 1): the workgroup's SK subgroups of a row each take every SK-th
+// 16 channels of the reduction for the same outputs, on SK patches staged
+// at once, and add up their sums through workgroup memory in the
+// epilogue: SK times the subgroups with no second pass (the split GEMM's
+// sums kernel). Each step (16 channels of every tap) costs a subgroup the
+// same latency whatever the map, so a small map's convolution took the
+// steps of its whole reduction one after another in few subgroups
+// (choose.rs has the measurements). A stride ST of 2 reads each tap's A
+// block from every other patch pixel: the patch spans (R - 1) ST + KH
+// rows and (TP - 1) ST + KW columns.
+//
 // Cooperative operations need control flow naga can prove uniform: every
 // branch here depends on params, the workgroup id or constants; the
-// subgroup index only moves addresses.
+// subgroup index (its row and split) only moves addresses.
 // Params: conv2d_params.wgsl. Constants from conv2d_coop_tile.rs: WG =
-// 32 R, TP, BN, PR, PC, PS, PATCH = PR * PC * PS, FILL (the 8-byte vectors
-// of a patch each invocation loads), ICG (params' icg) and FIXED_CHANNELS.
+// 32 R SK, R, SK, ST, KH, KW, TP, BN, PR, PC, PS, PATCH = PR * PC * PS,
+// FILL (the 8-byte vectors of the SK patches each invocation loads), ICG
+// (params' icg) and FIXED_CHANNELS.
 
 // x and `load4` come from conv2d_coop_tile.rs.
 
-// The filter's width and taps, from the patch's shape (PR = R + kh - 1,
-// PC = TP + kw - 1).
-const KW: u32 = PC - TP + 1u;
-const TAPS: u32 = (PR - R + 1u) * KW;
-// One patch buffer, filled after a barrier (BUFFERS = 1), or two, one read
-// while the other is filled (BUFFERS = 2).
-var<workgroup> staged: array<f16, BUFFERS * PATCH>;
+const TAPS: u32 = KH * KW;
+// The 8-byte vectors of one patch.
+const VECTORS: u32 = PR * PC * 4u;
+// One set of SK patches, filled after a barrier (BUFFERS = 1), or two, one
+// read while the other is filled (BUFFERS = 2).
+var<workgroup> staged: array<f16, BUFFERS * SK * PATCH>;
 // Each subgroup's 16 pixels x 32 channels of sums for the epilogue, rows
 // padded to TCS.
 const TCS: u32 = 36u;
-var<workgroup> tile_c: array<f32, R * 16u * TCS>;
+var<workgroup> tile_c: array<f32, R * SK * 16u * TCS>;
 
-// The patch's vector v (pixel v / 4, group channels c + 4 (v % 4) .. + 3,
-// the 16 from c) read from x: zero past the image, past the patch and past
-// the group's channels (a group of fewer than 16, or not a multiple of 16,
-// is padded here; the table's rows for those channels are zero too). Four
-// halves, not eight: naga cannot bitcast a u32 to two halves.
+// The patch of vector v: 0 unsplit, a constant, so that the unsplit
+// kernel does no division for it (its 3x3s at batch 32 ran 4-7% slower on
+// an H200 with one).
+fn patch_of(v: u32) -> u32 {
+    return select(v / VECTORS, 0u, SK == 1u);
+}
+
+// Vector v of the SK patches (patch v / VECTORS, the 16 channels from
+// c + 16 that; in it pixel (v % VECTORS) / 4, group channels 4 (v % 4) ..
+// + 3 of those) read from x: zero past the image, past the patches and
+// past the group's channels (a group of fewer than 16, or not a multiple
+// of 16, is padded here; the table's rows for those channels are zero
+// too). Four halves, not eight: naga cannot bitcast a u32 to two halves.
 fn load_vector(v: u32, n: u32, iy0: i32, ix0: i32, c0: u32, c: u32) -> vec4<f16> {
-    let q = v / 4u;
+    let j = patch_of(v);
+    let q = (v - j * VECTORS) / 4u;
     let iy = iy0 + i32(q / PC);
     let ix = ix0 + i32(q % PC);
-    let cc = c + 4u * (v % 4u);
-    let inside = v < PR * PC * 4u && iy >= 0 && iy < i32(params.h) && ix >= 0
+    let cc = c + 16u * j + 4u * (v % 4u);
+    let inside = v < SK * VECTORS && iy >= 0 && iy < i32(params.h) && ix >= 0
         && ix < i32(params.w);
     // No branch: the FILL loads of an invocation go out together (a load
     // behind a branch measured 35% slower on the whole kernel); what is
@@ -72,8 +93,9 @@ fn load_vector(v: u32, n: u32, iy0: i32, ix0: i32, c0: u32, c: u32) -> vec4<f16>
 }
 
 fn store_vector(v: u32, at: u32, d: vec4<f16>) {
-    if v < PR * PC * 4u {
-        let o = at + (v / 4u) * PS + 4u * (v % 4u);
+    if v < SK * VECTORS {
+        let j = patch_of(v);
+        let o = at + j * PATCH + ((v - j * VECTORS) / 4u) * PS + 4u * (v % 4u);
         staged[o] = d.x;
         staged[o + 1u] = d.y;
         staged[o + 2u] = d.z;
@@ -81,11 +103,12 @@ fn store_vector(v: u32, at: u32, d: vec4<f16>) {
     }
 }
 
-// A phase of the epilogue: 16 pixels x 32 channels of a subgroup's sums
+// A phase of the epilogue: 16 pixels x 32 channels of a row's sums
 // (pixels p0 .. + 15, `valid` of them; channels m0 .. + 31 of group g).
 // Lane `lane` takes channels 2 (lane % 16) and + 1 of every other pixel,
 // so each store instruction writes 64 contiguous bytes of each of two
-// pixels.
+// pixels; the row's SK subgroups take turns at those pairs of pixels
+// (pair k of the 8 goes to split k % SK).
 struct Phase {
     p0: u32,
     valid: u32,
@@ -96,31 +119,32 @@ struct Phase {
 // above a store to y (they may alias), so loads placed in the store loop
 // would each wait for memory in turn (the residual 3x3 64->64 of
 // ESRGAN-slim took twice the time of the plain one on an H100 that way).
-fn load_residual(lane: u32, ph: Phase, g: u32) -> array<vec2<T>, 8> {
+fn load_residual(lane: u32, split: u32, ph: Phase, g: u32) -> array<vec2<T>, 8> {
     let m = ph.m0 + 2u * (lane % 16u);
     let ok0 = m < params.ocg;
     let ok1 = m + 1u < params.ocg;
-    // Pixel 2 k + lane / 16 of the phase for r[k]; written out, with no
-    // branch, so that the 8 loads go out together (a loop with a branch
-    // per load measured as if each waited for the one before).
-    let e = lane / 16u;
+    // Pixel e + 2 (k SK) of the phase for r[k], k < 8 / SK; written out,
+    // with no branch, so that the loads go out together (a loop with a
+    // branch per load measured as if each waited for the one before).
+    let e = lane / 16u + 2u * split;
     let at = (ph.p0 + e) * params.oc + g * params.ocg + m;
-    let step = 2u * params.oc;
+    let step = 2u * SK * params.oc;
+    let v = ph.valid;
     var r: array<vec2<T>, 8>;
-    r[0] = residual_pair(at, ok0 & (e < ph.valid), ok1 & (e < ph.valid));
-    r[1] = residual_pair(at + step, ok0 & (e + 2u < ph.valid), ok1 & (e + 2u < ph.valid));
-    r[2] = residual_pair(at + 2u * step, ok0 & (e + 4u < ph.valid), ok1 & (e + 4u < ph.valid));
-    r[3] = residual_pair(at + 3u * step, ok0 & (e + 6u < ph.valid), ok1 & (e + 6u < ph.valid));
-    r[4] = residual_pair(at + 4u * step, ok0 & (e + 8u < ph.valid), ok1 & (e + 8u < ph.valid));
-    r[5] = residual_pair(at + 5u * step, ok0 & (e + 10u < ph.valid), ok1 & (e + 10u < ph.valid));
-    r[6] = residual_pair(at + 6u * step, ok0 & (e + 12u < ph.valid), ok1 & (e + 12u < ph.valid));
-    r[7] = residual_pair(at + 7u * step, ok0 & (e + 14u < ph.valid), ok1 & (e + 14u < ph.valid));
+    r[0] = residual_pair(at, ok0 & (e < v), ok1 & (e < v));
+    r[1] = residual_pair(at + step, ok0 & (e + 2u * SK < v), ok1 & (e + 2u * SK < v));
+    r[2] = residual_pair(at + 2u * step, ok0 & (e + 4u * SK < v), ok1 & (e + 4u * SK < v));
+    r[3] = residual_pair(at + 3u * step, ok0 & (e + 6u * SK < v), ok1 & (e + 6u * SK < v));
+    r[4] = residual_pair(at + 4u * step, ok0 & (e + 8u * SK < v), ok1 & (e + 8u * SK < v));
+    r[5] = residual_pair(at + 5u * step, ok0 & (e + 10u * SK < v), ok1 & (e + 10u * SK < v));
+    r[6] = residual_pair(at + 6u * step, ok0 & (e + 12u * SK < v), ok1 & (e + 12u * SK < v));
+    r[7] = residual_pair(at + 7u * step, ok0 & (e + 14u * SK < v), ok1 & (e + 14u * SK < v));
     return r;
 }
 
-// Writes a phase's sums from the subgroup's part of tile_c, with bias,
-// residual `r` and activations.
-fn write_half(lane: u32, sg: u32, ph: Phase, g: u32, r: array<vec2<T>, 8>) {
+// Writes the split's pixels of a phase's sums, those of the row's SK
+// subgroups in tile_c added up, with bias, residual `r` and activations.
+fn write_half(lane: u32, row: u32, split: u32, ph: Phase, g: u32, r: array<vec2<T>, 8>) {
     let m = ph.m0 + 2u * (lane % 16u);
     let mo = g * params.ocg + m;
     let ok0 = m < params.ocg;
@@ -132,12 +156,15 @@ fn write_half(lane: u32, sg: u32, ph: Phase, g: u32, r: array<vec2<T>, 8>) {
     if ok1 {
         b.y = bias(mo + 1u);
     }
-    let base = sg * 16u * TCS + 2u * (lane % 16u);
-    for (var k = 0u; k < 8u; k++) {
-        let i = 2u * k + lane / 16u;
+    let base = row * 16u * TCS + 2u * (lane % 16u);
+    for (var k = 0u; k < 8u / SK; k++) {
+        let i = 2u * (k * SK + split) + lane / 16u;
         if i < ph.valid {
-            let c = base + i * TCS;
-            let v = vec2<f32>(tile_c[c], tile_c[c + 1u]) + b;
+            var v = b;
+            for (var j = 0u; j < SK; j++) {
+                let c = base + (j * R * 16u + i) * TCS;
+                v += vec2<f32>(tile_c[c], tile_c[c + 1u]);
+            }
             let rk = vec2<f32>(r[k]);
             store_pair((ph.p0 + i) * params.oc + mo, vec2<f32>(finish(v.x, rk.x), finish(v.y, rk.y)), ok0, ok1);
         }
@@ -149,6 +176,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let sg = lid / 32u;
     let lane = lid % 32u;
+    // The subgroup's output row in the tile, and its part of the
+    // reduction (subgroup j R + row takes the channels 16 j .. + 15 of
+    // each 16 SK).
+    let row = select(sg % R, sg, SK == 1u);
+    let split = select(sg / R, 0u, SK == 1u);
     let g = wid.z;
     let channel_tiles = params.channel_tiles;
     let m0 = (wid.y % channel_tiles) * (16u * BN);
@@ -165,7 +197,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // This subgroup's output row, and the pixels of each of its 16-pixel
     // blocks that exist (none past the last row; the last run of a row may
     // be short).
-    let oy = oy0 + sg;
+    let oy = oy0 + row;
     let left = select(0u, min(params.ow - ox0, TP), oy < params.oh);
     let valid0 = min(left, 16u);
     let valid1 = min(select(0u, left - 16u, left > 16u), 16u);
@@ -179,10 +211,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The table's rows per tap: icg padded to 16.
     let icp = (icg_c + 15u) / 16u * 16u;
     let c0 = g * icg;
-    let iy0 = i32(oy0) - i32(params.padding.x);
-    let ix0 = i32(ox0) - i32(params.padding.y);
+    let iy0 = i32(oy0 * ST) - i32(params.padding.x);
+    let ix0 = i32(ox0 * ST) - i32(params.padding.y);
 
-    // The first 16 channels' patch.
+    // The first 16 SK channels' patches.
     var pre: array<vec4<f16>, FILL>;
     for (var k = 0u; k < FILL; k++) {
         pre[k] = load_vector(lid + k * WG, n, iy0, ix0, c0, 0u);
@@ -192,7 +224,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
 
     // Zero sums, loaded from zeroed workgroup memory.
-    for (var i = lid; i < R * 16u * TCS; i += WG) {
+    for (var i = lid; i < R * SK * 16u * TCS; i += WG) {
         tile_c[i] = 0.0;
     }
     workgroupBarrier();
@@ -213,32 +245,33 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var c32 = c00;
     var c33 = c00;
 
-    for (var ci = 0u; ci < icg_c; ci += 16u) {
-        let cur = (ci / 16u) % BUFFERS * PATCH;
-        let more = ci + 16u < icg_c;
-        // The next 16 channels' patch, in flight during the products.
+    for (var ci = 0u; ci < icg_c; ci += 16u * SK) {
+        let cur = (ci / (16u * SK)) % BUFFERS * SK * PATCH;
+        let more = ci + 16u * SK < icg_c;
+        // The next 16 SK channels' patches, in flight during the products.
         if more {
             for (var k = 0u; k < FILL; k++) {
-                pre[k] = load_vector(lid + k * WG, n, iy0, ix0, c0, ci + 16u);
+                pre[k] = load_vector(lid + k * WG, n, iy0, ix0, c0, ci + 16u * SK);
             }
         }
-        let wrow0 = (g * TAPS * icp + ci) * params.ocp + 16u * m0;
+        let wrow0 = (g * TAPS * icp + ci + 16u * split) * params.ocp + 16u * m0;
         // A loop of known length over the taps: 3x3 64 -> 64 at 512x512
         // on an H100 0.221 -> 0.213 ms, ESRGAN-slim's 5x5 0.90 -> 0.76,
         // against a loop to params.filter_size.
         for (var t = 0u; t < TAPS; t++) {
             let ky = t / KW;
             let kx = t % KW;
-            // Pixel kx of patch row sg + ky: this tap's input for the
-            // subgroup's first output pixel; blocks are 16 pixels apart.
-            let at = cur + ((sg + ky) * PC + kx) * PS;
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at], PS);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 16u * PS], PS);
+            // Pixel kx of patch row row ST + ky of the split's patch: this
+            // tap's input for the subgroup's first output pixel; a block's
+            // pixels are ST apart, blocks 16 ST.
+            let at = cur + split * PATCH + ((row * ST + ky) * PC + kx) * PS;
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at], ST * PS);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 16u * ST * PS], ST * PS);
             var a2 = a0;
             var a3 = a1;
             if TP == 64u {
-                a2 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 32u * PS], PS);
-                a3 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 48u * PS], PS);
+                a2 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 32u * ST * PS], ST * PS);
+                a3 = coopLoadT<coop_mat16x16<f16, A>>(&staged[at + 48u * ST * PS], ST * PS);
             }
             let wrow = wrow0 + t * icp * params.ocp;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
@@ -287,7 +320,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 workgroupBarrier();
             }
             for (var k = 0u; k < FILL; k++) {
-                store_vector(lid + k * WG, (BUFFERS - 1u) * (PATCH - cur), pre[k]);
+                store_vector(lid + k * WG, (BUFFERS - 1u) * (SK * PATCH - cur), pre[k]);
             }
         }
         workgroupBarrier();
@@ -307,63 +340,63 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let ph5 = Phase(p0 + 16u, valid1, m0 + 32u);
     let ph6 = Phase(p0 + 32u, valid2, m0 + 32u);
     let ph7 = Phase(p0 + 48u, valid3, m0 + 32u);
-    let r0 = load_residual(lane, ph0, g);
-    let r1 = load_residual(lane, ph1, g);
-    let r2 = load_residual(lane, ph2, g);
-    let r3 = load_residual(lane, ph3, g);
+    let r0 = load_residual(lane, split, ph0, g);
+    let r1 = load_residual(lane, split, ph1, g);
+    let r2 = load_residual(lane, split, ph2, g);
+    let r3 = load_residual(lane, split, ph3, g);
     var r4 = r0;
     var r5 = r0;
     var r6 = r0;
     var r7 = r0;
     if BN == 4u {
-        r4 = load_residual(lane, ph4, g);
-        r5 = load_residual(lane, ph5, g);
-        r6 = load_residual(lane, ph6, g);
-        r7 = load_residual(lane, ph7, g);
+        r4 = load_residual(lane, split, ph4, g);
+        r5 = load_residual(lane, split, ph5, g);
+        r6 = load_residual(lane, split, ph6, g);
+        r7 = load_residual(lane, split, ph7, g);
     }
     coopStoreT(c00, &tile_c[own], TCS);
     coopStoreT(c01, &tile_c[own + 16u], TCS);
     workgroupBarrier();
-    write_half(lane, sg, ph0, g, r0);
+    write_half(lane, row, split, ph0, g, r0);
     workgroupBarrier();
     coopStoreT(c10, &tile_c[own], TCS);
     coopStoreT(c11, &tile_c[own + 16u], TCS);
     workgroupBarrier();
-    write_half(lane, sg, ph1, g, r1);
+    write_half(lane, row, split, ph1, g, r1);
     if TP == 64u {
         workgroupBarrier();
         coopStoreT(c20, &tile_c[own], TCS);
         coopStoreT(c21, &tile_c[own + 16u], TCS);
         workgroupBarrier();
-        write_half(lane, sg, ph2, g, r2);
+        write_half(lane, row, split, ph2, g, r2);
         workgroupBarrier();
         coopStoreT(c30, &tile_c[own], TCS);
         coopStoreT(c31, &tile_c[own + 16u], TCS);
         workgroupBarrier();
-        write_half(lane, sg, ph3, g, r3);
+        write_half(lane, row, split, ph3, g, r3);
     }
     if BN == 4u {
         workgroupBarrier();
         coopStoreT(c02, &tile_c[own], TCS);
         coopStoreT(c03, &tile_c[own + 16u], TCS);
         workgroupBarrier();
-        write_half(lane, sg, ph4, g, r4);
+        write_half(lane, row, split, ph4, g, r4);
         workgroupBarrier();
         coopStoreT(c12, &tile_c[own], TCS);
         coopStoreT(c13, &tile_c[own + 16u], TCS);
         workgroupBarrier();
-        write_half(lane, sg, ph5, g, r5);
+        write_half(lane, row, split, ph5, g, r5);
         if TP == 64u {
             workgroupBarrier();
             coopStoreT(c22, &tile_c[own], TCS);
             coopStoreT(c23, &tile_c[own + 16u], TCS);
             workgroupBarrier();
-            write_half(lane, sg, ph6, g, r6);
+            write_half(lane, row, split, ph6, g, r6);
             workgroupBarrier();
             coopStoreT(c32, &tile_c[own], TCS);
             coopStoreT(c33, &tile_c[own + 16u], TCS);
             workgroupBarrier();
-            write_half(lane, sg, ph7, g, r7);
+            write_half(lane, row, split, ph7, g, r7);
         }
     }
 }

@@ -22,8 +22,13 @@ use super::params::{folded, table_inputs, tensor_core_bindings, Conv, CoopTiles}
 use crate::error::Result;
 use crate::gpu::Specialization;
 
-/// Output rows of a workgroup, one subgroup each.
+/// Output rows of a workgroup, one subgroup each (unsplit).
 pub(super) const ROWS: u32 = 4;
+/// The most subgroups a split workgroup's reduction goes over
+/// ([`Staged::split`]): 8 x 32 invocations, and 16-channel patches of
+/// a 3x3 over a run of 32 pixels and their sums within
+/// [`WORKGROUP_BYTES`].
+pub(super) const MAX_SPLITS: usize = 8;
 /// Workgroup memory the kernel may use: the 48 KiB every tensor-core
 /// adapter we know offers (Vulkan's maxComputeSharedMemorySize on NVIDIA;
 /// 64 KiB on AMD and Intel).
@@ -36,6 +41,14 @@ const PIXEL: usize = 16;
 /// The kernel's shape for a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Staged {
+    /// Output rows of a workgroup ([`ROWS`], or 1 split).
+    rows: usize,
+    /// Subgroups a row's reduction is split over (1: not split).
+    splits: usize,
+    /// The stride, in both directions (1, or 2 split).
+    stride: usize,
+    kh: usize,
+    kw: usize,
     /// Patch rows and columns.
     pr: usize,
     pc: usize,
@@ -65,11 +78,47 @@ impl Staged {
         // but each invocation would hold 27 or more patch vectors in flight
         // (FILL), a register load no hardware run has measured; before the
         // unpadded layout they did not fit.
-        if strides != [1, 1] || dilations != [1, 1] || kh * kw < 2 || kh > 7 || kw > 7 {
+        if strides != [1, 1] {
             return None;
         }
-        let (pr, pc) = (ROWS as usize + kh - 1, run + kw - 1);
-        let epilogue = ROWS as usize * 16 * TCS * 4;
+        Staged::shaped(kh, kw, dilations, run, (ROWS as usize, 1, 1))
+    }
+
+    /// The split kernel for a `kh` x `kw` filter at `strides` (1 or 2 in
+    /// both directions) in runs of `run` pixels: workgroups of one output
+    /// row whose reduction goes over `splits` subgroups, if their patches
+    /// and sums fit [`WORKGROUP_BYTES`]. The caller checks that the group's
+    /// input channels come in runs of 16 `splits` (the table's rows a
+    /// split reads) and the rest, as for [`Staged::choose`].
+    pub fn split(
+        (kh, kw): (usize, usize),
+        strides: [usize; 2],
+        dilations: [usize; 2],
+        run: usize,
+        splits: usize,
+    ) -> Option<Staged> {
+        let stride = strides[0];
+        if strides[1] != stride || !(1..=2).contains(&stride) || splits > MAX_SPLITS {
+            return None;
+        }
+        Staged::shaped(kh, kw, dilations, run, (1, splits, stride))
+    }
+
+    /// The kernel of `rows` rows, `splits` and `stride`, where its patches
+    /// and sums fit.
+    fn shaped(
+        kh: usize,
+        kw: usize,
+        dilations: [usize; 2],
+        run: usize,
+        (rows, splits, stride): (usize, usize, usize),
+    ) -> Option<Staged> {
+        if dilations != [1, 1] || kh * kw < 2 || kh > 7 || kw > 7 {
+            return None;
+        }
+        let pr = (rows - 1) * stride + kh;
+        let pc = (run - 1) * stride + kw;
+        let epilogue = rows * splits * 16 * TCS * 4;
         // Pixels of 32 bytes, unpadded, and one buffer up to 9 taps: the
         // least workgroup memory, so the most workgroups a multiprocessor.
         // On an H100, 3x3 64 -> 64 at 512x512: one buffer 0.168 ms; two
@@ -77,7 +126,7 @@ impl Staged {
         // banks) 0.226; one of 48-byte pixels with a four-matrix epilogue
         // 0.215. A 5x5's 25 taps a fill go the other way: ESRGAN-slim's
         // 0.786 ms with two buffers, 0.872 with one.
-        let size = |buffers: usize| buffers * pr * pc * PIXEL * 2 + epilogue;
+        let size = |buffers: usize| buffers * splits * pr * pc * PIXEL * 2 + epilogue;
         let buffers = if kh * kw > 9 && size(2) <= WORKGROUP_BYTES {
             2
         } else {
@@ -87,11 +136,21 @@ impl Staged {
             return None;
         }
         Some(Staged {
+            rows,
+            splits,
+            stride,
+            kh,
+            kw,
             pr,
             pc,
             run,
             buffers,
         })
+    }
+
+    /// Subgroups a row's reduction is split over.
+    pub fn splits(self) -> usize {
+        self.splits
     }
 
     pub fn source() -> String {
@@ -103,12 +162,12 @@ impl Staged {
     }
 
     pub fn workgroup_size(self) -> u32 {
-        32 * ROWS
+        (32 * self.rows * self.splits) as u32
     }
 
-    /// Tiles of ROWS rows x `run` pixels over `images` of `oh` x `ow`.
+    /// Tiles of `rows` rows x `run` pixels over `images` of `oh` x `ow`.
     pub fn tiles(self, images: usize, oh: usize, ow: usize) -> usize {
-        images * oh.div_ceil(ROWS as usize) * ow.div_ceil(self.run)
+        images * oh.div_ceil(self.rows) * ow.div_ceil(self.run)
     }
 
     /// Its constants, how it reads x for `icg` input channels a group
@@ -116,10 +175,14 @@ impl Staged {
     /// residual, output and table declarations and the tile's BN that it
     /// shares with the other tensor-core kernels.
     pub fn spec(self, bindings: Specialization, icg: usize) -> Specialization {
-        let vectors = self.pr * self.pc * 4;
+        let vectors = self.splits * self.pr * self.pc * 4;
         bindings
             .code(&load4(icg))
-            .u32("R", ROWS)
+            .u32("R", self.rows as u32)
+            .u32("SK", self.splits as u32)
+            .u32("ST", self.stride as u32)
+            .u32("KH", self.kh as u32)
+            .u32("KW", self.kw as u32)
             .u32("TP", self.run as u32)
             .u32("PR", self.pr as u32)
             .u32("PC", self.pc as u32)
@@ -191,5 +254,28 @@ mod tests {
         assert_eq!(Staged::choose(3, 3, [2, 2], [1, 1], 64), None);
         assert_eq!(Staged::choose(3, 3, [1, 1], [2, 2], 64), None);
         assert_eq!(Staged::choose(1, 1, [1, 1], [1, 1], 64), None);
+    }
+
+    #[test]
+    fn a_split_kernel_takes_one_row_at_stride_1_or_2_where_its_patches_fit() {
+        // One row: a 3x3 over a run of 32 reads 3 x 34 pixels a patch, 8
+        // patches and 8 subgroups' sums in 44.5 KiB.
+        let s = Staged::split((3, 3), [1, 1], [1, 1], 32, 8).unwrap();
+        assert_eq!((s.rows, s.splits, s.pr, s.pc, s.buffers), (1, 8, 3, 34, 1));
+        assert_eq!(s.workgroup_size(), 256);
+        // At stride 2 a patch spans 65 columns: 4 fit, 8 do not; nor 8 of
+        // a 64-pixel run's 66.
+        let s = Staged::split((3, 3), [2, 2], [1, 1], 32, 4).unwrap();
+        assert_eq!((s.stride, s.pr, s.pc), (2, 3, 65));
+        assert_eq!(Staged::split((3, 3), [2, 2], [1, 1], 32, 8), None);
+        assert_eq!(Staged::split((3, 3), [1, 1], [1, 1], 64, 8), None);
+        assert!(Staged::split((3, 3), [1, 1], [1, 1], 64, 4).is_some());
+        // Other strides, uneven strides, dilations, 1x1 and more than
+        // MAX_SPLITS subgroups: not split.
+        assert_eq!(Staged::split((3, 3), [3, 3], [1, 1], 32, 2), None);
+        assert_eq!(Staged::split((3, 3), [1, 2], [1, 1], 32, 2), None);
+        assert_eq!(Staged::split((3, 3), [1, 1], [2, 2], 32, 2), None);
+        assert_eq!(Staged::split((1, 1), [1, 1], [1, 1], 32, 2), None);
+        assert_eq!(Staged::split((3, 3), [1, 1], [1, 1], 32, 16), None);
     }
 }
