@@ -379,7 +379,7 @@ pub(super) fn choose(s: &ConvShape, t: &Target) -> Result<ConvKernel, Refused> {
         && t.f16_tensor_cores
         && !s.has_scale
         && s.nhwc
-        && tensor_cores_fill(s.images, [s.oh, s.ow], s.ocg, s.groups);
+        && (tensor_cores_fill(s.images, [s.oh, s.ow], s.ocg, s.groups) || split_fills(s));
     let few_staged = tensor_cores
         && split.is_some()
         && s.ocg > SPLIT_TC_MAX_OUTPUTS
@@ -571,6 +571,23 @@ fn im2col_pays(s: &ConvShape, t: &Target, tile: CoopTile) -> bool {
     let workgroups = pixels.div_ceil(tile.run(pixels)) * s.ocg.div_ceil(16 * tile.blocks as usize);
     let k = s.kh * s.kw * s.icg;
     workgroups >= TC_FULL_WORKGROUPS && t.can_bind(super::coop_im2col::bytes(pixels, k))
+}
+
+/// Whether a convolution on a map too small for [`tensor_cores_fill`]
+/// fills [`TC_MIN_WORKGROUPS`] subgroups in the small tile split as far
+/// as [`split_staged`] can (8, 4 or 2 subgroups a row): YOLOv8n's head on
+/// its 20x20 map at batch 1 (3x3 256 -> 64 and -> 80, 64 -> 64). The
+/// layout pass still counts only [`tensor_cores_fill`].
+fn split_fills(s: &ConvShape) -> bool {
+    let rows = s.images * s.oh * s.ow.div_ceil(SHORT_RUN);
+    let subgroups = rows * s.ocg.div_ceil(SMALL_TILE_CHANNELS) * s.groups;
+    let blocks = s.icg / TC_CHANNELS;
+    let splits = [8, 4, 2].into_iter().find(|&n| {
+        s.icg % TC_CHANNELS == 0
+            && blocks % n == 0
+            && Staged::split((s.kh, s.kw), s.strides, s.dilations, SHORT_RUN, n).is_some()
+    });
+    splits.is_some_and(|n| subgroups * n >= TC_MIN_WORKGROUPS)
 }
 
 /// The staged kernel in one-row workgroups with each row's reduction split
@@ -981,24 +998,25 @@ mod tests {
         assert!(matches!(chosen(body, TC), ConvKernel::CoopStaged(_, t) if t == tile));
         // TC_MIN_WORKGROUPS, in small tiles: 32 rows of one 32-pixel run
         // and two 32-channel tiles fill 64; 31 rows leave the tensor cores
-        // to the GEMM kernels.
+        // to the GEMM kernels, where no split of the rows' reductions
+        // fills them either (48 input channels: 3 blocks of 16).
         let short = CoopTile {
             blocks: 2,
             short: true,
             ..tile
         };
         assert!(matches!(
-            chosen(f16(conv(64, 64, 3, 32)), TC),
+            chosen(f16(conv(48, 64, 3, 32)), TC),
             ConvKernel::CoopStaged(_, t) if t == short
         ));
         assert!(!matches!(
-            chosen(f16(conv(64, 64, 3, 31)), TC),
+            chosen(f16(conv(48, 64, 3, 31)), TC),
             ConvKernel::CoopStaged(..) | ConvKernel::CoopBlocked(..) | ConvKernel::CoopDirect(..)
         ));
         // ... counted over the batch: two images of 31 rows fill 124.
         let two = ConvShape {
             images: 2,
-            ..f16(conv(64, 64, 3, 31))
+            ..f16(conv(48, 64, 3, 31))
         };
         assert!(matches!(chosen(two, TC), ConvKernel::CoopStaged(..)));
         // A fused residual: the blocked copy's kernel.
@@ -1182,6 +1200,14 @@ mod tests {
         // at stride 2 the patches of 65 columns hold 4 in workgroup memory.
         assert_eq!(splits(f16(conv(512, 512, 3, 7))), 8);
         assert_eq!(splits(strided(f16(conv(512, 512, 3, 7)))), 4);
+        // Its head's 3x3 256 -> 64 on 20x20 fills too few workgroups for
+        // the tensor cores unsplit (40), 8 times that split; 80 -> 80 (5
+        // blocks of 16, which no split divides) keeps the other kernels.
+        assert_eq!(splits(f16(conv(256, 64, 3, 20))), 8);
+        assert!(!matches!(
+            chosen(f16(conv(80, 80, 3, 20)), TC),
+            ConvKernel::CoopStaged(..)
+        ));
         // Enough one-row workgroups (80x80 64 -> 80, 720), or a batch:
         // not split.
         assert_eq!(splits(f16(conv(64, 80, 3, 80))), 1);
