@@ -148,7 +148,8 @@ impl Staged {
         })
     }
 
-    /// Subgroups a row's reduction is split over.
+    /// Subgroups a row's reduction is split over (choose.rs's tests ask).
+    #[cfg(test)]
     pub fn splits(self) -> usize {
         self.splits
     }
