@@ -338,12 +338,14 @@ const F16_CONVS: [Conv; 5] = [
 /// rows that are not whole 32-pixel runs, stride 2, two groups, output
 /// channels that pad a 64-channel tile; then two small maps whose rows'
 /// reductions the staged kernel splits over 4 subgroups (27x45, and 41x39
-/// at stride 2 onto 21x20). Their sizes stay with --quick.
-const ODD_F16_CONVS: [Conv; 4] = [
+/// at stride 2 onto 21x20), and a 1x1 whose tiles' reductions the direct
+/// kernel splits over 8 (13x37, 80 outputs). Their sizes stay with --quick.
+const ODD_F16_CONVS: [Conv; 5] = [
     (true, 37, 45, 32, 96, 3, 2, 2, "odd"),
     (true, 29, 71, 48, 48, 5, 1, 1, "odd"),
     (true, 27, 45, 64, 96, 3, 1, 1, "odd split"),
     (true, 41, 39, 128, 112, 3, 2, 1, "odd split"),
+    (true, 13, 37, 256, 80, 1, 1, 1, "odd split"),
 ];
 
 /// The benchmark's cases; `quick` shrinks every shape so that the table can

@@ -187,9 +187,9 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// the staged kernel holds too. Then Winograd F(2x2, 3x3) in float32
 /// (and float16 without tensor cores): 276 blocks of 4 x 8 tiles; and a
 /// 7x7 map over 256 channels, one tile over 2304 rows, whose reduction the
-/// 64 x 64 GEMM splits in NCHW; last a 1x1 1024 -> 256 on a 14x14 map,
-/// whose 64 reduction steps the direct tensor-core kernel splits over 8
-/// workgroups, and a 3x3 64 -> 4096 on a 14x14 map, whose 14-pixel rows
+/// 64 x 64 GEMM splits in NCHW; last a 1x1 8192 -> 32 on a 40x40 map,
+/// whose 512 reduction steps the direct tensor-core kernel splits over 8
+/// subgroups of 8 workgroups, and a 3x3 64 -> 4096 on a 14x14 map, whose 14-pixel rows
 /// take the im2col copy (enough channel tiles to fill the GPU from one
 /// image), and a 3x3 128 -> 128 on a 20x20 map (YOLOv8n's last stage),
 /// whose one-row staged workgroups split each row's 8 steps of 16
@@ -197,24 +197,24 @@ fn conv_filter_shape(layout: Conv2dFilterLayout, [o, i, h, w]: [usize; 4]) -> Ve
 /// two 64-pixel runs: past the conv2d/choose.rs `TC_MIN_WORKGROUPS` an
 /// image, in its small tile.
 const CONV_PROBLEMS: [(usize, usize, usize, usize, usize); 18] = [
-    (4, 4, 4, 6, 3),       // depthwise: the direct kernel
-    (8, 12, 1, 46, 3),     // 64 x 64 tiles
-    (48, 12, 1, 184, 1),   // wide (or tensor-core) tiles
-    (32, 96, 2, 66, 3),    // staged tensor-core tiles, two groups
-    (12, 3, 1, 5, 3),      // narrow, vector loads in NHWC
-    (6, 5, 1, 5, 3),       // narrow, channels one by one past 4
-    (3, 20, 1, 66, 3),     // 64 x 64 tiles over a short reduction (an RGB stem)
-    (33, 12, 1, 184, 1),   // wide tiles, also in NHWC
-    (16, 5, 1, 66, 3),     // narrow; 32-channel tensor-core tiles, odd outputs
-    (32, 96, 2, 132, 1),   // direct 64-channel tensor-core tiles, one tap
-    (32, 20, 1, 66, 3),    // staged 32-channel tensor-core tiles
-    (16, 64, 1, 66, 5),    // staged, 32-byte pixels (5x5)
-    (16, 64, 1, 66, 7),    // staged, one patch buffer (7x7)
-    (16, 64, 1, 184, 3),   // Winograd
-    (256, 64, 1, 7, 3),    // split reduction (NCHW)
-    (1024, 256, 1, 14, 1), // direct tensor-core kernel, its reduction split
-    (64, 4096, 1, 14, 3),  // im2col copy, then the direct tensor-core kernel
-    (128, 128, 1, 20, 3),  // staged, one-row workgroups split over subgroups
+    (4, 4, 4, 6, 3),      // depthwise: the direct kernel
+    (8, 12, 1, 46, 3),    // 64 x 64 tiles
+    (48, 12, 1, 184, 1),  // wide (or tensor-core) tiles
+    (32, 96, 2, 66, 3),   // staged tensor-core tiles, two groups
+    (12, 3, 1, 5, 3),     // narrow, vector loads in NHWC
+    (6, 5, 1, 5, 3),      // narrow, channels one by one past 4
+    (3, 20, 1, 66, 3),    // 64 x 64 tiles over a short reduction (an RGB stem)
+    (33, 12, 1, 184, 1),  // wide tiles, also in NHWC
+    (16, 5, 1, 66, 3),    // narrow; 32-channel tensor-core tiles, odd outputs
+    (32, 96, 2, 132, 1),  // direct 64-channel tensor-core tiles, one tap
+    (32, 20, 1, 66, 3),   // staged 32-channel tensor-core tiles
+    (16, 64, 1, 66, 5),   // staged, 32-byte pixels (5x5)
+    (16, 64, 1, 66, 7),   // staged, one patch buffer (7x7)
+    (16, 64, 1, 184, 3),  // Winograd
+    (256, 64, 1, 7, 3),   // split reduction (NCHW)
+    (8192, 32, 1, 40, 1), // direct tensor-core kernel, its reduction split
+    (64, 4096, 1, 14, 3), // im2col copy, then the direct tensor-core kernel
+    (128, 128, 1, 20, 3), // staged, one-row workgroups split over subgroups
 ];
 
 /// One conv2d graph of the zoo.

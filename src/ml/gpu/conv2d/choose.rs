@@ -6,6 +6,7 @@
 //! of what each kernel can run.
 
 use super::coop_blocked::Blocked;
+use super::coop_direct::Splits;
 use super::coop_tile::Staged;
 use super::gemm_split;
 use super::gemm_vec::VecTile;
@@ -333,9 +334,10 @@ pub(super) enum ConvKernel {
     CoopStaged(Staged, CoopTile),
     /// `conv2d_coop_direct.wgsl`: A blocks read straight from x; `flat`:
     /// a 1x1 over every image's pixels as one row ([`flat_pixels`]); its
-    /// input channels split over this many workgroups (1: not split), whose
-    /// partial sums `conv2d_gemm_sum.wgsl` adds up.
-    CoopDirect(CoopTile, bool, usize),
+    /// input channels split over subgroups of a workgroup, which add up
+    /// their sums in its epilogue, and over workgroups, whose partial sums
+    /// `conv2d_gemm_sum.wgsl` adds up.
+    CoopDirect(CoopTile, bool, Splits),
     /// `conv2d_coop_im2col.wgsl` (each output pixel's patch copied into a
     /// row) then `conv2d_coop_direct.wgsl` over those rows as a 1x1.
     CoopIm2col(CoopTile),
@@ -538,11 +540,18 @@ fn tensor_core_kernel(s: &ConvShape, t: &Target, few_staged: bool) -> Option<Con
         (Some(b), _) => ConvKernel::CoopBlocked(b, tile),
         (None, Some(st)) => ConvKernel::CoopStaged(st, tile),
         (None, None) => {
-            let splits = match small_map && steps > TC_MAX_STEPS_DIRECT {
-                true => direct_splits(s, t, steps)?,
+            let flat = flat_pixels(s, tile);
+            let subgroups = direct_subgroups(s, tile, flat);
+            let each = steps / subgroups;
+            let workgroups = match small_map && each > TC_MAX_STEPS_DIRECT {
+                true => direct_splits(s, t, each, subgroups)?,
                 false => 1,
             };
-            ConvKernel::CoopDirect(tile, flat_pixels(s, tile), splits)
+            let splits = Splits {
+                workgroups,
+                subgroups,
+            };
+            ConvKernel::CoopDirect(tile, flat, splits)
         }
     })
 }
@@ -616,12 +625,39 @@ fn split_staged(s: &ConvShape, tile: CoopTile) -> Option<Staged> {
     chosen
 }
 
-/// Workgroups the direct tensor-core kernel splits a reduction of `steps`
-/// over: the fewest that divide the group's 16-channel blocks and leave
-/// each at most [`TC_SPLIT_STEPS`], up to [`TC_MAX_SPLITS`] (None where
-/// their partial sums pass what one binding holds).
-fn direct_splits(s: &ConvShape, t: &Target, steps: usize) -> Option<usize> {
+/// Subgroups of a workgroup the direct tensor-core kernel splits each
+/// tile's reduction over: as [`split_staged`] splits the staged kernel's
+/// rows, where the kernel's workgroups (one subgroup each) number fewer
+/// than [`TC_SPLIT_SUBGROUPS`], the fewest of 2, 4 and 8 that reach it,
+/// else the most that divide the group's 16-channel blocks (1: none).
+fn direct_subgroups(s: &ConvShape, tile: CoopTile, flat: bool) -> usize {
+    let tiles = s.ocg.div_ceil(16 * tile.blocks as usize) * s.groups;
+    let runs = match flat {
+        true => s.pixels().div_ceil(tile.run(s.pixels())),
+        false => s.images * s.oh * s.ow.div_ceil(tile.run(s.ow)),
+    };
+    let workgroups = runs * tiles;
     let blocks = s.icg / TC_CHANNELS;
+    if workgroups >= TC_SPLIT_SUBGROUPS {
+        return 1;
+    }
+    let mut chosen = 1;
+    for n in [2, 4, 8].into_iter().filter(|n| blocks % n == 0) {
+        chosen = n;
+        if workgroups * n >= TC_SPLIT_SUBGROUPS {
+            break;
+        }
+    }
+    chosen
+}
+
+/// Workgroups the direct tensor-core kernel splits a reduction of `steps`
+/// (each of its `subgroups` subgroups' share) over: the fewest that divide
+/// the group's 16-channel blocks a subgroup and leave each at most
+/// [`TC_SPLIT_STEPS`], up to [`TC_MAX_SPLITS`] (None where their partial
+/// sums pass what one binding holds).
+fn direct_splits(s: &ConvShape, t: &Target, steps: usize, subgroups: usize) -> Option<usize> {
+    let blocks = s.icg / TC_CHANNELS / subgroups;
     let divisors = (2..=TC_MAX_SPLITS.min(blocks)).filter(|d| blocks % d == 0);
     let splits = divisors
         .clone()
@@ -1054,7 +1090,10 @@ mod tests {
             strides: [2, 2],
             ..body
         };
-        assert_eq!(chosen(strided, TC), ConvKernel::CoopDirect(tile, false, 1));
+        assert_eq!(
+            chosen(strided, TC),
+            ConvKernel::CoopDirect(tile, false, Splits::NONE)
+        );
         // Not taken: an input scale, NCHW, no tensor cores, a filter that
         // is not a constant, or narrow groups of 8 input channels.
         let scaled = ConvShape {
@@ -1234,27 +1273,52 @@ mod tests {
             chosen(f16(conv(144, 512, 3, 7)), TC),
             ConvKernel::SplitGemm { .. }
         ));
-        // Its 1x1 1024 -> 256 on 14x14: 64 steps, past the direct kernel's
-        // TC_MAX_STEPS_DIRECT, split over 8 workgroups of 8 steps (the
-        // fewest dividing its 64 channel blocks to TC_SPLIT_STEPS); 32
-        // steps (512 -> 128 on 28x28) stay whole.
+        // ResNet-50's 1x1 1024 -> 256 on 14x14: 112 one-subgroup
+        // workgroups, each tile's 64 steps split over 8 subgroups (to
+        // TC_SPLIT_SUBGROUPS), 8 steps each: no workgroup split; alike
+        // its 512 -> 128 on 28x28 (112 workgroups, 32 steps).
+        let direct = |workgroups, subgroups| Splits {
+            workgroups,
+            subgroups,
+        };
         assert!(matches!(
             chosen(f16(conv(1024, 256, 1, 14)), TC),
-            ConvKernel::CoopDirect(_, _, 8)
+            ConvKernel::CoopDirect(_, false, d) if d == direct(1, 8)
         ));
         assert!(matches!(
             chosen(f16(conv(512, 128, 1, 28)), TC),
-            ConvKernel::CoopDirect(_, _, 1)
+            ConvKernel::CoopDirect(_, true, d) if d == direct(1, 8)
         ));
-        // A dilated 3x3 512 -> 512 on 7x7 (which the staged kernel does
-        // not take, split or not): 288 steps, 32 splits of 9.
+        // 8192 -> 32 on 40x40: 80 workgroups, 8 subgroups, whose 64
+        // steps each pass TC_MAX_STEPS_DIRECT: 8 workgroup splits too.
+        assert!(matches!(
+            chosen(f16(conv(8192, 32, 1, 40)), TC),
+            ConvKernel::CoopDirect(_, false, d) if d == direct(8, 8)
+        ));
+        // At batch 32 the 14x14 one takes the default tile as one row, 392
+        // workgroups: 2 subgroups; batch 64 fills the GPU unsplit.
+        let batch = |images| ConvShape {
+            images,
+            ..f16(conv(1024, 256, 1, 14))
+        };
+        assert!(matches!(
+            chosen(batch(32), TC),
+            ConvKernel::CoopDirect(_, true, d) if d == direct(1, 2)
+        ));
+        assert!(matches!(
+            chosen(batch(64), TC),
+            ConvKernel::CoopDirect(_, true, Splits::NONE)
+        ));
+        // A dilated 3x3 2048 -> 512 on 7x7 (which the staged kernel does
+        // not take): 1152 steps, 144 a subgroup of 8, past
+        // TC_MAX_STEPS_DIRECT: 16 workgroup splits of 9 steps.
         let strided = ConvShape {
             dilations: [2, 2],
-            ..f16(conv(512, 512, 3, 7))
+            ..f16(conv(2048, 512, 3, 7))
         };
         assert!(matches!(
             chosen(strided, TC),
-            ConvKernel::CoopDirect(_, false, 32)
+            ConvKernel::CoopDirect(_, false, d) if d == direct(16, 8)
         ));
         // ... unless the partial sums pass what a binding holds.
         let small = Target {

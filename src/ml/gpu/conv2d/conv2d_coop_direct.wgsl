@@ -23,14 +23,18 @@
 // loaded is used by 4 products. The products and loads of blocks 2 and 3
 // sit behind `BN == 4u`, a constant, so the 32-channel kernel has neither
 // (nor their registers).
-// A long reduction over a small map is split over SPLITS workgroups (wid.z
+// A reduction over a small map is split over the workgroup's SK subgroups
+// (subgroup s walks the channels s KC .. + KC - 1 of the workgroup's, and
+// the epilogue adds up their sums through workgroup memory,
+// conv2d_coop_epilogue.wgsl), and a long one over SPLITS workgroups (wid.z
 // folds the group and the split): each walks KC = ICG / SPLITS of the input
 // channels at every tap and writes its partial sums (`out_pair`, params.rs),
 // which conv2d_gemm_sum.wgsl adds up, with the bias, residual and
 // activations. The split comes from the workgroup id, so the channel loops
 // stay uniform with a constant length.
 // Params: conv2d_params.wgsl; TP, ICG, KH, KW (params' icg and
-// filter_size), SPLITS and KC from conv2d.rs. WG must be 32.
+// filter_size), SPLITS, SK and KC = ICG / (SPLITS SK) from coop_direct.rs.
+// WG must be 32 SK.
 
 @group(0) @binding(1) var<storage, read> x: array<f16>;
 
@@ -39,7 +43,8 @@
 // variables out one after another at their own alignment, and on the H100
 // a 4-byte variable placed first moved every cooperative access 4 bytes.
 // An A block that crosses an edge: [pixel][channel], 16 x 16.
-var<workgroup> stage: array<f16, 256>;
+// One for each subgroup.
+var<workgroup> stage: array<f16, 256u * SK>;
 // The loop's tap, read back uniform.
 var<workgroup> tap_shared: vec4<u32>;
 // This workgroup's run of the split reduction (0 unsplit).
@@ -62,17 +67,20 @@ const EDGE: u32 = 2u;
 // the input.
 fn fill(lid: u32, n: u32, iy: u32, ox0: u32, valid: u32, kx: u32, c: u32) {
     let xs = params.x_strides;
-    // Lane lid fills pixel lid / 2, channels 8 (lid % 2) .. + 7.
-    let i = lid / 2u;
+    // Lane l fills pixel l / 2, channels 8 (l % 2) .. + 7, of its
+    // subgroup's block.
+    let l = lid % 32u;
+    let own = subgroup_of(lid) * 256u;
+    let i = l / 2u;
     let ix = i32((ox0 + i) * params.stride.y + kx * params.dilation.y) - i32(params.padding.y);
     let ok = i < valid && ix >= 0 && ix < i32(params.w);
-    let base = n * xs.x + iy * xs.z + u32(max(ix, 0)) * xs.w + c + 8u * (lid % 2u);
+    let base = n * xs.x + iy * xs.z + u32(max(ix, 0)) * xs.w + c + 8u * (l % 2u);
     for (var j = 0u; j < 8u; j++) {
         var v = f16(0.0);
         if ok {
             v = x[base + j];
         }
-        stage[i * 16u + 8u * (lid % 2u) + j] = v;
+        stage[own + i * 16u + 8u * (l % 2u) + j] = v;
     }
 }
 
@@ -84,7 +92,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The first input channel of the split's run, from the workgroup id (a
     // private variable reads as non-uniform, and cooperative operations
     // depend on it).
-    let c_lo = (wid.z % SPLITS) * KC;
+    let c_lo = (wid.z % SPLITS) * SK * KC;
+    // This subgroup's first channel from there: it moves addresses only
+    // (branches stay uniform), and so do `own` and `stage_at`.
+    let sub = subgroup_of(lid) * KC;
+    let stage_at = subgroup_of(lid) * 256u;
     let channel_tiles = params.channel_tiles;
     let m0 = (wid.y % channel_tiles) * (16u * BN);
     // Runs of TP pixels per output row; the run index folds over x and y.
@@ -164,7 +176,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix0 = ix + i32(0u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at0 = at_row + u32(max(ix0, 0)) * xs.w;
-        let fits0 = (valid0 == 16u) | (at0 + 15u * a_stride + KC <= x_len);
+        let fits0 = (valid0 == 16u) | (at0 + 15u * a_stride + SK * KC <= x_len);
         let kind0 = select(
             select(EDGE, DIRECT, fits0 & (ix0 >= 0) & (ix0 + span0 < w)),
             ZERO,
@@ -173,7 +185,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix1 = ix + i32(16u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at1 = at_row + u32(max(ix1, 0)) * xs.w;
-        let fits1 = (valid1 == 16u) | (at1 + 15u * a_stride + KC <= x_len);
+        let fits1 = (valid1 == 16u) | (at1 + 15u * a_stride + SK * KC <= x_len);
         let kind1 = select(
             select(EDGE, DIRECT, fits1 & (ix1 >= 0) & (ix1 + span1 < w)),
             ZERO,
@@ -182,7 +194,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix2 = ix + i32(32u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at2 = at_row + u32(max(ix2, 0)) * xs.w;
-        let fits2 = (valid2 == 16u) | (at2 + 15u * a_stride + KC <= x_len);
+        let fits2 = (valid2 == 16u) | (at2 + 15u * a_stride + SK * KC <= x_len);
         let kind2 = select(
             select(EDGE, DIRECT, fits2 & (ix2 >= 0) & (ix2 + span2 < w)),
             ZERO,
@@ -191,7 +203,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ix3 = ix + i32(48u * params.stride.y);
         // Pixel 0's first group channel in x (direct blocks only).
         let at3 = at_row + u32(max(ix3, 0)) * xs.w;
-        let fits3 = (valid3 == 16u) | (at3 + 15u * a_stride + KC <= x_len);
+        let fits3 = (valid3 == 16u) | (at3 + 15u * a_stride + SK * KC <= x_len);
         let kind3 = select(
             select(EDGE, DIRECT, fits3 & (ix3 >= 0) & (ix3 + span3 < w)),
             ZERO,
@@ -209,17 +221,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let inside = ((kind0 == DIRECT) | (valid0 == 0u)) & ((kind1 == DIRECT) | (valid1 == 0u))
             & ((kind2 == DIRECT) | (valid2 == 0u)) & ((kind3 == DIRECT) | (valid3 == 0u));
         if inside {
-            let wrow0 = ((g * kh * kw + t) * icg + c_lo) * params.ocp + 16u * m0;
+            let wrow0 = ((g * kh * kw + t) * icg + c_lo + sub) * params.ocp + 16u * m0;
             let la1 = select(at0, at1, valid1 > 0u);
             let la2 = select(at0, at2, valid2 > 0u);
             let la3 = select(at0, at3, valid3 > 0u);
-            var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0], a_stride);
-            var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1], a_stride);
+            var a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + sub], a_stride);
+            var a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1 + sub], a_stride);
             var a2 = a0;
             var a3 = a1;
             if TP == 64u {
-                a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2], a_stride);
-                a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3], a_stride);
+                a2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2 + sub], a_stride);
+                a3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3 + sub], a_stride);
             }
             var w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0], 16u);
             var w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow0 + 256u], 16u);
@@ -231,13 +243,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             for (var ci = 16u; ci < KC; ci += 16u) {
                 let wrow = wrow0 + ci * params.ocp;
-                let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
-                let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1 + ci], a_stride);
+                let na0 = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + sub + ci], a_stride);
+                let na1 = coopLoadT<coop_mat16x16<f16, A>>(&x[la1 + sub + ci], a_stride);
                 var na2 = na0;
                 var na3 = na1;
                 if TP == 64u {
-                    na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2 + ci], a_stride);
-                    na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3 + ci], a_stride);
+                    na2 = coopLoadT<coop_mat16x16<f16, A>>(&x[la2 + sub + ci], a_stride);
+                    na3 = coopLoadT<coop_mat16x16<f16, A>>(&x[la3 + sub + ci], a_stride);
                 }
                 let nw0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
                 let nw1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
@@ -311,7 +323,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             continue;
         }
         for (var ci = 0u; ci < KC; ci += 16u) {
-            let wrow = ((g * kh * kw + t) * icg + c_lo + ci) * params.ocp + 16u * m0;
+            let wrow = ((g * kh * kw + t) * icg + c_lo + sub + ci) * params.ocp + 16u * m0;
             let w0 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow], 16u);
             let w1 = coopLoadT<coop_mat16x16<f16, B>>(&wt[wrow + 256u], 16u);
             var w2 = w0;
@@ -324,7 +336,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             // written out in each branch, as a cooperative matrix is not kept
             // in a variable that branches set.
             if kind0 == DIRECT {
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + ci], a_stride);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at0 + sub + ci], a_stride);
                 c00 = coopMultiplyAdd(a, w0, c00);
                 c01 = coopMultiplyAdd(a, w1, c01);
                 if BN == 4u {
@@ -333,9 +345,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind0 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + c_lo + ci);
+                fill(lid, n, u32(iy), ox0 + 0u, valid0, kx, c0 + c_lo + sub + ci);
                 workgroupBarrier();
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[stage_at], 16u);
                 c00 = coopMultiplyAdd(a, w0, c00);
                 c01 = coopMultiplyAdd(a, w1, c01);
                 if BN == 4u {
@@ -344,7 +356,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
             if kind1 == DIRECT {
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + ci], a_stride);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at1 + sub + ci], a_stride);
                 c10 = coopMultiplyAdd(a, w0, c10);
                 c11 = coopMultiplyAdd(a, w1, c11);
                 if BN == 4u {
@@ -353,9 +365,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind1 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + c_lo + ci);
+                fill(lid, n, u32(iy), ox0 + 16u, valid1, kx, c0 + c_lo + sub + ci);
                 workgroupBarrier();
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[stage_at], 16u);
                 c10 = coopMultiplyAdd(a, w0, c10);
                 c11 = coopMultiplyAdd(a, w1, c11);
                 if BN == 4u {
@@ -364,7 +376,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
             if kind2 == DIRECT {
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + ci], a_stride);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at2 + sub + ci], a_stride);
                 c20 = coopMultiplyAdd(a, w0, c20);
                 c21 = coopMultiplyAdd(a, w1, c21);
                 if BN == 4u {
@@ -373,9 +385,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind2 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + c_lo + ci);
+                fill(lid, n, u32(iy), ox0 + 32u, valid2, kx, c0 + c_lo + sub + ci);
                 workgroupBarrier();
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[stage_at], 16u);
                 c20 = coopMultiplyAdd(a, w0, c20);
                 c21 = coopMultiplyAdd(a, w1, c21);
                 if BN == 4u {
@@ -384,7 +396,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
             if kind3 == DIRECT {
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + ci], a_stride);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&x[at3 + sub + ci], a_stride);
                 c30 = coopMultiplyAdd(a, w0, c30);
                 c31 = coopMultiplyAdd(a, w1, c31);
                 if BN == 4u {
@@ -393,9 +405,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else if kind3 == EDGE {
                 workgroupBarrier();
-                fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + c_lo + ci);
+                fill(lid, n, u32(iy), ox0 + 48u, valid3, kx, c0 + c_lo + sub + ci);
                 workgroupBarrier();
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[0], 16u);
+                let a = coopLoadT<coop_mat16x16<f16, A>>(&stage[stage_at], 16u);
                 c30 = coopMultiplyAdd(a, w0, c30);
                 c31 = coopMultiplyAdd(a, w1, c31);
                 if BN == 4u {

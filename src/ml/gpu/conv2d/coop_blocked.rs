@@ -124,6 +124,8 @@ impl Blocked {
             .u32("KW", kw as u32)
             .u32("ICB", icb as u32)
             .bool("FIXED_STEPS", icb == 1)
+            // One subgroup a tile (conv2d_coop_epilogue.wgsl).
+            .u32("SK", 1)
     }
 
     pub fn source() -> String {

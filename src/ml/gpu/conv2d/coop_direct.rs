@@ -25,22 +25,39 @@ fn source() -> String {
     )
 }
 
+/// How a tile's reduction is split: over `workgroups`, whose partial sums
+/// a second pass adds up, and within each over `subgroups`, which add up
+/// theirs in the epilogue (1, 1: not split).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Splits {
+    pub workgroups: usize,
+    pub subgroups: usize,
+}
+
+impl Splits {
+    pub const NONE: Splits = Splits {
+        workgroups: 1,
+        subgroups: 1,
+    };
+}
+
 /// The kernel's constants: the tile's blocks and run, a reduction of `icg`
-/// channels at each tap of a `kh` x `kw` filter, split over `splits`
-/// workgroups.
+/// channels at each tap of a `kh` x `kw` filter, split as `splits` says.
 fn constants(
     spec: Specialization,
     (blocks, run): (u32, usize),
     (icg, kh, kw): (usize, usize, usize),
-    splits: usize,
+    splits: Splits,
 ) -> Specialization {
+    let parts = splits.workgroups * splits.subgroups;
     spec.u32("BN", blocks)
         .u32("TP", run as u32)
         .u32("ICG", icg as u32)
         .u32("KH", kh as u32)
         .u32("KW", kw as u32)
-        .u32("SPLITS", splits as u32)
-        .u32("KC", (icg / splits) as u32)
+        .u32("SPLITS", splits.workgroups as u32)
+        .u32("SK", splits.subgroups as u32)
+        .u32("KC", (icg / parts) as u32)
 }
 
 /// The unsplit kernel's bindings after x: bias, residual, output, table.
@@ -65,7 +82,7 @@ pub(super) fn emit_over(
     let inputs = table_inputs(c.node)[1..].to_vec();
     let kernel = c.kernel(
         &source,
-        constants(spec, (tiles.blocks, tiles.run), (icg, 1, 1), 1),
+        constants(spec, (tiles.blocks, tiles.run), (icg, 1, 1), Splits::NONE),
         &tiles.params,
         Some(tiles.table),
         inputs,
@@ -74,14 +91,15 @@ pub(super) fn emit_over(
     l.kernel_reading_scratch(kernel, a)
 }
 
-/// The kernel for `c` on `tiles`, its input channels split over `splits`
-/// workgroups (1: not split) whose partial sums a second pass adds up.
-pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) -> Result<()> {
+/// The kernel for `c` on `tiles`, its input channels split as `splits`
+/// says.
+pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: Splits) -> Result<()> {
     let source = source();
     let tile = (tiles.blocks, tiles.run);
     let constants = |spec| constants(spec, tile, (c.icg, c.kh, c.kw), splits);
     let [x, y, groups] = tiles.run_grid;
-    if splits == 1 {
+    let size = 32 * splits.subgroups as u32;
+    if splits.workgroups == 1 {
         let spec = unsplit_bindings(c, &tiles);
         return l.kernel(c.kernel(
             &source,
@@ -89,10 +107,10 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) 
             &tiles.params,
             Some(tiles.table),
             table_inputs(c.node),
-            ([x, y, groups], 32),
+            ([x, y, groups], size),
         ));
     }
-    let scratch = l.scratch(scratch_bytes(splits, c.total))?;
+    let scratch = l.scratch(scratch_bytes(splits.workgroups, c.total))?;
     let partial = l.kernel_with_scratch(
         Kernel {
             label: "conv2d".into(),
@@ -105,8 +123,8 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) 
             table: Some(tiles.table),
             inputs: vec![c.x],
             outputs: vec![],
-            workgroups: [x, y, groups * splits as u32],
-            workgroup_size: 32,
+            workgroups: [x, y, groups * splits.workgroups as u32],
+            workgroup_size: size,
         },
         scratch,
     );
@@ -116,7 +134,7 @@ pub(super) fn emit(l: &mut Lowering, c: &Conv, tiles: CoopTiles, splits: usize) 
         sum_pass(
             l,
             scratch,
-            splits,
+            splits.workgroups,
             c.params,
             (bias, c.node.residual(), c.y),
             io,
