@@ -1966,7 +1966,9 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
     // convolutions short of the tensor cores' TC_MIN_WORKGROUPS
     // (ml/gpu/conv2d/choose.rs); three NCHW convolutions written as an
     // exporter writes them, on a 66 x 66 map, reach them (in the small
-    // 32-channel tile: short of TC_SMALL_TILE_BELOW).
+    // 32-channel tile: short of TC_SMALL_TILE_BELOW; 396 one-row
+    // workgroups, short of TC_SPLIT_SUBGROUPS, so each row's reduction
+    // split over 2 subgroups).
     let ctx = Context::cpu();
     let chain = graph(&ctx, |b| {
         let dt = DataType::Float16;
@@ -1986,7 +1988,7 @@ fn an_onnx_conv_model_in_float16_takes_the_tensor_core_kernels() {
         .iter()
         .filter_map(|k| conv_kernel(&k.source))
         .collect();
-    assert_eq!(kernels, ["tensor cores staged x32"; 3], "{kernels:?}");
+    assert_eq!(kernels, ["tensor cores staged split"; 3], "{kernels:?}");
 }
 
 /// One convolution of the kernel-choice table.

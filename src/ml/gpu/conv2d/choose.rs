@@ -141,9 +141,10 @@ pub(super) const TC_MAX_STEPS_DIRECT: usize = 40;
 pub(super) const TC_SPLIT_STEPS: usize = 12;
 pub(super) const TC_MAX_SPLITS: usize = 32;
 /// Subgroups (four a multiprocessor of an H200) that a convolution whose
-/// one-row staged workgroups are fewer takes by splitting each row's
-/// reduction over 2, 4 or 8 subgroups of a workgroup
-/// ([`Staged::split`], the fewest that reach this): each step of the
+/// one-row staged workgroups (or the direct kernel's one-subgroup ones) are
+/// fewer takes by splitting each row's (tile's) reduction over 2, 4 or 8
+/// subgroups of a workgroup ([`Staged::split`], [`direct_subgroups`]: the
+/// fewest that reach this): each step of the
 /// reduction costs a subgroup 0.3-0.4 us staged whatever the map
 /// ([`TC_MAX_STEPS_STAGED`]), so YOLOv8n's 3x3 20x20x128 -> 128 at batch
 /// 1, 20 workgroups of 4 rows walking 72 steps each, took 30 us (H200,
@@ -154,6 +155,10 @@ pub(super) const TC_MAX_SPLITS: usize = 32;
 /// 1056 and 2112 subgroups, YOLOv8n 1.262, 1.199, 1.192 and 1.194 ms at
 /// batch 1 but 3.478, 3.375, 3.536 and 3.537 at batch 8 (YOLO11n and
 /// ResNet-50 alike: 1056 gained up to 2% at batch 1 and lost 3-5% at 8).
+/// The direct kernel split likewise (04:37 UTC, against the staged split
+/// alone): batch 1 YOLOv8n 1.130 -> 1.024 ms, YOLO11n 1.643 -> 1.456,
+/// ResNet-50 1.086 -> 0.858 (its 1x1s on 7x7 to 28x28); batch 8 7-8%
+/// faster, batch 32 0-5%.
 pub(super) const TC_SPLIT_SUBGROUPS: usize = 4 * super::params::LARGE_GPU_MULTIPROCESSORS;
 /// Default-tile workgroups (two a multiprocessor of an H200) from which a
 /// convolution keeps the tensor cores whatever its reduction.
