@@ -221,20 +221,6 @@ impl Commands {
             gpu.submit_unscoped(self.done)
         })
     }
-
-    /// Submits `first` and then everything recorded here, in one
-    /// submission; `what` names it in an error.
-    pub fn submit_after(
-        mut self,
-        first: wgpu::CommandBuffer,
-        what: &str,
-    ) -> Result<wgpu::SubmissionIndex> {
-        let gpu = self.gpu.clone();
-        gpu.scoped(what, || {
-            self.close();
-            gpu.submit_unscoped(std::iter::once(first).chain(self.done))
-        })
-    }
 }
 
 impl std::fmt::Debug for Commands {

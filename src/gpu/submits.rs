@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Gpu;
+use super::{deferred, Gpu, Inner};
 use crate::error::Result;
 
 /// Submissions and error-scope pairs since the device was opened.
@@ -84,17 +84,42 @@ impl Gpu {
         self.scoped(what, || self.submit_unscoped(buffers))
     }
 
-    /// [`Gpu::submit`] for a caller already inside an error scope.
+    /// [`Gpu::submit`] for a caller already inside an error scope. The
+    /// work deferred on the device ([`Gpu::defer`]) goes first in the same
+    /// submission, and its after-submit actions run once it is made.
     pub(crate) fn submit_unscoped(
         &self,
         buffers: impl IntoIterator<Item = wgpu::CommandBuffer>,
     ) -> wgpu::SubmissionIndex {
+        // Held until the submission is made: see `deferred::Pending`.
+        let mut pending = self.inner.deferred.lock();
+        let (deferred, afters) = deferred::finish(std::mem::take(&mut *pending));
         self.inner.submits.submission();
-        self.queue().submit(buffers)
+        let index = self.queue().submit(deferred.into_iter().chain(buffers));
+        self.inner.deferred.all_submitted();
+        drop(pending);
+        afters.into_iter().for_each(|after| after());
+        index
     }
 
     /// Submissions and error scopes since the device was opened.
     pub fn submits(&self) -> SubmitStats {
         self.inner.submits.snapshot()
+    }
+}
+
+impl Drop for Inner {
+    /// Work deferred on a device going away is submitted, so that what it
+    /// writes is written and its after-submit actions (buffers' mappings)
+    /// run.
+    fn drop(&mut self) {
+        let taken = std::mem::take(&mut *self.deferred.lock());
+        if taken.is_empty() {
+            return;
+        }
+        let (deferred, afters) = deferred::finish(taken);
+        self.submits.submission();
+        self.queue.submit(deferred);
+        afters.into_iter().for_each(|after| after());
     }
 }
