@@ -17,15 +17,24 @@
 //! [`MAX_DEFERRED`] pending the deferring call flushes them; elements flush
 //! at EOS and stop; the device flushes as it goes.
 //!
+//! Nor does deferred work wait long for a submission to carry it: once the
+//! oldest has waited [`MAX_DEFERRED_AGE`] it is submitted alone, by the next
+//! deferral or by the device's flusher thread ([`flusher`]), which sleeps
+//! until the oldest's deadline, so that no frame's upload waits on another
+//! stream's traffic (a batch filling for 30 ms, say).
+//!
 //! Deferred commands are kept as open encoders and finished in the flushing
 //! submission's error scope: encoding them costs no scope of its own per
 //! frame, and an error they raise names them beside the submission that
 //! carried them ("GPU error in batch submit (with the deferred texture
 //! upload): ...").
 
+mod flusher;
+
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::Gpu;
 use crate::error::Result;
@@ -35,6 +44,15 @@ use crate::error::Result;
 /// pass. Past it the deferring call flushes them in one submission; below
 /// it the upload rings (four slots a stream) bound what waits anyway.
 pub const MAX_DEFERRED: usize = 128;
+
+/// How long deferred work waits for a submission at most before it is
+/// submitted alone. Unbounded, a frame's upload waited for whatever
+/// submitted next: with YOLOv8n and its tracker at 32 streams on an H200
+/// (batch 32, `--max-batch-latency 30`) that was the batch's fill, and the
+/// gather grew from 11 to 19 ms, so the streams no longer held 30 fps
+/// (docs/BENCHMARKS.md). A few ms still lets the many-stream paths' uploads
+/// ride in the batches that come every few ms.
+pub const MAX_DEFERRED_AGE: Duration = Duration::from_millis(2);
 
 /// Runs once the submission carrying its deferred work has been made.
 pub type After = Box<dyn FnOnce() + Send>;
@@ -48,19 +66,38 @@ pub(super) struct Entry {
     what: &'static str,
     encoder: wgpu::CommandEncoder,
     after: Option<After>,
+    /// When it was deferred, for [`MAX_DEFERRED_AGE`].
+    at: Instant,
 }
 
 /// The device's deferred work, behind the lock every submission holds
 /// while it submits: a submission that took deferred work must reach the
 /// queue before any other thread's, or that thread's commands could run
 /// before the work they depend on (an upload they read).
-#[derive(Default)]
 pub(super) struct Pending {
     entries: Mutex<Vec<Entry>>,
     /// Deferrals made, and deferrals submitted: a [`Deferral`] below
     /// `submitted` has been.
     made: AtomicU64,
     submitted: AtomicU64,
+    /// [`MAX_DEFERRED_AGE`] in nanoseconds; tests set a longer one, to
+    /// tell the bound's flushes from the rest without racing them.
+    max_age: AtomicU64,
+    /// The thread that submits what waited past the bound with nothing
+    /// deferred or submitted after it.
+    pub(super) flusher: flusher::Flusher,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            entries: Mutex::default(),
+            made: AtomicU64::default(),
+            submitted: AtomicU64::default(),
+            max_age: AtomicU64::new(MAX_DEFERRED_AGE.as_nanos() as u64),
+            flusher: flusher::Flusher::default(),
+        }
+    }
 }
 
 thread_local! {
@@ -116,8 +153,10 @@ impl Gpu {
     /// Hands the device `encoder`'s commands, to run before any GPU work
     /// submitted later, in the device's next submission (not one of their
     /// own); `after` runs once that submission is made. `what` names the
-    /// work in an error. Past [`MAX_DEFERRED`] pending, submits them all
-    /// now (one counted submission).
+    /// work in an error. Past [`MAX_DEFERRED`] pending, or where the oldest
+    /// has waited [`MAX_DEFERRED_AGE`], submits them all now (one counted
+    /// submission); where nothing comes after it, the device's flusher
+    /// thread submits the work once it has waited that long.
     ///
     /// The work must only touch resources that later work on the queue
     /// orders against: nothing written by `write_buffer`/`write_texture`
@@ -131,18 +170,30 @@ impl Gpu {
         after: Option<After>,
     ) -> Result<Deferral> {
         let pending = &self.inner.deferred;
-        let (deferral, full) = {
+        let now = Instant::now();
+        let (deferral, count, oldest) = {
             let mut entries = pending.lock();
             entries.push(Entry {
                 what,
                 encoder,
                 after,
+                at: now,
             });
             let made = pending.made.fetch_add(1, Ordering::Relaxed);
-            (Deferral(made), entries.len() >= MAX_DEFERRED)
+            (Deferral(made), entries.len(), entries[0].at)
         };
-        if full {
+        self.inner.submits.deferral();
+        let due = oldest + self.max_deferred_age();
+        if count >= MAX_DEFERRED {
             self.flush()?;
+        } else if now >= due {
+            // The flusher thread is late (a busy host): this call is not.
+            self.flush_by_age()?;
+        } else if count == 1 {
+            // Nothing was pending, so the flusher has no deadline for this
+            // work: a deadline left from work submitted since is earlier,
+            // and at it the thread finds this work and waits for its own.
+            pending.flusher.arm(&self.inner, due);
         }
         Ok(deferral)
     }
@@ -158,13 +209,53 @@ impl Gpu {
     }
 
     /// Submits the deferred work now, alone, where there is any (counted
-    /// as any submission); its error names the work.
+    /// as any submission); its error names the work. Returns first the
+    /// error of a submission the flusher thread made since the device's
+    /// last submit or flush, if it failed (see [`flusher`]).
     pub fn flush(&self) -> Result<()> {
+        self.flusher_failed()?;
         if self.inner.deferred.lock().is_empty() {
             return Ok(());
         }
-        self.scoped(FLUSH, || self.submit_unscoped([]))?;
+        // Another thread may have submitted the work since: nothing then.
+        self.scoped(FLUSH, || self.submit_deferred(false))?;
         Ok(())
+    }
+
+    /// The error of the last submission the flusher thread made, where it
+    /// failed and no submit or flush has returned it yet.
+    pub(super) fn flusher_failed(&self) -> Result<()> {
+        self.inner.deferred.flusher.claim()
+    }
+
+    /// How long deferred work waits for a submission at most on this
+    /// device ([`MAX_DEFERRED_AGE`] but in tests).
+    pub(crate) fn max_deferred_age(&self) -> Duration {
+        Duration::from_nanos(self.inner.deferred.max_age.load(Ordering::Relaxed))
+    }
+
+    /// Sets [`Gpu::max_deferred_age`]: tests use tens of ms, so that what
+    /// the bound submits is not raced by the test's own steps.
+    #[cfg(test)]
+    pub(crate) fn set_max_deferred_age(&self, age: Duration) {
+        let nanos = age.as_nanos() as u64;
+        self.inner.deferred.max_age.store(nanos, Ordering::Relaxed);
+    }
+
+    /// Submits the deferred work alone where its oldest has waited
+    /// [`Gpu::max_deferred_age`] (counted as aged, [`super::SubmitStats`]);
+    /// otherwise returns when it will have (None where nothing waits).
+    fn flush_by_age(&self) -> Result<Option<Instant>> {
+        let oldest = match self.inner.deferred.lock().first() {
+            Some(entry) => entry.at,
+            None => return Ok(None),
+        };
+        let due = oldest + self.max_deferred_age();
+        if Instant::now() < due {
+            return Ok(Some(due));
+        }
+        self.scoped(FLUSH, || self.submit_deferred(true))?;
+        Ok(None)
     }
 }
 

@@ -1,12 +1,19 @@
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::error::Error;
 use crate::gpu::transfer::{TextureRegion, TextureWrite};
 use crate::gpu::UploadRing;
 
+/// A device whose deferred work waits 10 s at most: the tests but the age
+/// bound's count the submissions their own steps make, which a 2 ms bound
+/// on a loaded lavapipe host would race.
 fn gpu() -> Gpu {
-    Gpu::new().unwrap_or_else(|e| panic!("the deferred work tests need a GPU adapter: {e}"))
+    let gpu =
+        Gpu::new().unwrap_or_else(|e| panic!("the deferred work tests need a GPU adapter: {e}"));
+    gpu.set_max_deferred_age(Duration::from_secs(10));
+    gpu
 }
 
 fn texture(gpu: &Gpu) -> crate::gpu::live::Texture {
@@ -131,4 +138,123 @@ fn an_error_in_deferred_work_names_it_in_one_line() {
     // Caught in the flushing submission's scope: the device is fine.
     gpu.check().unwrap();
     gpu.submit("test submit", []).unwrap();
+}
+
+/// A device whose deferred work waits `ms` at most: long beside the test's
+/// own steps on lavapipe, short beside its wait.
+fn gpu_aged(ms: u64) -> Gpu {
+    let gpu = gpu();
+    gpu.set_max_deferred_age(Duration::from_millis(ms));
+    gpu
+}
+
+/// Waits up to 2 s for `gpu`'s deferred work to be submitted; false where
+/// it was not.
+fn submitted_within_2s(gpu: &Gpu) -> bool {
+    let start = Instant::now();
+    while gpu.deferred() > 0 {
+        if start.elapsed() > Duration::from_secs(2) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
+/// An empty pass whose after-submit action records the thread it ran on.
+fn traced(gpu: &Gpu, ran_on: &Arc<Mutex<Option<std::thread::ThreadId>>>) -> Deferral {
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    let ran_on = ran_on.clone();
+    let after: After =
+        Box::new(move || *ran_on.lock().unwrap() = Some(std::thread::current().id()));
+    gpu.defer("empty test pass", encoder, Some(after)).unwrap()
+}
+
+#[test]
+fn a_deferral_past_the_age_bound_is_submitted_by_the_next() {
+    // Deferred under a long bound, the flusher's deadline is 10 s out:
+    // only the next deferral can submit it once the bound is shortened.
+    let gpu = gpu();
+    let ran_on = Arc::new(Mutex::new(None));
+    let first = traced(&gpu, &ran_on);
+    gpu.set_max_deferred_age(Duration::from_millis(20));
+    std::thread::sleep(Duration::from_millis(30));
+    let before = gpu.submits();
+    let second = traced(&gpu, &Arc::new(Mutex::new(None)));
+    let counted = gpu.submits().since(&before);
+    assert_eq!((counted.submissions, counted.aged), (1, 1), "{counted}");
+    assert!(!gpu.is_deferred(first) && !gpu.is_deferred(second));
+    assert_eq!(gpu.deferred(), 0);
+    assert_eq!(*ran_on.lock().unwrap(), Some(std::thread::current().id()));
+}
+
+#[test]
+fn a_lone_deferral_is_submitted_at_its_deadline() {
+    let gpu = gpu_aged(40);
+    let ring = UploadRing::new();
+    let t = texture(&gpu);
+    let bytes = pattern(9);
+    let before = gpu.submits();
+    let start = Instant::now();
+    upload(&gpu, &ring, &t, &bytes);
+    assert!(
+        gpu.deferred() == 1 || start.elapsed() >= Duration::from_millis(40),
+        "submitted before its deadline"
+    );
+    assert!(submitted_within_2s(&gpu), "the upload waited past 2 s");
+    assert!(start.elapsed() >= Duration::from_millis(40));
+    let counted = gpu.submits().since(&before);
+    assert_eq!((counted.submissions, counted.aged), (1, 1), "{counted}");
+    assert_eq!(read(&gpu, &t), bytes);
+}
+
+#[test]
+fn a_failed_submission_by_the_flusher_is_the_next_submits_error() {
+    let gpu = gpu_aged(20);
+    gpu.defer("bad copy", bad_copy(&gpu), None).unwrap();
+    assert!(submitted_within_2s(&gpu), "the bad copy waited past 2 s");
+    // The error is kept once the flusher's scope has been popped, a little
+    // after its submission took the work: a submit in between succeeds.
+    let start = Instant::now();
+    let err = loop {
+        match gpu.submit("test submit", []) {
+            Err(e) => break e.to_string(),
+            Ok(_) if start.elapsed() < Duration::from_secs(2) => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Ok(_) => panic!("no submit returned the flusher's error in 2 s"),
+        }
+    };
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "GPU error in the deferred bad copy (submitted alone after waiting 20 ms): "
+        ),
+        "{err}"
+    );
+    // Returned once; the device is fine.
+    gpu.submit("test submit", []).unwrap();
+    gpu.flush().unwrap();
+}
+
+#[test]
+fn dropping_the_device_with_work_pending_submits_it_and_ends_the_flusher() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    // On a thread of its own, so that a hang fails the test, not the run.
+    std::thread::spawn(move || {
+        let gpu = gpu();
+        let ran_on = Arc::new(Mutex::new(None));
+        traced(&gpu, &ran_on);
+        let timer = Arc::downgrade(&gpu.inner.deferred.flusher.timer_for_tests());
+        drop(gpu);
+        let _ = tx.send((ran_on.lock().unwrap().is_some(), timer.upgrade().is_none()));
+    });
+    let (submitted, ended) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("dropping the device hung or panicked");
+    assert!(
+        submitted,
+        "the pending work was not submitted as the device went"
+    );
+    assert!(ended, "the flusher thread outlived its device");
 }

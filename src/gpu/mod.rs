@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 pub use adapter::{list as list_adapters, AdapterChoice, GpuOptions};
 pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
-pub use deferred::{After, Deferral, MAX_DEFERRED};
+pub use deferred::{After, Deferral, MAX_DEFERRED, MAX_DEFERRED_AGE};
 pub use selector::GpuSelector;
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use submits::SubmitStats;
