@@ -9,10 +9,11 @@
 //! pool when large, because a single core does not fill the bus to mapped
 //! GPU memory), unmapped, its copies to the plane textures (or a compute
 //! pass writing them, where the device allows: `upload_unpack`) are
-//! submitted at once (so whatever is submitted next reads the new frame), and the buffer
-//! is mapped again right away; wgpu completes that mapping once the copy has
-//! run, during a later submit or poll, and the buffer is free for a frame
-//! after next. Where no buffer is free the upload falls back to
+//! deferred into the device's next submission (`Gpu::defer`: whatever is
+//! submitted next reads the new frame), and the buffer is mapped again as
+//! soon as that submission is made; wgpu completes that mapping once the
+//! copy has run, during a later submit or poll, and the buffer is free for
+//! a frame after next. Where no buffer is free the upload falls back to
 //! `write_texture`, so a GPU far behind the host costs allocations, never a
 //! wait.
 //!
@@ -245,9 +246,12 @@ impl UploadRing {
                 (None, None) => {
                     drop(guard);
                     if attempt == 0 {
-                        // Mappings complete when wgpu polls; a caller that
-                        // neither submits nor polls between frames would
-                        // otherwise never see a slot come free.
+                        // Mappings complete when wgpu polls, and are only
+                        // asked for once the deferred copies from the slots
+                        // are submitted; a caller that neither submits nor
+                        // polls between frames would otherwise never see a
+                        // slot come free.
+                        gpu.flush()?;
                         gpu.device()
                             .poll(wgpu::PollType::Poll)
                             .map_err(|e| gpu.poll_error(e))?;
@@ -298,10 +302,19 @@ pub(super) struct Lease<'a> {
 impl Lease<'_> {
     /// Maps the (unmapped) buffer again for a later frame (wgpu finishes the mapping
     /// once the submitted copies from it have run) and counts the upload.
-    pub(super) fn remap(mut self, gpu: &Gpu) {
-        gpu.map_for_upload(&self.buffer, self.state.clone());
+    #[cfg(test)]
+    pub(super) fn remap(self) {
+        self.remap_after()();
+    }
+
+    /// [`Lease::remap`] as the after-submit action of the deferred upload
+    /// that copies from the buffer (a mapping requested before that
+    /// submission would fail it); the upload is counted now.
+    pub(super) fn remap_after(mut self) -> super::After {
         self.ring.staged.fetch_add(1, Ordering::Relaxed);
         self.returned = true;
+        let (buffer, state) = (self.buffer.clone(), self.state.clone());
+        Box::new(move || super::transfer::map_for_upload(&buffer, state))
     }
 }
 
@@ -314,7 +327,7 @@ impl Drop for Lease<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::gpu::transfer::{TextureRegion, TextureWrite};
 
@@ -322,7 +335,8 @@ mod tests {
         Gpu::new().unwrap_or_else(|e| panic!("the upload ring tests need a GPU adapter: {e}"))
     }
 
-    fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
+    /// An RGBA texture to upload into and copy or read back from.
+    pub(in crate::gpu) fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
         gpu.create_texture(&wgpu::TextureDescriptor {
             label: Some("upload ring test"),
             size: wgpu::Extent3d {
@@ -443,7 +457,7 @@ mod tests {
             .collect();
         for lease in leases {
             lease.buffer.unmap();
-            lease.remap(&gpu);
+            lease.remap();
         }
         gpu.wait_idle().unwrap();
         upload(&gpu, ring, &small, &bytes[..8 * 8 * 4]).unwrap();
@@ -466,7 +480,7 @@ mod tests {
         let ring = &UploadRing::new();
         let lease = ring.acquire(&gpu, 256).unwrap().unwrap();
         lease.buffer.unmap();
-        lease.remap(&gpu);
+        lease.remap();
         gpu.wait_idle().unwrap();
         // What the mapping callback records when wgpu fails the mapping.
         {

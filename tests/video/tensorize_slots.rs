@@ -116,7 +116,7 @@ fn batched(gpu: &Gpu, batch: usize, writes: &[Write]) -> Vec<u8> {
         w.t.encode_slot(&mut encoder, w.frame, w.region, tensor, w.slot)
             .unwrap();
     }
-    gpu.queue().submit([encoder.finish()]);
+    gpu.submit("test passes", [encoder.finish()]).unwrap();
     read(gpu, &dst, bytes)
 }
 
