@@ -213,15 +213,26 @@ impl Commands {
         }
     }
 
-    /// Submits everything in one submission; `what` names it in an error
-    /// (or the flusher thread's failed submission does, as
-    /// [`Gpu::submit`]'s).
+    /// Submits everything in one submission; `what` names it in an error.
     pub fn submit(mut self, what: &str) -> Result<wgpu::SubmissionIndex> {
         let gpu = self.gpu.clone();
-        gpu.flusher_failed()?;
         gpu.scoped(what, || {
             self.close();
             gpu.submit_unscoped(self.done)
+        })
+    }
+
+    /// Submits `first` and then everything recorded here, in one
+    /// submission; `what` names it in an error.
+    pub fn submit_after(
+        mut self,
+        first: wgpu::CommandBuffer,
+        what: &str,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let gpu = self.gpu.clone();
+        gpu.scoped(what, || {
+            self.close();
+            gpu.submit_unscoped(std::iter::once(first).chain(self.done))
         })
     }
 }

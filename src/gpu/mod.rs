@@ -8,7 +8,6 @@
 mod adapter;
 pub mod ahead;
 pub(crate) mod bind_cache;
-mod deferred;
 #[cfg(target_os = "linux")]
 pub mod dmabuf;
 pub mod live;
@@ -23,7 +22,6 @@ use std::sync::{Arc, Mutex};
 
 pub use adapter::{list as list_adapters, AdapterChoice, GpuOptions};
 pub use ahead::{Ahead, Commands, ENCODE_AHEAD_ENV};
-pub use deferred::{After, Deferral, MAX_DEFERRED, MAX_DEFERRED_AGE};
 pub use selector::GpuSelector;
 pub use shader::{Checks, Specialization, SHADER_CHECKS_ENV};
 pub use submits::SubmitStats;
@@ -77,7 +75,6 @@ struct Inner {
     unpack_formats: Vec<wgpu::TextureFormat>,
     transfers: transfer::Counters,
     submits: submits::Counters,
-    deferred: deferred::Pending,
     pipelines: shader::PipelineCache,
     fault: Arc<Mutex<Option<Error>>>,
     live: Arc<live::Tally>,
@@ -187,7 +184,6 @@ impl Gpu {
                 unpack_formats,
                 transfers: transfer::Counters::default(),
                 submits: submits::Counters::default(),
-                deferred: deferred::Pending::default(),
                 pipelines: shader::PipelineCache::default(),
                 fault,
                 live: Arc::default(),
@@ -220,9 +216,7 @@ impl Gpu {
     }
 
     /// The queue. Submissions go through [`Gpu::submit`] and data
-    /// transfers through [`transfer`], so that they are counted and carry
-    /// the work deferred on the device ([`Gpu::defer`]): a raw
-    /// `queue.submit` would run before a frame upload still deferred.
+    /// transfers through [`transfer`], so that they are counted.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
     }
@@ -378,24 +372,22 @@ impl Gpu {
         let validation = self
             .device()
             .push_error_scope(wgpu::ErrorFilter::Validation);
-        let (value, carried) = deferred::carried_by(f);
+        let value = f();
         let errors = [
             pollster::block_on(validation.pop()),
             pollster::block_on(oom.pop()),
         ];
         match errors.into_iter().flatten().next() {
             Some(e) => Err(Error::Gpu {
-                what: deferred::naming(what, &carried),
+                what: what.to_string(),
                 message: e.to_string(),
             }),
             None => Ok(value),
         }
     }
 
-    /// Blocks until all submitted work is done, the deferred work
-    /// submitted first.
+    /// Blocks until all submitted work is done.
     pub fn wait_idle(&self) -> Result<()> {
-        self.flush()?;
         self.device()
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| self.poll_error(e))?;

@@ -249,41 +249,36 @@ struct Staged<'w> {
 }
 
 impl Staged<'_> {
-    /// The upload's commands from `buffer`, recorded, not finished: wgpu
-    /// validates them as the encoder finishes, in the error scope of the
-    /// submission that carries them. The unpack passes' bind groups are
-    /// made here, in an error scope of their own where there are any.
-    fn encode(&self, gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<wgpu::CommandEncoder> {
-        let mut encoder = gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("wgnn frame upload"),
-            });
-        if !self.unpacks.is_empty() {
-            gpu.scoped("texture upload", || {
-                gpu.encode_unpacks(&mut encoder, buffer, &self.unpacks)
-            })?;
-        }
-        for &(w, p) in &self.copies {
-            encoder.copy_buffer_to_texture(
-                wgpu::TexelCopyBufferInfo {
-                    buffer,
-                    layout: wgpu::TexelCopyBufferLayout {
-                        offset: p.offset,
-                        bytes_per_row: Some(p.padded_row),
-                        rows_per_image: Some(w.region.size.height),
+    /// The upload's commands, from `buffer`.
+    fn encode(&self, gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<wgpu::CommandBuffer> {
+        gpu.scoped("texture upload", || {
+            let mut encoder =
+                gpu.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("wgnn frame upload"),
+                    });
+            gpu.encode_unpacks(&mut encoder, buffer, &self.unpacks);
+            for &(w, p) in &self.copies {
+                encoder.copy_buffer_to_texture(
+                    wgpu::TexelCopyBufferInfo {
+                        buffer,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: p.offset,
+                            bytes_per_row: Some(p.padded_row),
+                            rows_per_image: Some(w.region.size.height),
+                        },
                     },
-                },
-                wgpu::TexelCopyTextureInfo {
-                    texture: w.texture,
-                    mip_level: w.region.mip_level,
-                    origin: w.region.origin,
-                    aspect: w.region.aspect,
-                },
-                w.region.size,
-            );
-        }
-        Ok(encoder)
+                    wgpu::TexelCopyTextureInfo {
+                        texture: w.texture,
+                        mip_level: w.region.mip_level,
+                        origin: w.region.origin,
+                        aspect: w.region.aspect,
+                    },
+                    w.region.size,
+                );
+            }
+            encoder.finish()
+        })
     }
 }
 
@@ -418,10 +413,6 @@ impl Gpu {
                 data.len()
             )));
         }
-        // wgpu runs the write at the start of the next submission, ahead
-        // of the deferred work: an upload deferred into this texture (or a
-        // pass reading it) must go first.
-        self.flush()?;
         self.scoped("texture upload", || {
             self.queue().write_texture(
                 wgpu::TexelCopyTextureInfo {
@@ -444,9 +435,9 @@ impl Gpu {
     }
 
     /// Uploads several planes (a frame's) into their textures through a
-    /// ring of reused staging buffers ([`upload_ring`]), deferring the
-    /// copies into the device's next submission ([`Gpu::defer`]) so that
-    /// anything submitted later reads the new bytes. Counted as one upload per plane of `bytes_per_row * rows`
+    /// ring of reused staging buffers ([`upload_ring`]), submitting
+    /// the copies at once so that anything submitted later reads the new
+    /// bytes. Counted as one upload per plane of `bytes_per_row * rows`
     /// bytes, as [`Gpu::upload_texture`] counts it. Falls back to
     /// `upload_texture` per plane when no ring buffer is free, when the ring
     /// is switched off (`WGNN_UPLOAD_RING=0`) or for copies it does not
@@ -489,14 +480,8 @@ impl Gpu {
             staged.encode(self, &lease.buffer)
         }?;
         lease.buffer.unmap();
-        // The copy needs no submission of its own: it rides in the
-        // device's next one, which maps the slot again once it is made.
-        // Whatever reads the planes is submitted after this call, so the
-        // copy runs first; a pooled texture is only uploaded into again
-        // once its frame is dropped, which its readers do after recording
-        // (and so submitting or deferring) their passes.
-        self.defer("texture upload", commands, Some(lease.remap_after()))?;
-        self.staged(ring, writes, &staged);
+        self.submit("texture upload", [commands])?;
+        self.staged(ring, lease, writes, &staged);
         Ok(())
     }
 
@@ -506,14 +491,13 @@ impl Gpu {
     /// commands go in one submission (`what` names it in an error), the
     /// upload first. A frame's passes then cost the host no time of their
     /// own beside its upload, which is bound by the bus to the GPU, not by
-    /// the cores (docs/BENCHMARKS.md). The upload is deferred before the
-    /// work is submitted, so a submission `during` made would carry it
-    /// first too. Where `during` fails, the upload is still submitted,
-    /// alone, and its error returned.
+    /// the cores (docs/BENCHMARKS.md). `during` must not submit: anything
+    /// it submits would run before the upload. Where `during` fails, the
+    /// upload is still submitted, alone, and its error returned.
     ///
-    /// Set `WGNN_UPLOAD_OVERLAP=0` to upload first and record after, as
-    /// [`Gpu::upload_textures`] and then `during` did (to compare the two
-    /// on a device).
+    /// Set `WGNN_UPLOAD_OVERLAP=0` to upload first and record after, in two
+    /// submissions, as [`Gpu::upload_textures`] and then `during` did (to
+    /// compare the two on a device).
     pub fn upload_textures_then<R>(
         &self,
         ring: &super::UploadRing,
@@ -523,8 +507,8 @@ impl Gpu {
     ) -> Result<(R, wgpu::SubmissionIndex)> {
         self.check()?;
         // Where nothing is copied while `during` records: the upload first
-        // (deferred through the ring unless a fallback was taken already),
-        // then the work, whose submission carries the deferred upload.
+        // (through the ring unless a fallback was taken already), then the
+        // work in a submission of its own.
         let lease = match self.staging_plan(writes)? {
             Some(plan) if ring.enabled() && upload_overlap() => self
                 .lease_or_upload(ring, writes, &plan)?
@@ -562,15 +546,12 @@ impl Gpu {
         drop(view);
         let upload = upload?;
         lease.buffer.unmap();
-        // Deferred, the upload goes first in the submission of `during`'s
-        // commands; where `during` failed, it is submitted alone at once,
-        // so that its ring buffer comes back as before.
-        self.defer("texture upload", upload, Some(lease.remap_after()))?;
-        self.staged(ring, writes, &staged);
-        match recorded {
-            Ok(r) => Ok((r, commands.submit(what)?)),
-            Err(e) => self.flush().and(Err(e)),
-        }
+        let submitted = match recorded {
+            Ok(r) => commands.submit_after(upload, what).map(|index| (r, index)),
+            Err(e) => self.submit("texture upload", [upload]).and(Err(e)),
+        };
+        self.staged(ring, lease, writes, &staged);
+        submitted
     }
 
     /// A ring buffer for `plan`; where none is free, None once `writes`
@@ -610,9 +591,16 @@ impl Gpu {
         Ok(Staged { unpacks, copies })
     }
 
-    /// Once the upload is deferred: its planes are counted (at deferral,
-    /// as every upload is counted when queued).
-    fn staged(&self, ring: &super::UploadRing, writes: &[TextureWrite<'_>], staged: &Staged<'_>) {
+    /// After the upload's submission: the buffer goes back to the ring
+    /// (mapped again once the GPU has read it) and the planes are counted.
+    fn staged(
+        &self,
+        ring: &super::UploadRing,
+        lease: Lease<'_>,
+        writes: &[TextureWrite<'_>],
+        staged: &Staged<'_>,
+    ) {
+        lease.remap(self);
         ring.count_unpacked(staged.unpacks.len());
         for w in writes {
             self.inner
@@ -694,6 +682,22 @@ impl Gpu {
             usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC | storage,
             mapped_at_creation: true,
         })
+    }
+
+    /// Maps a ring buffer again; `state` turns Ready (or Failed) when wgpu
+    /// completes the mapping, after the copies already submitted from it.
+    pub(super) fn map_for_upload(
+        &self,
+        buffer: &wgpu::Buffer,
+        state: Arc<Mutex<super::upload_ring::SlotState>>,
+    ) {
+        use super::upload_ring::SlotState;
+        buffer.map_async(wgpu::MapMode::Write, .., move |result| {
+            *state.lock().unwrap() = match result {
+                Ok(()) => SlotState::Ready,
+                Err(e) => SlotState::Failed(e.to_string()),
+            };
+        });
     }
 
     /// Starts reading `size` bytes at `offset` of `buffer` back to the CPU. The
@@ -975,19 +979,4 @@ impl Future for Download {
         };
         Poll::Ready(self.finish(result))
     }
-}
-
-/// Maps a ring buffer again; `state` turns Ready (or Failed) when wgpu
-/// completes the mapping, after the copies already submitted from it.
-pub(super) fn map_for_upload(
-    buffer: &wgpu::Buffer,
-    state: Arc<Mutex<super::upload_ring::SlotState>>,
-) {
-    use super::upload_ring::SlotState;
-    buffer.map_async(wgpu::MapMode::Write, .., move |result| {
-        *state.lock().unwrap() = match result {
-            Ok(()) => SlotState::Ready,
-            Err(e) => SlotState::Failed(e.to_string()),
-        };
-    });
 }

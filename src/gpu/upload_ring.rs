@@ -9,11 +9,10 @@
 //! pool when large, because a single core does not fill the bus to mapped
 //! GPU memory), unmapped, its copies to the plane textures (or a compute
 //! pass writing them, where the device allows: `upload_unpack`) are
-//! deferred into the device's next submission (`Gpu::defer`: whatever is
-//! submitted next reads the new frame), and the buffer is mapped again as
-//! soon as that submission is made; wgpu completes that mapping once the
-//! copy has run, during a later submit or poll, and the buffer is free for
-//! a frame after next. Where no buffer is free the upload falls back to
+//! submitted at once (so whatever is submitted next reads the new frame), and the buffer
+//! is mapped again right away; wgpu completes that mapping once the copy has
+//! run, during a later submit or poll, and the buffer is free for a frame
+//! after next. Where no buffer is free the upload falls back to
 //! `write_texture`, so a GPU far behind the host costs allocations, never a
 //! wait.
 //!
@@ -246,12 +245,9 @@ impl UploadRing {
                 (None, None) => {
                     drop(guard);
                     if attempt == 0 {
-                        // Mappings complete when wgpu polls, and are only
-                        // asked for once the deferred copies from the slots
-                        // are submitted; a caller that neither submits nor
-                        // polls between frames would otherwise never see a
-                        // slot come free.
-                        gpu.flush()?;
+                        // Mappings complete when wgpu polls; a caller that
+                        // neither submits nor polls between frames would
+                        // otherwise never see a slot come free.
                         gpu.device()
                             .poll(wgpu::PollType::Poll)
                             .map_err(|e| gpu.poll_error(e))?;
@@ -302,19 +298,10 @@ pub(super) struct Lease<'a> {
 impl Lease<'_> {
     /// Maps the (unmapped) buffer again for a later frame (wgpu finishes the mapping
     /// once the submitted copies from it have run) and counts the upload.
-    #[cfg(test)]
-    pub(super) fn remap(self) {
-        self.remap_after()();
-    }
-
-    /// [`Lease::remap`] as the after-submit action of the deferred upload
-    /// that copies from the buffer (a mapping requested before that
-    /// submission would fail it); the upload is counted now.
-    pub(super) fn remap_after(mut self) -> super::After {
+    pub(super) fn remap(mut self, gpu: &Gpu) {
+        gpu.map_for_upload(&self.buffer, self.state.clone());
         self.ring.staged.fetch_add(1, Ordering::Relaxed);
         self.returned = true;
-        let (buffer, state) = (self.buffer.clone(), self.state.clone());
-        Box::new(move || super::transfer::map_for_upload(&buffer, state))
     }
 }
 
@@ -327,7 +314,7 @@ impl Drop for Lease<'_> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
     use crate::gpu::transfer::{TextureRegion, TextureWrite};
 
@@ -335,8 +322,7 @@ pub(super) mod tests {
         Gpu::new().unwrap_or_else(|e| panic!("the upload ring tests need a GPU adapter: {e}"))
     }
 
-    /// An RGBA texture to upload into and copy or read back from.
-    pub(in crate::gpu) fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
+    fn texture(gpu: &Gpu, width: u32, height: u32) -> live::Texture {
         gpu.create_texture(&wgpu::TextureDescriptor {
             label: Some("upload ring test"),
             size: wgpu::Extent3d {
@@ -457,7 +443,7 @@ pub(super) mod tests {
             .collect();
         for lease in leases {
             lease.buffer.unmap();
-            lease.remap();
+            lease.remap(&gpu);
         }
         gpu.wait_idle().unwrap();
         upload(&gpu, ring, &small, &bytes[..8 * 8 * 4]).unwrap();
@@ -480,7 +466,7 @@ pub(super) mod tests {
         let ring = &UploadRing::new();
         let lease = ring.acquire(&gpu, 256).unwrap().unwrap();
         lease.buffer.unmap();
-        lease.remap();
+        lease.remap(&gpu);
         gpu.wait_idle().unwrap();
         // What the mapping callback records when wgpu fails the mapping.
         {

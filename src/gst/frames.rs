@@ -131,27 +131,6 @@ fn upload(
     Ok((Arc::new(frame), upload_counts(layout)))
 }
 
-/// Whether `event` ends what an element has in flight (EOS, the end of a
-/// flush), so that the work its frames left deferred on the device must be
-/// submitted ([`flush_deferred`]).
-pub fn ends_the_stream(event: &gst::Event) -> bool {
-    matches!(
-        event.view(),
-        gst::EventView::Eos(_) | gst::EventView::FlushStop(_)
-    )
-}
-
-/// Submits the work left deferred on `gpu` (uploads and overlay passes,
-/// `Gpu::defer`) at EOS, a flush or stop, so that nothing downstream waits
-/// on work nobody submitted; a failure is posted on the bus as one line
-/// naming that work.
-pub fn flush_deferred(element: &gst::Element, gpu: Option<Gpu>) {
-    if let Some(Err(e)) = gpu.map(|gpu| gpu.flush()) {
-        // Posted; the event goes on (EOS must reach the sink).
-        let _ = super::element::fail(element, "cannot submit the deferred GPU work", e);
-    }
-}
-
 /// `buffer` mapped for reading, or the one-line error.
 pub fn map_readable(buffer: &gst::BufferRef) -> Result<gst::BufferMap<'_, gst::buffer::Readable>> {
     buffer

@@ -82,12 +82,6 @@ impl Transfer {
         Ok(())
     }
 
-    /// `BaseTransformImpl::stop`'s share: the work the element's frames
-    /// left deferred on the device is submitted.
-    pub fn stopped(&self, element: &gst::Element) {
-        super::frames::flush_deferred(element, self.device.get());
-    }
-
     /// `set_caps`'s refusal: `reason` is posted on the bus when the caps
     /// event fails (see [`Self::sink_event`]); the error returned is for the
     /// log.
@@ -108,9 +102,6 @@ impl Transfer {
         event: gst::Event,
         parent: impl FnOnce(gst::Event) -> bool,
     ) -> bool {
-        if super::frames::ends_the_stream(&event) {
-            super::frames::flush_deferred(element, self.device.get());
-        }
         let caps = match event.view() {
             gst::EventView::Caps(c) => Some(c.caps_owned()),
             _ => None,
@@ -374,7 +365,6 @@ macro_rules! transfer_element {
 
             fn stop(&self) -> Result<(), gst::ErrorMessage> {
                 $crate::gst::transfer::Mover::stopped(self);
-                self.transfer.stopped(self.obj().upcast_ref());
                 Ok(())
             }
 

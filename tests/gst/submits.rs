@@ -62,10 +62,10 @@ impl Stream {
     }
 }
 
-/// What `chain` (after `wgnnupload`, its model element sharing instance
-/// `id` at batch size [`STREAMS`]) submitted over [`ROUNDS`] rounds of one
-/// frame per stream, and the deferred work pending as they began.
-fn counted(chain: &str, id: &str) -> (SubmitStats, u64) {
+/// Submissions per frame and stream of `chain` (after
+/// `wgnnupload`, its model element sharing instance `id` at batch size
+/// [`STREAMS`]), over [`ROUNDS`] rounds of one frame per stream.
+fn per_frame(chain: &str, id: &str) -> f64 {
     init();
     let gpu = common::own_gpu();
     let id = format!("submits-{id}-{}", std::process::id());
@@ -87,9 +87,6 @@ fn counted(chain: &str, id: &str) -> (SubmitStats, u64) {
         }
     };
     round(0);
-    // Read first: work the flusher thread submits between the two reads
-    // is then counted as pending, not as submitted in the rounds.
-    let pending = gpu.deferred() as u64;
     let before = gpu.submits();
     (1..=ROUNDS).for_each(round);
     let counted: SubmitStats = gpu.submits().since(&before);
@@ -98,20 +95,22 @@ fn counted(chain: &str, id: &str) -> (SubmitStats, u64) {
         expect_eos(&s.pipeline, 60, &chain);
         s.pipeline.set_state(gst::State::Null).unwrap();
     }
-    eprintln!("{chain}: {counted} over {} frames", STREAMS * ROUNDS);
-    (counted, pending)
+    let frames = (STREAMS * ROUNDS) as f64;
+    let (subs, scopes) = (
+        counted.submissions as f64 / frames,
+        counted.error_scopes as f64 / frames,
+    );
+    eprintln!("{chain}: {subs} submissions and {scopes} error scopes a frame and stream");
+    subs
 }
 
-/// The most submissions a frame and stream: the batch's one shared by
-/// [`STREAMS`] (every frame's tensorize, the model, the copies out and
-/// every frame's composite), which carries wgnnupload's deferred uploads.
-/// Before issue 43: 4 at this batch; 1.5 before uploads were deferred.
-const SEGMENT: f64 = 1.0 / STREAMS as f64;
-/// The batch's (with the decode pass and the copy of its list read back),
-/// carrying the deferred uploads and wgnnoverlay's deferred passes. Before
-/// issue 43: 6 at this batch; 2.5 before uploads and overlays were
-/// deferred.
-const DETECT: f64 = 1.0 / STREAMS as f64;
+/// The most submissions a frame and stream: wgnnupload's, and the batch's
+/// one shared by [`STREAMS`] (every frame's tensorize, the model, the copies
+/// out and every frame's composite). Before issue 43: 4 at this batch.
+const SEGMENT: f64 = 1.0 + 1.0 / STREAMS as f64;
+/// wgnnupload's, the batch's (with the decode pass and the copy of its list
+/// read back) and wgnnoverlay's. Before issue 43: 6 at this batch.
+const DETECT: f64 = 2.0 + 1.0 / STREAMS as f64;
 
 fn bundled(path: &str) -> String {
     wgnn::models::bundled(path).display().to_string()
@@ -121,31 +120,12 @@ fn yolo() -> PathBuf {
     common::root().join("tests/data/detect/ultralytics/yolov8n_detect/model.onnx")
 }
 
-/// Asserts that `chain` submits at most `most` times a frame and stream,
-/// besides the submissions of deferred work that had waited
-/// `MAX_DEFERRED_AGE` (`SubmitStats::aged`).
-///
-/// Those depend on the host's timing, not on the path: on a slow or loaded
-/// host (lavapipe with other tests running) an upload can wait longer for
-/// its batch than the bound, and is then submitted alone. So the path's own
-/// submissions are held to `most` exactly, and the aged ones to what the
-/// design bounds them by: each submits every deferral pending, at least one
-/// of them pending as the rounds began or made during them, so there are no
-/// more of them than those deferrals. On a fast host there are none.
+/// Asserts that `chain` submits at most `most` times a frame and stream.
 fn assert_at_most(chain: &str, id: &str, most: f64) {
-    let (counted, pending) = counted(chain, id);
-    let frames = (STREAMS * ROUNDS) as f64;
-    let own = (counted.submissions - counted.aged) as f64 / frames;
+    let subs = per_frame(chain, id);
     assert!(
-        own <= most,
-        "{chain}: {own} submissions a frame besides aged deferred work, over {most}"
-    );
-    assert!(
-        counted.aged <= counted.deferrals + pending,
-        "{chain}: {} submissions of aged deferred work, over the {} deferrals ({pending} pending \
-         as the rounds began)",
-        counted.aged,
-        counted.deferrals + pending
+        subs <= most,
+        "{chain}: {subs} submissions a frame, over {most}"
     );
 }
 
@@ -157,14 +137,14 @@ fn segment_and_blur_submit_with_the_batch_alone() {
 }
 
 #[test]
-fn face_detect_and_its_overlay_submit_with_the_batch_alone() {
+fn face_detect_submits_with_the_batch_and_the_overlay_once() {
     let model = bundled("mediapipe/face_detection_short_range.tflite");
     let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
     assert_at_most(&chain, "face", DETECT);
 }
 
 #[test]
-fn yolo_detect_and_its_overlay_submit_with_the_batch_alone() {
+fn yolo_detect_submits_with_the_batch_and_the_overlay_once() {
     let model = yolo().display().to_string();
     let chain = format!("wgnndetect device=gpu precision=f32 model={model} BATCH ! wgnnoverlay");
     assert_at_most(&chain, "yolo", DETECT);

@@ -318,7 +318,7 @@ fn regions_recorded_into_one_encoder_each_keep_their_own() {
         t.encode_region(&mut encoder, &frame, *region, described(&t, dst, &shape))
             .unwrap();
     }
-    gpu.submit("test passes", [encoder.finish()]).unwrap();
+    gpu.queue().submit([encoder.finish()]);
     for (q, dst) in dsts.iter().enumerate() {
         let got = read(&gpu, dst, &t);
         let want = colours[q].map(f32::from);

@@ -327,15 +327,7 @@ impl BaseTransformImpl for WgnnOverlay {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
-        frames::flush_deferred(self.obj().upcast_ref(), self.device.get());
         Ok(())
-    }
-
-    fn sink_event(&self, event: gst::Event) -> bool {
-        if frames::ends_the_stream(&event) {
-            frames::flush_deferred(self.obj().upcast_ref(), self.device.get());
-        }
-        self.parent_sink_event(event)
     }
 
     fn transform_caps(

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::gpu::transfer::TextureRegion;
-use crate::gpu::{Checks, Deferral, Gpu};
+use crate::gpu::{Checks, Gpu};
 
 use super::frame::GpuFrame;
 use super::frame_read::{frame_bind_group, yuv_buffer, ColorSpec, Reader};
@@ -145,8 +145,6 @@ pub struct Overlay {
     last_quads: usize,
     /// Bytes of shapes in the last frame's upload.
     last_shape_bytes: usize,
-    /// The last frame's pass, deferred into the device's next submission.
-    last_pass: Option<Deferral>,
 }
 
 impl std::fmt::Debug for Overlay {
@@ -210,7 +208,6 @@ impl Overlay {
             shapes: None,
             last_quads: 0,
             last_shape_bytes: 0,
-            last_pass: None,
         })
     }
 
@@ -294,13 +291,6 @@ impl Overlay {
             shape_words: shape_words(&gpu),
         }
         .draw_list(items);
-        // The draw list and shapes are rewritten in place with
-        // `write_buffer`, which wgpu runs at the start of the next
-        // submission: the last frame's pass, if still deferred, must be
-        // submitted before they are, or it would draw this frame's items.
-        if self.last_pass.is_some_and(|pass| gpu.is_deferred(pass)) {
-            gpu.flush()?;
-        }
         let list = self.write_list(&quads)?;
         let shapes = self.write_shapes(&shapes)?;
         self.last_quads = quads.len();
@@ -353,11 +343,9 @@ impl Overlay {
             pass.set_bind_group(1, &own, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
-        // No submission of its own: the pass rides in the device's next,
-        // before whatever reads the drawn frame (later GPU work, or a
-        // download, which flushes), and wgpu validates it as that
-        // submission finishes it.
-        self.last_pass = Some(gpu.defer("overlay pass", encoder, None)?);
+        // wgpu 30 validates the pass as the encoder finishes: one scope
+        // holds both.
+        gpu.submit("overlay pass", [encoder.finish()])?;
         Ok(out)
     }
 }
