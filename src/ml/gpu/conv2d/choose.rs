@@ -610,44 +610,43 @@ fn split_fills(s: &ConvShape) -> bool {
 /// else the most the group's 16-channel blocks and workgroup memory allow;
 /// None where no split of 2 or more does.
 fn split_staged(s: &ConvShape, tile: CoopTile) -> Option<Staged> {
+    if s.icg % TC_CHANNELS != 0 {
+        return None;
+    }
     let run = tile.run(s.ow);
     let rows = s.images * s.oh * s.ow.div_ceil(run);
     let workgroups = rows * s.ocg.div_ceil(16 * tile.blocks as usize) * s.groups;
-    if workgroups >= TC_SPLIT_SUBGROUPS || s.icg % TC_CHANNELS != 0 {
-        return None;
-    }
-    let blocks = s.icg / TC_CHANNELS;
-    let mut chosen = None;
-    for splits in [2, 4, 8].into_iter().filter(|n| blocks % n == 0) {
-        let Some(kernel) = Staged::split((s.kh, s.kw), s.strides, s.dilations, run, splits) else {
-            break;
-        };
-        chosen = Some(kernel);
-        if workgroups * splits >= TC_SPLIT_SUBGROUPS {
-            break;
-        }
-    }
-    chosen
+    let kernel = |n| Staged::split((s.kh, s.kw), s.strides, s.dilations, run, n);
+    let splits = subgroup_splits(workgroups, s.icg / TC_CHANNELS, |n| kernel(n).is_some());
+    kernel(splits).filter(|_| splits > 1)
 }
 
 /// Subgroups of a workgroup the direct tensor-core kernel splits each
-/// tile's reduction over: as [`split_staged`] splits the staged kernel's
-/// rows, where the kernel's workgroups (one subgroup each) number fewer
-/// than [`TC_SPLIT_SUBGROUPS`], the fewest of 2, 4 and 8 that reach it,
-/// else the most that divide the group's 16-channel blocks (1: none).
+/// tile's reduction over, as [`split_staged`] splits the staged kernel's
+/// rows (1: none).
 fn direct_subgroups(s: &ConvShape, tile: CoopTile, flat: bool) -> usize {
     let tiles = s.ocg.div_ceil(16 * tile.blocks as usize) * s.groups;
     let runs = match flat {
         true => s.pixels().div_ceil(tile.run(s.pixels())),
         false => s.images * s.oh * s.ow.div_ceil(tile.run(s.ow)),
     };
-    let workgroups = runs * tiles;
-    let blocks = s.icg / TC_CHANNELS;
+    subgroup_splits(runs * tiles, s.icg / TC_CHANNELS, |_| true)
+}
+
+/// The subgroups each of `workgroups` one-subgroup workgroups splits its
+/// reduction of `blocks` 16-channel blocks over, where they number fewer
+/// than [`TC_SPLIT_SUBGROUPS`]: the fewest of 2, 4 and 8 that divide
+/// `blocks`, that the kernel `fits`, and reach it, else the most of those
+/// (1: none).
+fn subgroup_splits(workgroups: usize, blocks: usize, fits: impl Fn(usize) -> bool) -> usize {
     if workgroups >= TC_SPLIT_SUBGROUPS {
         return 1;
     }
     let mut chosen = 1;
     for n in [2, 4, 8].into_iter().filter(|n| blocks % n == 0) {
+        if !fits(n) {
+            break;
+        }
         chosen = n;
         if workgroups * n >= TC_SPLIT_SUBGROUPS {
             break;
